@@ -1,0 +1,843 @@
+//! Tunnel encapsulation in place: build, push, pop.
+//!
+//! The split follows Open vSwitch's native tunnels:
+//!
+//! * **build** ([`HeaderTemplate::build`]), once per tunnel or flow: the
+//!   whole outer header stack (Ethernet, optional 802.1Q tag, IPv4 or IPv6,
+//!   UDP / GRE / STT's TCP, tunnel header with options) is written into a
+//!   fixed array, and the parts of the checksums that never change are summed.
+//! * **push** ([`push`]), per packet: copy the template into the buffer's
+//!   headroom in front of the tenant frame, then patch only what varies:
+//!   lengths, the source port from the inner flow hash, and checksums.
+//!   The payload never moves and nothing is allocated.
+//! * **pop** ([`pop`]), per packet: validate every outer layer in one pass,
+//!   fill [`TunnelMetadata`] (outer addresses, VNI/key, options) and strip the
+//!   headers, leaving the tenant frame in the buffer.
+//!
+//! QinQ is not an IP tunnel: it is [`crate::vlan::push`] / [`crate::vlan::pop`].
+
+use crate::buf::PacketBuf;
+use crate::checksum;
+use crate::error::{Error, ErrorKind, Layer, Result};
+use crate::ethernet::{self, EtherType, MacAddr};
+use crate::geneve::{self, OptType, OptionsBuf};
+use crate::ipv4::{self, IpProtocol};
+use crate::vlan::{self, Tci};
+use crate::{be16, flowhash, gre, ipv6, put16, put32, stt, tcp, udp, vxlan, Vni};
+use std::net::IpAddr;
+
+/// The IP tunnel protocols.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TunnelKind {
+    Geneve,
+    Vxlan,
+    Gre,
+    Nvgre,
+    Stt,
+}
+
+impl TunnelKind {
+    pub const ALL: [TunnelKind; 5] = [
+        TunnelKind::Geneve,
+        TunnelKind::Vxlan,
+        TunnelKind::Gre,
+        TunnelKind::Nvgre,
+        TunnelKind::Stt,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TunnelKind::Geneve => "geneve",
+            TunnelKind::Vxlan => "vxlan",
+            TunnelKind::Gre => "gre",
+            TunnelKind::Nvgre => "nvgre",
+            TunnelKind::Stt => "stt",
+        }
+    }
+
+    /// The IANA destination port (UDP for Geneve/VXLAN, TCP for STT).
+    pub fn default_port(self) -> u16 {
+        match self {
+            TunnelKind::Geneve => geneve::UDP_PORT,
+            TunnelKind::Vxlan => vxlan::UDP_PORT,
+            TunnelKind::Stt => stt::TCP_PORT,
+            TunnelKind::Gre | TunnelKind::Nvgre => 0,
+        }
+    }
+}
+
+/// Everything that defines one tunnel's outer headers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EncapSpec {
+    pub kind: TunnelKind,
+    pub eth_src: MacAddr,
+    pub eth_dst: MacAddr,
+    /// An 802.1Q tag on the underlay (the TRex article's Dot1Q(vlan=177)).
+    pub outer_vlan: Option<Tci>,
+    /// Outer source and destination; both IPv4 or both IPv6.
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub ttl: u8,
+    pub tos: u8,
+    /// IPv4 DF bit on the outer header.
+    pub dont_frag: bool,
+    /// Destination port for Geneve, VXLAN and STT.
+    pub dst_port: u16,
+    /// Source port range for the flow-hash entropy.
+    pub src_port_min: u16,
+    pub src_port_max: u16,
+    /// VNI (Geneve, VXLAN), VSID (NVGRE, low 24 bits), key (GRE, 32 bits)
+    /// or context ID (STT, 64 bits). `None` for GRE means no key field.
+    pub key: Option<u64>,
+    /// Outer UDP checksum (Geneve, VXLAN) or GRE checksum. STT's TCP
+    /// checksum is always written.
+    pub csum: bool,
+    /// GRE only: write a sequence number (from [`PushMeta::seq`]).
+    pub gre_seq: bool,
+    /// Geneve only: the option TLVs. The C bit is set if any is critical.
+    pub geneve_options: OptionsBuf,
+    /// What the tunnel carries: Ethernet (0x6558) or, for Geneve and GRE,
+    /// an IPv4/IPv6 packet.
+    pub inner_proto: EtherType,
+}
+
+impl EncapSpec {
+    /// A spec with the usual defaults: TTL 64, DF, IANA port, source ports
+    /// 49152-65535, Ethernet payload, no checksum, no options.
+    pub fn new(kind: TunnelKind, src: IpAddr, dst: IpAddr, key: Option<u64>) -> EncapSpec {
+        EncapSpec {
+            kind,
+            eth_src: MacAddr([0x02, 0, 0, 0, 0, 1]),
+            eth_dst: MacAddr([0x02, 0, 0, 0, 0, 2]),
+            outer_vlan: None,
+            src,
+            dst,
+            ttl: 64,
+            tos: 0,
+            dont_frag: true,
+            dst_port: kind.default_port(),
+            src_port_min: 49152,
+            src_port_max: 65535,
+            key,
+            csum: false,
+            gre_seq: false,
+            geneve_options: OptionsBuf::new(),
+            inner_proto: EtherType::TransEtherBridging,
+        }
+    }
+}
+
+/// The longest outer header stack: Ethernet, one tag, IPv6, UDP, Geneve
+/// with 252 bytes of options.
+pub const MAX_OVERHEAD: usize = ethernet::HEADER_LEN
+    + vlan::TAG_LEN
+    + ipv6::HEADER_LEN
+    + udp::HEADER_LEN
+    + geneve::HEADER_LEN
+    + geneve::MAX_OPTIONS_LEN;
+
+/// The outer header stack of one tunnel, built once and copied per packet.
+#[derive(Clone)]
+pub struct HeaderTemplate {
+    bytes: [u8; MAX_OVERHEAD],
+    len: u16,
+    /// Offset of the IP header.
+    ip: u8,
+    /// Offset of the UDP, GRE or TCP header.
+    l4: u8,
+    kind: TunnelKind,
+    v6: bool,
+    csum: bool,
+    src_port_min: u16,
+    src_port_max: u16,
+    /// IPv4: the header's sum with zero length and zero checksum.
+    ip_sum: u64,
+    /// The pseudo-header's sum without its length (UDP, TCP).
+    pseudo_sum: u64,
+    /// Offset of NVGRE's FlowID byte / GRE's sequence number, if any.
+    gre_flow_id: Option<u8>,
+    gre_seq_at: Option<u8>,
+}
+
+impl std::fmt::Debug for HeaderTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeaderTemplate")
+            .field("kind", &self.kind)
+            .field("len", &self.len)
+            .field("bytes", &&self.bytes[..self.len as usize])
+            .finish()
+    }
+}
+
+fn spec_err(field: &'static str, reason: &'static str) -> Error {
+    Error::invalid(Layer::Buffer, field, 0, reason)
+}
+
+impl HeaderTemplate {
+    /// Build the outer headers for `spec`, refusing combinations that cannot
+    /// be sent (mixed IP families, a VNI over 24 bits, options on a tunnel
+    /// that has none).
+    pub fn build(spec: &EncapSpec) -> Result<HeaderTemplate> {
+        let v6 = match (spec.src, spec.dst) {
+            (IpAddr::V4(_), IpAddr::V4(_)) => false,
+            (IpAddr::V6(_), IpAddr::V6(_)) => true,
+            _ => {
+                return Err(spec_err(
+                    "tunnel addresses",
+                    "source and destination must both be IPv4 or both IPv6",
+                ))
+            }
+        };
+        let key24 = |what: &'static str| -> Result<Vni> {
+            let k = spec.key.unwrap_or(0);
+            u32::try_from(k)
+                .ok()
+                .and_then(Vni::new)
+                .ok_or_else(|| spec_err(what, "does not fit in 24 bits"))
+        };
+        if !spec.geneve_options.is_empty() && spec.kind != TunnelKind::Geneve {
+            return Err(spec_err("options", "only Geneve carries options"));
+        }
+        if spec.inner_proto != EtherType::TransEtherBridging
+            && !matches!(spec.kind, TunnelKind::Geneve | TunnelKind::Gre)
+        {
+            return Err(spec_err(
+                "inner protocol",
+                "only Geneve and GRE carry IP packets directly",
+            ));
+        }
+        let mut t = HeaderTemplate {
+            bytes: [0; MAX_OVERHEAD],
+            len: 0,
+            ip: 0,
+            l4: 0,
+            kind: spec.kind,
+            v6,
+            csum: spec.csum,
+            src_port_min: spec.src_port_min.min(spec.src_port_max),
+            src_port_max: spec.src_port_max.max(spec.src_port_min),
+            ip_sum: 0,
+            pseudo_sum: 0,
+            gre_flow_id: None,
+            gre_seq_at: None,
+        };
+        let b = &mut t.bytes;
+        let ip_type = if v6 { EtherType::Ipv6 } else { EtherType::Ipv4 };
+        let mut at = ethernet::HEADER_LEN;
+        let first_type = if let Some(tci) = spec.outer_vlan {
+            put16(b, at, tci.to_u16());
+            put16(b, at + 2, ip_type.into());
+            at += vlan::TAG_LEN;
+            EtherType::Vlan
+        } else {
+            ip_type
+        };
+        ethernet::Repr {
+            dst: spec.eth_dst,
+            src: spec.eth_src,
+            ethertype: first_type,
+        }
+        .emit(b);
+        t.ip = at as u8;
+        let proto = match spec.kind {
+            TunnelKind::Geneve | TunnelKind::Vxlan => IpProtocol::Udp,
+            TunnelKind::Gre | TunnelKind::Nvgre => IpProtocol::Gre,
+            TunnelKind::Stt => IpProtocol::Tcp,
+        };
+        match (spec.src, spec.dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => {
+                ipv4::Repr {
+                    src: s,
+                    dst: d,
+                    protocol: proto,
+                    payload_len: 0,
+                    tos: spec.tos,
+                    ident: 0,
+                    dont_frag: spec.dont_frag,
+                    ttl: spec.ttl,
+                }
+                .emit(&mut b[at..]);
+                put16(b, at + 2, 0);
+                put16(b, at + 10, 0);
+                t.ip_sum = checksum::sum(0, &b[at..at + ipv4::HEADER_LEN]);
+                t.pseudo_sum = checksum::pseudo_v4(s.octets(), d.octets(), proto.into(), 0);
+                at += ipv4::HEADER_LEN;
+            }
+            (IpAddr::V6(s), IpAddr::V6(d)) => {
+                ipv6::Repr {
+                    src: s,
+                    dst: d,
+                    next_header: proto,
+                    payload_len: 0,
+                    traffic_class: spec.tos,
+                    flow_label: 0,
+                    hop_limit: spec.ttl,
+                }
+                .emit(&mut b[at..]);
+                t.pseudo_sum = checksum::pseudo_v6(s.octets(), d.octets(), proto.into(), 0);
+                at += ipv6::HEADER_LEN;
+            }
+            _ => unreachable!("families checked above"),
+        }
+        t.l4 = at as u8;
+        match spec.kind {
+            TunnelKind::Geneve | TunnelKind::Vxlan => {
+                udp::Repr {
+                    src_port: 0,
+                    dst_port: spec.dst_port,
+                    payload_len: 0,
+                }
+                .emit(&mut b[at..]);
+                at += udp::HEADER_LEN;
+                if spec.kind == TunnelKind::Geneve {
+                    let opts = spec.geneve_options.as_bytes();
+                    geneve::Repr {
+                        version: 0,
+                        oam: false,
+                        critical: spec.geneve_options.any_critical(),
+                        reserved1: 0,
+                        protocol: spec.inner_proto,
+                        vni: key24("vni")?,
+                        reserved2: 0,
+                        options: opts,
+                    }
+                    .emit(&mut b[at..])?;
+                    at += geneve::HEADER_LEN + opts.len();
+                } else {
+                    vxlan::Repr::new(key24("vni")?).emit(&mut b[at..]);
+                    at += vxlan::HEADER_LEN;
+                }
+            }
+            TunnelKind::Gre | TunnelKind::Nvgre => {
+                let nvgre = spec.kind == TunnelKind::Nvgre;
+                let key = if nvgre {
+                    Some(gre::nvgre_key(key24("vsid")?, 0))
+                } else {
+                    match spec.key {
+                        None => None,
+                        Some(k) => Some(
+                            u32::try_from(k)
+                                .map_err(|_| spec_err("key", "does not fit in 32 bits"))?,
+                        ),
+                    }
+                };
+                if nvgre && (spec.csum || spec.gre_seq) {
+                    return Err(spec_err(
+                        "nvgre",
+                        "RFC 7637 § 3.2: NVGRE has no checksum or sequence number",
+                    ));
+                }
+                let r = gre::Repr {
+                    protocol: spec.inner_proto,
+                    checksum: spec.csum,
+                    reserved1: 0,
+                    key,
+                    seq: spec.gre_seq.then_some(0),
+                    reserved0: 0,
+                    version: 0,
+                };
+                let n = r.emit(&mut b[at..]);
+                let key_at = at + gre::BASE_LEN + if spec.csum { 4 } else { 0 };
+                if nvgre {
+                    t.gre_flow_id = Some((key_at + 3) as u8);
+                }
+                if spec.gre_seq {
+                    t.gre_seq_at = Some((key_at + if key.is_some() { 4 } else { 0 }) as u8);
+                }
+                at += n;
+            }
+            TunnelKind::Stt => {
+                tcp::Repr {
+                    src_port: 0,
+                    dst_port: spec.dst_port,
+                    seq: 0,
+                    ack: 0,
+                    flags: tcp::flags::PSH | tcp::flags::ACK,
+                    window: u16::MAX,
+                    urgent: 0,
+                }
+                .emit(&mut b[at..]);
+                at += tcp::HEADER_LEN;
+                stt::Repr {
+                    context_id: spec.key.unwrap_or(0),
+                    ..stt::Repr::default()
+                }
+                .emit(&mut b[at..]);
+                at += stt::HEADER_LEN;
+            }
+        }
+        t.len = at as u16;
+        Ok(t)
+    }
+
+    /// Bytes the outer headers add to a tenant frame.
+    pub fn overhead(&self) -> usize {
+        self.len as usize
+    }
+
+    /// The outer headers as built (lengths and checksums still zero).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
+    pub fn kind(&self) -> TunnelKind {
+        self.kind
+    }
+
+    /// The L2 overhead a tenant frame pays: everything but the outer
+    /// Ethernet header (and tag), which the underlay MTU does not count.
+    pub fn mtu_overhead(&self) -> usize {
+        self.len as usize - self.ip as usize
+    }
+}
+
+/// Per-packet values for [`push`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PushMeta {
+    /// The inner flow hash ([`flowhash::hash_frame`]); `None` computes it.
+    pub hash: Option<u32>,
+    /// GRE sequence number or STT packet ID.
+    pub seq: u32,
+    /// STT's frame-header flags, L4 offset and MSS for the inner packet's
+    /// offloads (zero when the inner checksums are complete).
+    pub stt_flags: u8,
+    pub stt_l4_offset: u8,
+    pub stt_mss: u16,
+}
+
+/// Encapsulate the tenant frame in `p` with the outer headers of `t`.
+///
+/// Per packet this copies the template and patches lengths, the source port
+/// and checksums. Outer checksums, when enabled, are computed over the whole
+/// packet; that is the one step here whose cost grows with the payload.
+pub fn push<B: AsRef<[u8]> + AsMut<[u8]>>(
+    t: &HeaderTemplate,
+    p: &mut PacketBuf<B>,
+    meta: PushMeta,
+) -> Result<()> {
+    let inner_len = p.len();
+    let hash = match meta.hash {
+        Some(h) => h,
+        None => flowhash::hash_frame(p.data()),
+    };
+    let n = t.len as usize;
+    let ip = t.ip as usize;
+    let l4 = t.l4 as usize;
+    let l4_len = n - l4 + inner_len;
+    let ip_payload_len = l4_len;
+    let total = if t.v6 {
+        ip_payload_len
+    } else {
+        ip_payload_len + ipv4::HEADER_LEN
+    };
+    if total > u16::MAX as usize {
+        return Err(Error::new(
+            Layer::Buffer,
+            0,
+            ErrorKind::NoRoom {
+                field: "outer length",
+                needed: total,
+                available: u16::MAX as usize,
+            },
+        ));
+    }
+    let d = p.push(n)?;
+    d[..n].copy_from_slice(&t.bytes[..n]);
+    if t.v6 {
+        put16(d, ip + 4, ip_payload_len as u16);
+    } else {
+        put16(d, ip + 2, total as u16);
+        let c = checksum::finish(t.ip_sum + total as u64);
+        put16(d, ip + 10, c);
+    }
+    let sport = flowhash::source_port(hash, t.src_port_min, t.src_port_max);
+    match t.kind {
+        TunnelKind::Geneve | TunnelKind::Vxlan => {
+            put16(d, l4, sport);
+            put16(d, l4 + 4, l4_len as u16);
+            if t.csum {
+                let c = checksum::finish(checksum::sum(t.pseudo_sum + l4_len as u64, &d[l4..]));
+                put16(d, l4 + 6, if c == 0 { 0xffff } else { c });
+            }
+        }
+        TunnelKind::Gre | TunnelKind::Nvgre => {
+            if let Some(at) = t.gre_flow_id {
+                d[at as usize] = hash as u8;
+            }
+            if let Some(at) = t.gre_seq_at {
+                put32(d, at as usize, meta.seq);
+            }
+            if t.csum {
+                gre::fill_checksum(&mut d[l4..]);
+            }
+        }
+        TunnelKind::Stt => {
+            let frame_len = stt::HEADER_LEN + inner_len;
+            if frame_len > stt::MAX_FRAME {
+                return Err(Error::invalid(
+                    Layer::Stt,
+                    "frame length",
+                    0,
+                    "tenant frame over 65517 bytes",
+                ));
+            }
+            put16(d, l4, sport);
+            put32(d, l4 + 4, stt::seq(frame_len as u16, 0));
+            put32(d, l4 + 8, meta.seq);
+            let s = l4 + tcp::HEADER_LEN;
+            d[s + 1] = meta.stt_flags;
+            d[s + 2] = meta.stt_l4_offset;
+            put16(d, s + 4, meta.stt_mss);
+            let c = checksum::finish(checksum::sum(t.pseudo_sum + l4_len as u64, &d[l4..]));
+            put16(d, l4 + 16, c);
+        }
+    }
+    Ok(())
+}
+
+/// What a receiver learned from the outer headers: OVS's `flow_tnl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TunnelMetadata {
+    pub kind: TunnelKind,
+    /// Outer source and destination (`tun_src`, `tun_dst`).
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub tos: u8,
+    pub ttl: u8,
+    /// UDP/TCP ports (zero for GRE).
+    pub src_port: u16,
+    pub dst_port: u16,
+    /// `tun_id`: VNI, VSID, GRE key or STT context ID.
+    pub tun_id: u64,
+    /// The GRE key was present (a keyless GRE packet has `tun_id` 0).
+    pub key_present: bool,
+    /// NVGRE's FlowID.
+    pub flow_id: u8,
+    /// Geneve's O bit.
+    pub oam: bool,
+    /// The outer checksum was present (and, if asked, verified).
+    pub csum: bool,
+    /// The underlay 802.1Q tag, if any.
+    pub outer_vlan: Option<Tci>,
+    /// Geneve's options, copied (at most 252 bytes, inline).
+    pub options: OptionsBuf,
+    /// What the inner payload is (Ethernet unless Geneve/GRE says otherwise).
+    pub inner_proto: EtherType,
+}
+
+/// What [`pop`] accepts.
+#[derive(Debug, Clone, Copy)]
+pub struct PopConfig {
+    pub geneve_port: u16,
+    pub vxlan_port: u16,
+    pub stt_port: u16,
+    /// Verify outer checksums in software (off when the NIC or kernel has).
+    pub verify_csum: bool,
+}
+
+impl Default for PopConfig {
+    fn default() -> PopConfig {
+        PopConfig {
+            geneve_port: geneve::UDP_PORT,
+            vxlan_port: vxlan::UDP_PORT,
+            stt_port: stt::TCP_PORT,
+            verify_csum: true,
+        }
+    }
+}
+
+/// The result of [`pop`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decap {
+    /// The tenant frame is now the buffer's content.
+    Frame(TunnelMetadata),
+    /// One segment of a larger STT frame: the buffer holds this segment's
+    /// part of the STT frame; feed it to a [`stt::Reassembler`] with
+    /// `key` and `seq`, then finish with [`stt_frame`].
+    SttSegment {
+        meta: TunnelMetadata,
+        key: stt::FrameKey,
+        seq: u32,
+    },
+}
+
+/// Only OVN's option is known unless the caller says otherwise.
+pub fn ovn_only(class: u16, typ: OptType) -> bool {
+    class == geneve::OVN_CLASS && typ == OptType(geneve::OVN_TYPE)
+}
+
+/// Decapsulate the frame in `p`: validate the outer headers, return the
+/// tunnel metadata and leave the tenant frame in `p`.
+///
+/// `known_option` tells which critical Geneve options this receiver
+/// understands; a packet with any other critical option is refused with
+/// [`ErrorKind::UnknownCriticalOption`]. Errors carry the offset in the
+/// outer frame; the buffer is left unchanged on error.
+pub fn pop<B: AsRef<[u8]> + AsMut<[u8]>>(
+    p: &mut PacketBuf<B>,
+    cfg: &PopConfig,
+    known_option: impl Fn(u16, OptType) -> bool,
+) -> Result<Decap> {
+    let d = p.data();
+    let eth = ethernet::Frame::new_checked(d)?;
+    let mut et = eth.ethertype();
+    let mut at = ethernet::HEADER_LEN;
+    let mut outer_vlan = None;
+    if et.is_vlan_tpid() {
+        let tag = vlan::Tag::new_checked(&d[at..]).map_err(|e| e.at(at))?;
+        outer_vlan = Some(tag.tci());
+        et = tag.ethertype();
+        at += vlan::TAG_LEN;
+    }
+    let ip_at = at;
+    // The pseudo-header sum without its length; UDP/TCP lengths here are
+    // under 64 KiB, so adding the length is the same for IPv4 and IPv6.
+    let (src, dst, tos, ttl, proto, l4_at, l4_end, pseudo_base);
+    match et {
+        EtherType::Ipv4 => {
+            let ip = ipv4::Packet::new_checked(&d[at..]).map_err(|e| e.at(at))?;
+            if ip.more_frags() || ip.frag_offset() != 0 {
+                return Err(Error::new(
+                    Layer::Ipv4,
+                    at + 6,
+                    ErrorKind::Unsupported {
+                        field: "fragment",
+                        value: ip.frag_offset() as u32,
+                    },
+                ));
+            }
+            if cfg.verify_csum && !ip.verify_checksum() {
+                return Err(Error::new(
+                    Layer::Ipv4,
+                    at + 10,
+                    ErrorKind::Checksum {
+                        field: "header checksum",
+                    },
+                ));
+            }
+            src = IpAddr::V4(ip.src());
+            dst = IpAddr::V4(ip.dst());
+            tos = ip.tos();
+            ttl = ip.ttl();
+            proto = ip.protocol();
+            l4_at = at + ip.header_len();
+            l4_end = at + ip.total_len() as usize;
+            pseudo_base =
+                checksum::pseudo_v4(ip.src().octets(), ip.dst().octets(), u8::from(proto), 0);
+        }
+        EtherType::Ipv6 => {
+            let ip = ipv6::Packet::new_checked(&d[at..]).map_err(|e| e.at(at))?;
+            src = IpAddr::V6(ip.src());
+            dst = IpAddr::V6(ip.dst());
+            tos = ip.traffic_class();
+            ttl = ip.hop_limit();
+            proto = ip.next_header();
+            l4_at = at + ipv6::HEADER_LEN;
+            l4_end = l4_at + ip.payload_len() as usize;
+            pseudo_base =
+                checksum::pseudo_v6(ip.src().octets(), ip.dst().octets(), u8::from(proto), 0);
+        }
+        other => {
+            return Err(Error::new(
+                Layer::Ethernet,
+                at - 2,
+                ErrorKind::Unsupported {
+                    field: "underlay ethertype",
+                    value: u16::from(other) as u32,
+                },
+            ))
+        }
+    }
+    let l4b = &d[l4_at..l4_end];
+    let mut meta = TunnelMetadata {
+        kind: TunnelKind::Vxlan,
+        src,
+        dst,
+        tos,
+        ttl,
+        src_port: 0,
+        dst_port: 0,
+        tun_id: 0,
+        key_present: true,
+        flow_id: 0,
+        oam: false,
+        csum: false,
+        outer_vlan,
+        options: OptionsBuf::new(),
+        inner_proto: EtherType::TransEtherBridging,
+    };
+    let inner_at;
+    match proto {
+        IpProtocol::Udp => {
+            let u = udp::Packet::new_checked(l4b).map_err(|e| e.at(l4_at))?;
+            meta.src_port = u.src_port();
+            meta.dst_port = u.dst_port();
+            meta.csum = u.checksum() != 0;
+            if cfg.verify_csum && meta.csum && !u.verify_checksum(pseudo_base + u.len() as u64) {
+                return Err(Error::new(
+                    Layer::Udp,
+                    l4_at + 6,
+                    ErrorKind::Checksum { field: "checksum" },
+                ));
+            }
+            let t_at = l4_at + udp::HEADER_LEN;
+            let tb = u.payload();
+            if meta.dst_port == cfg.geneve_port {
+                let g = geneve::Packet::new_checked(tb).map_err(|e| e.at(t_at))?;
+                if g.version() != 0 {
+                    return Err(Error::invalid(
+                        Layer::Geneve,
+                        "version",
+                        t_at,
+                        "must be 0 (RFC 8926 § 3.4)",
+                    ));
+                }
+                g.check_critical(&known_option).map_err(|e| e.at(t_at))?;
+                meta.kind = TunnelKind::Geneve;
+                meta.tun_id = g.vni().get() as u64;
+                meta.oam = g.oam();
+                meta.inner_proto = g.protocol();
+                meta.options =
+                    OptionsBuf::from_area(g.options_bytes()).map_err(|e| e.at(t_at + 8))?;
+                inner_at = t_at + g.header_len();
+            } else if meta.dst_port == cfg.vxlan_port {
+                let v = vxlan::Packet::new_checked(tb).map_err(|e| e.at(t_at))?;
+                v.check().map_err(|e| e.at(t_at))?;
+                meta.kind = TunnelKind::Vxlan;
+                meta.tun_id = v.vni().get() as u64;
+                inner_at = t_at + vxlan::HEADER_LEN;
+            } else {
+                return Err(Error::new(
+                    Layer::Udp,
+                    l4_at + 2,
+                    ErrorKind::Unsupported {
+                        field: "destination port (no tunnel listens there)",
+                        value: meta.dst_port as u32,
+                    },
+                ));
+            }
+        }
+        IpProtocol::Gre => {
+            let g = gre::Packet::new_checked(l4b).map_err(|e| e.at(l4_at))?;
+            if cfg.verify_csum {
+                g.check().map_err(|e| e.at(l4_at))?;
+            } else if g.version() != 0 {
+                return Err(Error::invalid(
+                    Layer::Gre,
+                    "version",
+                    l4_at + 1,
+                    "must be 0",
+                ));
+            }
+            meta.csum = g.has_checksum();
+            meta.inner_proto = g.protocol();
+            if gre::is_nvgre(&g) {
+                let (vsid, flow) = gre::nvgre_split(g.key().unwrap_or(0));
+                meta.kind = TunnelKind::Nvgre;
+                meta.tun_id = vsid.get() as u64;
+                meta.flow_id = flow;
+            } else {
+                meta.kind = TunnelKind::Gre;
+                meta.key_present = g.has_key();
+                meta.tun_id = g.key().unwrap_or(0) as u64;
+            }
+            inner_at = l4_at + g.header_len();
+        }
+        IpProtocol::Tcp => {
+            let t = tcp::Packet::new_checked(l4b).map_err(|e| e.at(l4_at))?;
+            if t.dst_port() != cfg.stt_port {
+                return Err(Error::new(
+                    Layer::Tcp,
+                    l4_at + 2,
+                    ErrorKind::Unsupported {
+                        field: "destination port (no tunnel listens there)",
+                        value: t.dst_port() as u32,
+                    },
+                ));
+            }
+            if cfg.verify_csum && !t.verify_checksum(pseudo_base + l4b.len() as u64) {
+                return Err(Error::new(
+                    Layer::Tcp,
+                    l4_at + 16,
+                    ErrorKind::Checksum { field: "checksum" },
+                ));
+            }
+            meta.kind = TunnelKind::Stt;
+            meta.src_port = t.src_port();
+            meta.dst_port = t.dst_port();
+            meta.csum = true;
+            let seg_at = l4_at + t.header_len();
+            let seg_len = t.payload().len();
+            let (frame_len, offset) = stt::split_seq(t.seq());
+            if offset != 0 || seg_len != frame_len as usize {
+                let key = stt::FrameKey {
+                    src,
+                    dst,
+                    src_port: t.src_port(),
+                    packet_id: t.ack(),
+                };
+                let seq = t.seq();
+                p.truncate(l4_end);
+                p.pull(seg_at)?;
+                return Ok(Decap::SttSegment { meta, key, seq });
+            }
+            let hl = stt_frame(t.payload(), &mut meta).map_err(|e| e.at(seg_at))?;
+            inner_at = seg_at + hl;
+        }
+        other => {
+            return Err(Error::new(
+                Layer::Ipv4,
+                ip_at + 9,
+                ErrorKind::Unsupported {
+                    field: "underlay protocol",
+                    value: u8::from(other) as u32,
+                },
+            ))
+        }
+    }
+    // Drop Ethernet padding after the outer IP packet, then the headers.
+    p.truncate(l4_end);
+    p.pull(inner_at)?;
+    Ok(Decap::Frame(meta))
+}
+
+/// Read a whole (reassembled) STT frame's header into `meta`; returns the
+/// header length, after which the tenant frame starts.
+pub fn stt_frame(frame: &[u8], meta: &mut TunnelMetadata) -> Result<usize> {
+    let s = stt::Packet::new_checked(frame)?;
+    s.check()?;
+    meta.tun_id = s.context_id();
+    if s.vlan_valid() {
+        // STT carries the tenant's tag out of band; keep it beside the frame.
+        meta.outer_vlan = Some(Tci::from_u16(be16(frame, 6) & 0xefff));
+    }
+    Ok(stt::HEADER_LEN)
+}
+
+/// Which tunnel kind, if any, an outer frame belongs to, without validating
+/// it: for counting and for the decoder's layer walk.
+pub fn classify(proto: IpProtocol, dst_port: u16, cfg: &PopConfig) -> Option<TunnelKind> {
+    match proto {
+        IpProtocol::Udp if dst_port == cfg.geneve_port => Some(TunnelKind::Geneve),
+        IpProtocol::Udp if dst_port == cfg.vxlan_port => Some(TunnelKind::Vxlan),
+        IpProtocol::Tcp if dst_port == cfg.stt_port => Some(TunnelKind::Stt),
+        IpProtocol::Gre => Some(TunnelKind::Gre),
+        _ => None,
+    }
+}
+
+/// Check that `p` has the headroom the outer headers of `t` need.
+pub fn check_headroom<B: AsRef<[u8]>>(p: &PacketBuf<B>, t: &HeaderTemplate) -> Result<()> {
+    if p.headroom() < t.overhead() {
+        return Err(Error::new(
+            Layer::Buffer,
+            0,
+            ErrorKind::NoRoom {
+                field: "headroom",
+                needed: t.overhead(),
+                available: p.headroom(),
+            },
+        ));
+    }
+    Ok(())
+}

@@ -16,6 +16,8 @@ pub enum Layer {
     Vxlan,
     Gre,
     Stt,
+    /// A tunnel's configuration (for building outer headers).
+    Tunnel,
     Buffer,
 }
 
@@ -35,6 +37,7 @@ impl std::fmt::Display for Layer {
             Layer::Vxlan => "vxlan",
             Layer::Gre => "gre",
             Layer::Stt => "stt",
+            Layer::Tunnel => "tunnel",
             Layer::Buffer => "buffer",
         })
     }

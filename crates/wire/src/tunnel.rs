@@ -170,7 +170,7 @@ impl std::fmt::Debug for HeaderTemplate {
 }
 
 fn spec_err(field: &'static str, reason: &'static str) -> Error {
-    Error::invalid(Layer::Buffer, field, 0, reason)
+    Error::invalid(Layer::Tunnel, field, 0, reason)
 }
 
 impl HeaderTemplate {
@@ -533,6 +533,10 @@ pub struct PopConfig {
     pub stt_port: u16,
     /// Verify outer checksums in software (off when the NIC or kernel has).
     pub verify_csum: bool,
+    /// Read keyed GRE carrying Ethernet (no checksum, no sequence number) as
+    /// NVGRE: VSID and FlowID instead of a 32-bit key. The two are the same
+    /// bytes on the wire (RFC 7637 § 3.2), so only configuration can tell.
+    pub gre_as_nvgre: bool,
 }
 
 impl Default for PopConfig {
@@ -542,6 +546,7 @@ impl Default for PopConfig {
             vxlan_port: vxlan::UDP_PORT,
             stt_port: stt::TCP_PORT,
             verify_csum: true,
+            gre_as_nvgre: false,
         }
     }
 }
@@ -731,7 +736,7 @@ pub fn pop<B: AsRef<[u8]> + AsMut<[u8]>>(
             }
             meta.csum = g.has_checksum();
             meta.inner_proto = g.protocol();
-            if gre::is_nvgre(&g) {
+            if cfg.gre_as_nvgre && gre::is_nvgre(&g) {
                 let (vsid, flow) = gre::nvgre_split(g.key().unwrap_or(0));
                 meta.kind = TunnelKind::Nvgre;
                 meta.tun_id = vsid.get() as u64;
@@ -840,4 +845,312 @@ pub fn check_headroom<B: AsRef<[u8]>>(p: &PacketBuf<B>, t: &HeaderTemplate) -> R
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geneve::{OptionRepr, OvnPorts};
+    use proptest::prelude::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    const HEADROOM: usize = MAX_OVERHEAD;
+
+    fn tenant_frame(len: usize) -> Vec<u8> {
+        let mut f: Vec<u8> = (0..len).map(|i| (i * 31 + 7) as u8).collect();
+        f[12] = 0x08;
+        f[13] = 0x00;
+        f
+    }
+
+    fn v4() -> (IpAddr, IpAddr) {
+        (
+            Ipv4Addr::new(172, 17, 2, 163).into(),
+            Ipv4Addr::new(172, 17, 2, 60).into(),
+        )
+    }
+
+    fn v6() -> (IpAddr, IpAddr) {
+        (
+            "fd00::1".parse::<Ipv6Addr>().unwrap().into(),
+            "fd00::2".parse::<Ipv6Addr>().unwrap().into(),
+        )
+    }
+
+    fn spec(kind: TunnelKind, (s, d): (IpAddr, IpAddr), csum: bool) -> EncapSpec {
+        let mut sp = EncapSpec::new(kind, s, d, Some(0x00ab_cdef));
+        sp.csum = csum && kind != TunnelKind::Nvgre;
+        if kind == TunnelKind::Geneve {
+            sp.geneve_options
+                .push(OptionRepr {
+                    class: geneve::OVN_CLASS,
+                    opt_type: OptType(geneve::OVN_TYPE),
+                    data: &OvnPorts::new(3, 2).unwrap().data(),
+                })
+                .unwrap();
+        }
+        sp
+    }
+
+    fn roundtrip(sp: &EncapSpec, inner: &[u8]) -> TunnelMetadata {
+        let t = HeaderTemplate::build(sp).unwrap();
+        let mut p = PacketBuf::new(vec![0u8; HEADROOM + inner.len()], HEADROOM);
+        p.extend(inner).unwrap();
+        let payload_at = p.head();
+        push(
+            &t,
+            &mut p,
+            PushMeta {
+                seq: 77,
+                ..PushMeta::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(p.len(), t.overhead() + inner.len());
+        assert_eq!(p.head() + t.overhead(), payload_at, "payload moved");
+        let cfg = PopConfig {
+            gre_as_nvgre: sp.kind == TunnelKind::Nvgre,
+            ..PopConfig::default()
+        };
+        let Decap::Frame(m) = pop(&mut p, &cfg, ovn_only).unwrap() else {
+            panic!("whole frame expected");
+        };
+        assert_eq!(p.data(), inner);
+        assert_eq!(p.head(), payload_at);
+        m
+    }
+
+    #[test]
+    fn every_kind_both_families_both_checksums() {
+        for kind in TunnelKind::ALL {
+            for fam in [v4(), v6()] {
+                for csum in [false, true] {
+                    let sp = spec(kind, fam, csum);
+                    let m = roundtrip(&sp, &tenant_frame(1500));
+                    assert_eq!(m.kind, kind);
+                    assert_eq!((m.src, m.dst), fam);
+                    assert_eq!(m.tun_id, 0x00ab_cdef, "{kind:?}");
+                    assert_eq!(m.ttl, 64);
+                    if matches!(kind, TunnelKind::Geneve | TunnelKind::Vxlan) {
+                        assert_eq!(m.csum, csum);
+                        assert!(m.src_port >= 49152);
+                        assert_eq!(m.dst_port, kind.default_port());
+                    }
+                    if kind == TunnelKind::Geneve {
+                        assert_eq!(geneve::Options::new(m.options.as_bytes()).count(), 1);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn outer_headers_agree_with_etherparse() {
+        for kind in TunnelKind::ALL {
+            for csum in [false, true] {
+                let sp = spec(kind, v4(), csum);
+                let t = HeaderTemplate::build(&sp).unwrap();
+                let inner = tenant_frame(200);
+                let mut p = PacketBuf::new(vec![0u8; HEADROOM + inner.len()], HEADROOM);
+                p.extend(&inner).unwrap();
+                push(&t, &mut p, PushMeta::default()).unwrap();
+                let s = etherparse::SlicedPacket::from_ethernet(p.data()).unwrap();
+                let Some(etherparse::NetSlice::Ipv4(ip)) = &s.net else {
+                    panic!("ipv4")
+                };
+                let h = ip.header().to_header();
+                assert_eq!(h.header_checksum, h.calc_header_checksum());
+                assert_eq!(h.total_len as usize, p.len() - 14);
+                match &s.transport {
+                    Some(etherparse::TransportSlice::Udp(u)) => {
+                        let uh = u.to_header();
+                        if csum {
+                            assert_eq!(
+                                uh.checksum,
+                                uh.calc_checksum_ipv4(&h, u.payload()).unwrap()
+                            );
+                        } else {
+                            assert_eq!(uh.checksum, 0);
+                        }
+                    }
+                    Some(etherparse::TransportSlice::Tcp(tc)) => {
+                        let th = tc.to_header();
+                        assert_eq!(
+                            th.checksum,
+                            th.calc_checksum_ipv4(&h, tc.payload()).unwrap()
+                        );
+                        assert_eq!(tc.destination_port(), stt::TCP_PORT);
+                    }
+                    _ => assert!(matches!(kind, TunnelKind::Gre | TunnelKind::Nvgre)),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_critical_option_is_refused_and_buffer_untouched() {
+        let sp = spec(TunnelKind::Geneve, v4(), true);
+        let t = HeaderTemplate::build(&sp).unwrap();
+        let mut p = PacketBuf::new(vec![0u8; HEADROOM + 100], HEADROOM);
+        p.extend(&tenant_frame(100)).unwrap();
+        push(&t, &mut p, PushMeta::default()).unwrap();
+        let before = p.data().to_vec();
+        let e = pop(&mut p, &PopConfig::default(), |_, _| false).unwrap_err();
+        assert_eq!(
+            e.kind,
+            ErrorKind::UnknownCriticalOption {
+                class: 0x0102,
+                typ: 0x80
+            }
+        );
+        // Outer Ethernet 14 + IPv4 20 + UDP 8 + Geneve 8: the option's offset.
+        assert_eq!(e.offset, 50);
+        assert_eq!(p.data(), &before[..]);
+    }
+
+    #[test]
+    fn corrupted_packets_name_layer_and_offset() {
+        let sp = spec(TunnelKind::Vxlan, v4(), true);
+        let t = HeaderTemplate::build(&sp).unwrap();
+        let mut p = PacketBuf::new(vec![0u8; HEADROOM + 100], HEADROOM);
+        p.extend(&tenant_frame(100)).unwrap();
+        push(&t, &mut p, PushMeta::default()).unwrap();
+        let good = p.data().to_vec();
+        let check = |at: usize, xor: u8, layer: Layer, off: usize| {
+            let mut b = good.clone();
+            b[at] ^= xor;
+            let mut q = PacketBuf::with_range(b, 0, good.len()).unwrap();
+            let e = pop(&mut q, &PopConfig::default(), ovn_only).unwrap_err();
+            assert_eq!((e.layer, e.offset), (layer, off), "{e}");
+        };
+        check(14 + 8, 1, Layer::Ipv4, 24); // TTL changed: header checksum fails
+        check(14 + 20 + 8 + 9, 1, Layer::Udp, 40); // payload changed: UDP checksum fails
+        let mut nock = good.clone();
+        nock[40] = 0;
+        nock[41] = 0; // no UDP checksum, then clear the I flag
+        nock[42] = 0;
+        let mut q = PacketBuf::with_range(nock, 0, good.len()).unwrap();
+        let e = pop(&mut q, &PopConfig::default(), ovn_only).unwrap_err();
+        assert_eq!((e.layer, e.offset), (Layer::Vxlan, 42), "{e}");
+    }
+
+    #[test]
+    fn spec_errors() {
+        let (s4, _) = v4();
+        let (_, d6) = v6();
+        let e =
+            HeaderTemplate::build(&EncapSpec::new(TunnelKind::Vxlan, s4, d6, Some(1))).unwrap_err();
+        assert!(
+            e.to_string().contains("must both be IPv4 or both IPv6"),
+            "{e}"
+        );
+        let (s, d) = v4();
+        let e = HeaderTemplate::build(&EncapSpec::new(TunnelKind::Vxlan, s, d, Some(1 << 24)))
+            .unwrap_err();
+        assert!(e.to_string().contains("24 bits"));
+        let mut sp = spec(TunnelKind::Geneve, v4(), false);
+        sp.kind = TunnelKind::Vxlan;
+        assert!(HeaderTemplate::build(&sp).is_err());
+    }
+
+    #[test]
+    fn stt_segments_reassemble() {
+        let sp = spec(TunnelKind::Stt, v4(), true);
+        let t = HeaderTemplate::build(&sp).unwrap();
+        let inner = tenant_frame(9000);
+        let mut p = PacketBuf::new(vec![0u8; HEADROOM + inner.len()], HEADROOM);
+        p.extend(&inner).unwrap();
+        push(
+            &t,
+            &mut p,
+            PushMeta {
+                seq: 4242,
+                ..PushMeta::default()
+            },
+        )
+        .unwrap();
+        // Segment like TSO would: same outer headers, each with its slice of
+        // the STT frame and seq = frame length << 16 | offset.
+        let whole = p.data().to_vec();
+        let hdr = t.overhead() - stt::HEADER_LEN; // up to the end of TCP
+        let frame = &whole[hdr..];
+        let mut r = stt::Reassembler::new(4);
+        let mut got = None;
+        for (off, len) in stt::segments(frame.len(), 1448) {
+            let mut seg = whole[..hdr].to_vec();
+            seg.extend_from_slice(&frame[off..off + len]);
+            let ip_total = (seg.len() - 14) as u16;
+            seg[16..18].copy_from_slice(&ip_total.to_be_bytes());
+            seg[24..26].copy_from_slice(&[0, 0]);
+            let c = checksum::checksum(&seg[14..34]);
+            seg[24..26].copy_from_slice(&c.to_be_bytes());
+            seg[38..42].copy_from_slice(&stt::seq(frame.len() as u16, off as u16).to_be_bytes());
+            let pseudo = checksum::pseudo_v4(
+                [172, 17, 2, 163],
+                [172, 17, 2, 60],
+                6,
+                (seg.len() - 34) as u16,
+            );
+            tcp::Packet::new_checked(&mut seg[34..])
+                .unwrap()
+                .fill_checksum(pseudo);
+            let n = seg.len();
+            let mut q = PacketBuf::with_range(seg, 0, n).unwrap();
+            match pop(&mut q, &PopConfig::default(), ovn_only).unwrap() {
+                Decap::SttSegment { mut meta, key, seq } => {
+                    assert_eq!(key.packet_id, 4242);
+                    if let stt::Reassembled::Complete(f) = r.push(key, seq, q.data(), 0).unwrap() {
+                        let hl = stt_frame(f, &mut meta).unwrap();
+                        got = Some((meta.tun_id, f[hl..].to_vec()));
+                    }
+                }
+                Decap::Frame(_) => panic!("a segment was taken for a whole frame"),
+            }
+        }
+        assert_eq!(got, Some((0x00ab_cdef, inner)));
+    }
+
+    #[test]
+    fn qinq_overhead_and_mtu() {
+        let t = HeaderTemplate::build(&spec(TunnelKind::Geneve, v4(), false)).unwrap();
+        // IPv4 20 + UDP 8 + Geneve 8 + OVN option 8, plus the inner Ethernet
+        // header the tenant MTU does not count: callers add 14.
+        assert_eq!(t.mtu_overhead(), 44);
+        let t = HeaderTemplate::build(&spec(TunnelKind::Vxlan, v6(), false)).unwrap();
+        assert_eq!(t.mtu_overhead(), 56);
+    }
+
+    fn any_kind() -> impl Strategy<Value = TunnelKind> {
+        prop_oneof![
+            Just(TunnelKind::Geneve),
+            Just(TunnelKind::Vxlan),
+            Just(TunnelKind::Gre),
+            Just(TunnelKind::Nvgre),
+            Just(TunnelKind::Stt)
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn push_pop_roundtrip(kind in any_kind(), v6f in any::<bool>(), csum in any::<bool>(), key in 0u64..0x100_0000,
+                              tos in any::<u8>(), ttl in 1u8..=255, len in 14usize..3000, vlan in any::<Option<u16>>()) {
+            let fam = if v6f { v6() } else { v4() };
+            let mut sp = spec(kind, fam, csum);
+            sp.key = Some(key);
+            sp.tos = tos;
+            sp.ttl = ttl;
+            sp.outer_vlan = vlan.map(Tci::from_u16);
+            let m = roundtrip(&sp, &tenant_frame(len));
+            prop_assert_eq!(m.tun_id, key);
+            prop_assert_eq!((m.tos, m.ttl), (tos, ttl));
+            prop_assert_eq!(m.outer_vlan, sp.outer_vlan);
+        }
+
+        #[test]
+        fn pop_random_bytes_never_panics(b in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let n = b.len();
+            let mut q = PacketBuf::with_range(b, 0, n).unwrap();
+            let _ = pop(&mut q, &PopConfig::default(), ovn_only);
+        }
+    }
 }

@@ -155,8 +155,7 @@ impl<'a> Walk<'a> {
             let tci = t.tci();
             let mut l = Layer::new(name, at);
             l.int("prio", tci.pcp.get())
-                .int("id", tci.dei as u8)
-                .note("DEI")
+                .int("dei", tci.dei as u8)
                 .int("vlan", tci.vid.get())
                 .int("type", u16::from(t.ethertype()))
                 .note(ethertype_note(t.ethertype()));

@@ -84,3 +84,27 @@ def test_damaged_capture_reports_and_fails(tmp_path):
     assert r.returncode == 1
     assert "Frame 11:" in r.stdout  # everything before the damage was printed
     assert "damaged after frame 11" in r.stderr
+
+
+def test_malformed_frame_shows_what_it_can(tmp_path):
+    """A Geneve option that runs past its packet: the layers before it are
+    shown, the error names layer, field and offset, the exit status is 1."""
+    import subprocess
+
+    from scapy.all import IP, UDP, Ether, wrpcap
+    from conftest import tunlab_bin
+
+    good = bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=1, dport=6081)
+                 / bytes.fromhex("02006558000006000102800100030002")
+                 / Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02", type=0x88B5))
+    # Option length 1 word -> 3 words: its data now overruns the options area.
+    bad = bytearray(good)
+    bad[14 + 20 + 8 + 11] = 0x03
+    pcap = tmp_path / "bad.pcap"
+    wrpcap(str(pcap), [Ether(bytes(bad)), Ether(good)])
+    r = subprocess.run([tunlab_bin(), "decode", str(pcap)], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "###[ UDP ]###" in r.stdout
+    assert "geneve: option data: needs 12 bytes, only 4 available (at byte offset 54)" in r.stdout
+    assert "Frame 2:" in r.stdout  # the next frame is still decoded
+    assert "1 of 2 frames malformed (frames 1)" in r.stderr

@@ -1,11 +1,9 @@
 //! The `tunlab` command line: argument parsing and dispatch only.
 
-mod capture;
-mod decode;
-
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tunlab::{capture, decode};
 
 /// tunlab: overlay tunnels (Geneve, VXLAN, GRE/NVGRE, STT, QinQ) in userspace.
 ///

@@ -316,6 +316,14 @@ impl OptionsBuf {
 
     /// Copy a raw options area (already checked to tile into TLVs).
     pub fn from_area(area: &[u8]) -> Result<OptionsBuf> {
+        let mut o = OptionsBuf::default();
+        o.set(area)?;
+        Ok(o)
+    }
+
+    /// Replace the contents with a raw options area, copying only its bytes
+    /// (the per-packet path: no zeroing of the whole 252-byte array).
+    pub fn set(&mut self, area: &[u8]) -> Result<()> {
         if area.len() > MAX_OPTIONS_LEN || area.len() % 4 != 0 {
             return Err(Error::invalid(
                 Layer::Geneve,
@@ -324,10 +332,13 @@ impl OptionsBuf {
                 "options area must be a multiple of 4 bytes, at most 252",
             ));
         }
-        let mut o = OptionsBuf::default();
-        o.bytes[..area.len()].copy_from_slice(area);
-        o.len = area.len() as u8;
-        Ok(o)
+        self.bytes[..area.len()].copy_from_slice(area);
+        self.len = area.len() as u8;
+        Ok(())
+    }
+
+    pub fn clear(&mut self) {
+        self.len = 0;
     }
 
     /// Append one option; fails if it does not fit the 252-byte area.

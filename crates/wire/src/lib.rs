@@ -16,6 +16,8 @@ pub mod checksum;
 pub mod error;
 pub mod ethernet;
 pub mod flowhash;
+#[doc(hidden)]
+pub mod fuzz_targets;
 pub mod geneve;
 pub mod gre;
 pub mod icmp;

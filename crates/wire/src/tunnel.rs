@@ -525,6 +525,28 @@ pub struct TunnelMetadata {
     pub inner_proto: EtherType,
 }
 
+impl Default for TunnelMetadata {
+    fn default() -> TunnelMetadata {
+        TunnelMetadata {
+            kind: TunnelKind::Vxlan,
+            src: IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            dst: IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            tos: 0,
+            ttl: 0,
+            src_port: 0,
+            dst_port: 0,
+            tun_id: 0,
+            key_present: false,
+            flow_id: 0,
+            oam: false,
+            csum: false,
+            outer_vlan: None,
+            options: OptionsBuf::new(),
+            inner_proto: EtherType::TransEtherBridging,
+        }
+    }
+}
+
 /// What [`pop`] accepts.
 #[derive(Debug, Clone, Copy)]
 pub struct PopConfig {
@@ -551,19 +573,16 @@ impl Default for PopConfig {
     }
 }
 
-/// The result of [`pop`].
+/// The result of [`pop`]; the tunnel metadata went into the caller's slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decap {
     /// The tenant frame is now the buffer's content.
-    Frame(TunnelMetadata),
+    Frame,
     /// One segment of a larger STT frame: the buffer holds this segment's
     /// part of the STT frame; feed it to a [`stt::Reassembler`] with
-    /// `key` and `seq`, then finish with [`stt_frame`].
-    SttSegment {
-        meta: TunnelMetadata,
-        key: stt::FrameKey,
-        seq: u32,
-    },
+    /// `key` and `seq`, then finish with [`stt_frame`]. The metadata has
+    /// the outer headers' fields; `tun_id` comes with the STT header.
+    SttSegment { key: stt::FrameKey, seq: u32 },
 }
 
 /// Only OVN's option is known unless the caller says otherwise.
@@ -571,17 +590,19 @@ pub fn ovn_only(class: u16, typ: OptType) -> bool {
     class == geneve::OVN_CLASS && typ == OptType(geneve::OVN_TYPE)
 }
 
-/// Decapsulate the frame in `p`: validate the outer headers, return the
-/// tunnel metadata and leave the tenant frame in `p`.
+/// Decapsulate the frame in `p`: validate the outer headers, fill `meta`
+/// (the caller keeps one per batch slot, so nothing large is built or
+/// moved per packet) and leave the tenant frame in `p`.
 ///
 /// `known_option` tells which critical Geneve options this receiver
 /// understands; a packet with any other critical option is refused with
 /// [`ErrorKind::UnknownCriticalOption`]. Errors carry the offset in the
-/// outer frame; the buffer is left unchanged on error.
+/// outer frame; the buffer is left unchanged on error, `meta` is not.
 pub fn pop<B: AsRef<[u8]> + AsMut<[u8]>>(
     p: &mut PacketBuf<B>,
     cfg: &PopConfig,
     known_option: impl Fn(u16, OptType) -> bool,
+    meta: &mut TunnelMetadata,
 ) -> Result<Decap> {
     let d = p.data();
     let eth = ethernet::Frame::new_checked(d)?;
@@ -654,23 +675,20 @@ pub fn pop<B: AsRef<[u8]> + AsMut<[u8]>>(
         }
     }
     let l4b = &d[l4_at..l4_end];
-    let mut meta = TunnelMetadata {
-        kind: TunnelKind::Vxlan,
-        src,
-        dst,
-        tos,
-        ttl,
-        src_port: 0,
-        dst_port: 0,
-        tun_id: 0,
-        key_present: true,
-        flow_id: 0,
-        oam: false,
-        csum: false,
-        outer_vlan,
-        options: OptionsBuf::new(),
-        inner_proto: EtherType::TransEtherBridging,
-    };
+    meta.src = src;
+    meta.dst = dst;
+    meta.tos = tos;
+    meta.ttl = ttl;
+    meta.src_port = 0;
+    meta.dst_port = 0;
+    meta.tun_id = 0;
+    meta.key_present = true;
+    meta.flow_id = 0;
+    meta.oam = false;
+    meta.csum = false;
+    meta.outer_vlan = outer_vlan;
+    meta.options.clear();
+    meta.inner_proto = EtherType::TransEtherBridging;
     let inner_at;
     match proto {
         IpProtocol::Udp => {
@@ -784,9 +802,9 @@ pub fn pop<B: AsRef<[u8]> + AsMut<[u8]>>(
                 let seq = t.seq();
                 p.truncate(l4_end);
                 p.pull(seg_at)?;
-                return Ok(Decap::SttSegment { meta, key, seq });
+                return Ok(Decap::SttSegment { key, seq });
             }
-            let hl = stt_frame(t.payload(), &mut meta).map_err(|e| e.at(seg_at))?;
+            let hl = stt_frame(t.payload(), meta).map_err(|e| e.at(seg_at))?;
             inner_at = seg_at + hl;
         }
         other => {
@@ -803,7 +821,7 @@ pub fn pop<B: AsRef<[u8]> + AsMut<[u8]>>(
     // Drop Ethernet padding after the outer IP packet, then the headers.
     p.truncate(l4_end);
     p.pull(inner_at)?;
-    Ok(Decap::Frame(meta))
+    Ok(Decap::Frame)
 }
 
 /// Read a whole (reassembled) STT frame's header into `meta`; returns the
@@ -912,9 +930,8 @@ mod tests {
             gre_as_nvgre: sp.kind == TunnelKind::Nvgre,
             ..PopConfig::default()
         };
-        let Decap::Frame(m) = pop(&mut p, &cfg, ovn_only).unwrap() else {
-            panic!("whole frame expected");
-        };
+        let mut m = TunnelMetadata::default();
+        assert_eq!(pop(&mut p, &cfg, ovn_only, &mut m).unwrap(), Decap::Frame);
         assert_eq!(p.data(), inner);
         assert_eq!(p.head(), payload_at);
         m
@@ -995,7 +1012,7 @@ mod tests {
         p.extend(&tenant_frame(100)).unwrap();
         push(&t, &mut p, PushMeta::default()).unwrap();
         let before = p.data().to_vec();
-        let e = pop(&mut p, &PopConfig::default(), |_, _| false).unwrap_err();
+        let e = pop(&mut p, &PopConfig::default(), |_, _| false, &mut TunnelMetadata::default()).unwrap_err();
         assert_eq!(
             e.kind,
             ErrorKind::UnknownCriticalOption {
@@ -1020,7 +1037,7 @@ mod tests {
             let mut b = good.clone();
             b[at] ^= xor;
             let mut q = PacketBuf::with_range(b, 0, good.len()).unwrap();
-            let e = pop(&mut q, &PopConfig::default(), ovn_only).unwrap_err();
+            let e = pop(&mut q, &PopConfig::default(), ovn_only, &mut TunnelMetadata::default()).unwrap_err();
             assert_eq!((e.layer, e.offset), (layer, off), "{e}");
         };
         check(14 + 8, 1, Layer::Ipv4, 24); // TTL changed: header checksum fails
@@ -1030,7 +1047,7 @@ mod tests {
         nock[41] = 0; // no UDP checksum, then clear the I flag
         nock[42] = 0;
         let mut q = PacketBuf::with_range(nock, 0, good.len()).unwrap();
-        let e = pop(&mut q, &PopConfig::default(), ovn_only).unwrap_err();
+        let e = pop(&mut q, &PopConfig::default(), ovn_only, &mut TunnelMetadata::default()).unwrap_err();
         assert_eq!((e.layer, e.offset), (Layer::Vxlan, 42), "{e}");
     }
 
@@ -1096,15 +1113,16 @@ mod tests {
                 .fill_checksum(pseudo);
             let n = seg.len();
             let mut q = PacketBuf::with_range(seg, 0, n).unwrap();
-            match pop(&mut q, &PopConfig::default(), ovn_only).unwrap() {
-                Decap::SttSegment { mut meta, key, seq } => {
+            let mut meta = TunnelMetadata::default();
+            match pop(&mut q, &PopConfig::default(), ovn_only, &mut meta).unwrap() {
+                Decap::SttSegment { key, seq } => {
                     assert_eq!(key.packet_id, 4242);
                     if let stt::Reassembled::Complete(f) = r.push(key, seq, q.data(), 0).unwrap() {
                         let hl = stt_frame(f, &mut meta).unwrap();
                         got = Some((meta.tun_id, f[hl..].to_vec()));
                     }
                 }
-                Decap::Frame(_) => panic!("a segment was taken for a whole frame"),
+                Decap::Frame => panic!("a segment was taken for a whole frame"),
             }
         }
         assert_eq!(got, Some((0x00ab_cdef, inner)));
@@ -1150,7 +1168,7 @@ mod tests {
         fn pop_random_bytes_never_panics(b in proptest::collection::vec(any::<u8>(), 0..200)) {
             let n = b.len();
             let mut q = PacketBuf::with_range(b, 0, n).unwrap();
-            let _ = pop(&mut q, &PopConfig::default(), ovn_only);
+            let _ = pop(&mut q, &PopConfig::default(), ovn_only, &mut TunnelMetadata::default());
         }
     }
 }

@@ -1,0 +1,202 @@
+//! The bodies of the fuzz targets (`fuzz/`), kept here so that the committed
+//! corpora also run as ordinary regression tests on the stable toolchain
+//! (`tests/fuzz_corpus.rs`). Each function must never panic, whatever the
+//! bytes; beyond that each checks the invariants its parser promises.
+
+use crate::buf::PacketBuf;
+use crate::tunnel::{self, Decap, PopConfig};
+use crate::{arp, checksum, ethernet, geneve, gre, icmp, ipv4, ipv6, stt, tcp, udp, vlan, vxlan};
+
+/// Every target by name, for the corpus regression test.
+pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("ethernet", ethernet),
+    ("arp", arp),
+    ("ipv4", ipv4),
+    ("ipv6", ipv6),
+    ("udp", udp),
+    ("tcp", tcp),
+    ("icmp", icmp),
+    ("geneve", geneve),
+    ("vxlan", vxlan),
+    ("gre", gre),
+    ("stt", stt),
+    ("stt_reassembly", stt_reassembly),
+    ("tunnel_pop", tunnel_pop),
+];
+
+/// Ethernet header and a walk over VLAN tags, with push/pop of a tag.
+pub fn ethernet(data: &[u8]) {
+    if let Ok(f) = ethernet::Frame::new_checked(data) {
+        let r = ethernet::Repr::parse(&f);
+        let mut out = [0u8; ethernet::HEADER_LEN];
+        r.emit(&mut out);
+        assert_eq!(&out[..], &data[..ethernet::HEADER_LEN]);
+        let mut et = f.ethertype();
+        let mut rest = f.payload();
+        while et.is_vlan_tpid() {
+            match vlan::Tag::new_checked(rest) {
+                Ok(t) => {
+                    et = t.ethertype();
+                    rest = &rest[vlan::TAG_LEN..];
+                }
+                Err(_) => break,
+            }
+        }
+        let mut p = PacketBuf::new(vec![0u8; 8 + data.len()], 8);
+        p.extend(data).unwrap_or_default();
+        if vlan::push(&mut p, ethernet::EtherType::QinQ, vlan::Tci::from_u16(0x2005)).is_ok() {
+            let popped = vlan::pop(&mut p).expect("a pushed tag pops");
+            assert_eq!(popped.tci.to_u16(), 0x2005);
+            assert_eq!(p.data(), data);
+        }
+    }
+}
+
+pub fn arp(data: &[u8]) {
+    if let Ok(p) = arp::Packet::new_checked(data) {
+        let r = arp::Repr::parse(&p);
+        let mut out = [0u8; arp::PACKET_LEN];
+        r.emit(&mut out);
+        assert_eq!(&out[..], &data[..arp::PACKET_LEN]);
+    }
+}
+
+pub fn ipv4(data: &[u8]) {
+    if let Ok(p) = ipv4::Packet::new_checked(data) {
+        let _ = (p.options(), p.src(), p.dst(), p.frag_offset(), p.dscp(), p.ecn());
+        assert!(p.payload().len() + p.header_len() == p.total_len() as usize);
+        if p.verify_checksum() {
+            assert_eq!(checksum::fold(checksum::sum(0, &data[..p.header_len()])), 0xffff);
+        }
+    }
+}
+
+pub fn ipv6(data: &[u8]) {
+    if let Ok(p) = ipv6::Packet::new_checked(data) {
+        let r = ipv6::Repr::parse(&p);
+        let mut out = [0u8; ipv6::HEADER_LEN];
+        r.emit(&mut out);
+        assert_eq!(&out[..], &data[..ipv6::HEADER_LEN]);
+        assert_eq!(p.payload().len(), p.payload_len() as usize);
+    }
+}
+
+pub fn udp(data: &[u8]) {
+    if let Ok(p) = udp::Packet::new_checked(data) {
+        let _ = p.verify_checksum(checksum::pseudo_v4([1, 2, 3, 4], [5, 6, 7, 8], 17, p.len()));
+        assert_eq!(p.payload().len() + udp::HEADER_LEN, p.len() as usize);
+    }
+}
+
+pub fn tcp(data: &[u8]) {
+    if let Ok(p) = tcp::Packet::new_checked(data) {
+        let _ = (p.options(), p.payload(), p.verify_checksum(0), p.reserved());
+        assert_eq!(p.options().len() + tcp::HEADER_LEN, p.header_len());
+    }
+}
+
+pub fn icmp(data: &[u8]) {
+    if let Ok(p) = icmp::Packet::new_checked(data) {
+        let _ = (p.data(), p.verify_checksum_v4(), p.verify_checksum_v6(0), p.v6_mtu(), p.echo_seq());
+    }
+    let mut out = [0u8; 600];
+    if let Ok(n) = icmp::emit_frag_needed(data, 1400, &mut out) {
+        assert!(icmp::Packet::new_checked(&out[..n]).map(|p| p.verify_checksum_v4()).unwrap_or(false));
+    }
+}
+
+pub fn geneve(data: &[u8]) {
+    if let Ok(p) = geneve::Packet::new_checked(data) {
+        let total: usize = p.options().map(|o| o.len()).sum();
+        assert_eq!(total, p.options_len(), "options must tile the options area");
+        let _ = (p.ovn(), p.check_critical(tunnel::ovn_only), p.payload());
+        // Re-emitting what was parsed gives back the same header bytes.
+        let r = geneve::Repr::parse(&p);
+        let mut out = vec![0u8; r.buffer_len()];
+        r.emit(&mut out).expect("a parsed header re-emits");
+        assert_eq!(&out[..], &data[..r.buffer_len()]);
+    }
+}
+
+pub fn vxlan(data: &[u8]) {
+    if let Ok(p) = vxlan::Packet::new_checked(data) {
+        let r = vxlan::Repr::parse(&p);
+        let mut out = [0u8; vxlan::HEADER_LEN];
+        r.emit(&mut out);
+        assert_eq!(&out[..], &data[..vxlan::HEADER_LEN]);
+        let _ = p.check();
+    }
+}
+
+pub fn gre(data: &[u8]) {
+    if let Ok(p) = gre::Packet::new_checked(data) {
+        let r = gre::Repr::parse(&p);
+        let mut out = [0u8; gre::MAX_HEADER_LEN];
+        let n = r.emit(&mut out);
+        assert_eq!(n, p.header_len());
+        if !p.has_checksum() {
+            assert_eq!(&out[..n], &data[..n]);
+        }
+        let _ = (p.check(), gre::is_nvgre(&p), p.payload());
+    }
+}
+
+pub fn stt(data: &[u8]) {
+    if let Ok(p) = stt::Packet::new_checked(data) {
+        let r = stt::Repr::parse(&p);
+        let mut out = [0u8; stt::HEADER_LEN];
+        r.emit(&mut out);
+        assert_eq!(&out[..], &data[..stt::HEADER_LEN]);
+    }
+}
+
+/// Feed segments cut from the input to a small reassembler: whatever the
+/// sequence numbers, it must not panic, and a completed frame has the length
+/// its segments announced.
+pub fn stt_reassembly(data: &[u8]) {
+    let mut r = stt::Reassembler::new(2);
+    let mut rest = data;
+    let mut now = 0u64;
+    while rest.len() >= 7 {
+        let seq = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        let id = rest[4] as u32 % 3;
+        let len = (rest[5] as usize) % (rest.len() - 6 + 1);
+        let payload = &rest[6..6 + len];
+        rest = &rest[6 + len..];
+        now += 1;
+        let key = stt::FrameKey {
+            src: std::net::Ipv4Addr::LOCALHOST.into(),
+            dst: std::net::Ipv4Addr::LOCALHOST.into(),
+            src_port: 1,
+            packet_id: id,
+        };
+        if let Ok(stt::Reassembled::Complete(f)) = r.push(key, seq, payload, now) {
+            assert_eq!(f.len(), (seq >> 16) as usize);
+        }
+        if now % 5 == 0 {
+            r.expire(now, 3);
+        }
+    }
+}
+
+/// Decapsulate arbitrary bytes: never panic; on error leave the buffer as
+/// it was; on success the inner frame lies within the original.
+pub fn tunnel_pop(data: &[u8]) {
+    for nvgre in [false, true] {
+        let cfg = PopConfig {
+            gre_as_nvgre: nvgre,
+            verify_csum: data.first().is_some_and(|b| b & 1 == 0),
+            ..PopConfig::default()
+        };
+        let mut p = PacketBuf::with_range(data.to_vec(), 0, data.len()).expect("whole buffer");
+        let mut m = tunnel::TunnelMetadata::default();
+        match tunnel::pop(&mut p, &cfg, tunnel::ovn_only, &mut m) {
+            Ok(Decap::Frame) => {
+                assert!(p.head() <= data.len());
+                let _ = geneve::Options::new(m.options.as_bytes()).count();
+            }
+            Ok(Decap::SttSegment { .. }) => assert!(p.len() <= data.len()),
+            Err(_) => assert_eq!(p.data(), data),
+        }
+    }
+}

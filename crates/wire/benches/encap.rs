@@ -12,7 +12,9 @@ use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criteri
 use std::net::Ipv4Addr;
 use tunlab_wire::ethernet::EtherType;
 use tunlab_wire::geneve::{OptType, OptionRepr, OvnPorts, OVN_CLASS, OVN_TYPE};
-use tunlab_wire::tunnel::{self, Decap, EncapSpec, HeaderTemplate, PopConfig, PushMeta, TunnelKind, MAX_OVERHEAD};
+use tunlab_wire::tunnel::{
+    self, Decap, EncapSpec, HeaderTemplate, PopConfig, PushMeta, TunnelKind, MAX_OVERHEAD,
+};
 use tunlab_wire::vlan::{self, Tci};
 use tunlab_wire::PacketBuf;
 
@@ -29,10 +31,17 @@ fn frame(len: usize) -> Vec<u8> {
 }
 
 fn variants() -> Vec<(&'static str, EncapSpec)> {
-    let (s, d) = (Ipv4Addr::new(10, 0, 0, 1).into(), Ipv4Addr::new(10, 0, 0, 2).into());
+    let (s, d) = (
+        Ipv4Addr::new(10, 0, 0, 1).into(),
+        Ipv4Addr::new(10, 0, 0, 2).into(),
+    );
     let mut ovn = EncapSpec::new(TunnelKind::Geneve, s, d, Some(6));
     ovn.geneve_options
-        .push(OptionRepr { class: OVN_CLASS, opt_type: OptType(OVN_TYPE), data: &OvnPorts::new(3, 2).unwrap().data() })
+        .push(OptionRepr {
+            class: OVN_CLASS,
+            opt_type: OptType(OVN_TYPE),
+            data: &OvnPorts::new(3, 2).unwrap().data(),
+        })
         .unwrap();
     vec![
         ("geneve", EncapSpec::new(TunnelKind::Geneve, s, d, Some(6))),
@@ -63,7 +72,10 @@ fn decap_csum_cases(name: &str) -> &'static [bool] {
 }
 
 fn label(name: &str, size: usize, csum: bool) -> BenchmarkId {
-    BenchmarkId::from_parameter(format!("{name}/{size}B/{}", if csum { "csum" } else { "nocsum" }))
+    BenchmarkId::from_parameter(format!(
+        "{name}/{size}B/{}",
+        if csum { "csum" } else { "nocsum" }
+    ))
 }
 
 fn bench(c: &mut Criterion) {
@@ -73,7 +85,10 @@ fn bench(c: &mut Criterion) {
         let inner = frame(size);
         for (name, spec) in variants() {
             for &csum in encap_csum_cases(name) {
-                let spec = EncapSpec { csum, ..spec.clone() };
+                let spec = EncapSpec {
+                    csum,
+                    ..spec.clone()
+                };
                 let t = HeaderTemplate::build(&spec).unwrap();
                 let mut p = PacketBuf::new(vec![0u8; MAX_OVERHEAD + size], MAX_OVERHEAD);
                 p.extend(&inner).unwrap();
@@ -108,12 +123,19 @@ fn bench(c: &mut Criterion) {
         for (name, spec) in variants() {
             for &csum in decap_csum_cases(name) {
                 // Packets to verify carry a checksum; the others carry none.
-                let spec = EncapSpec { csum: csum && name != "stt", ..spec.clone() };
+                let spec = EncapSpec {
+                    csum: csum && name != "stt",
+                    ..spec.clone()
+                };
                 let t = HeaderTemplate::build(&spec).unwrap();
                 let mut p = PacketBuf::new(vec![0u8; MAX_OVERHEAD + size], MAX_OVERHEAD);
                 p.extend(&inner).unwrap();
                 tunnel::push(&t, &mut p, PushMeta::default()).unwrap();
-                let cfg = PopConfig { verify_csum: csum, gre_as_nvgre: name == "nvgre", ..PopConfig::default() };
+                let cfg = PopConfig {
+                    verify_csum: csum,
+                    gre_as_nvgre: name == "nvgre",
+                    ..PopConfig::default()
+                };
                 let n = t.overhead();
                 let mut meta = tunnel::TunnelMetadata::default();
                 dec.bench_function(label(name, size, csum), |b| {

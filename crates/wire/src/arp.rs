@@ -28,6 +28,7 @@ pub struct Packet<T> {
 impl<T: AsRef<[u8]>> Packet<T> {
     /// Only Ethernet/IPv4 ARP (htype 1, ptype 0x0800, lengths 6 and 4) is
     /// accepted; anything else is refused with the field that differs.
+    #[inline]
     pub fn new_checked(buf: T) -> Result<Packet<T>> {
         let b = buf.as_ref();
         need(Layer::Arp, "packet", b, 0, PACKET_LEN)?;
@@ -58,18 +59,23 @@ impl<T: AsRef<[u8]>> Packet<T> {
         Ok(Packet { buf })
     }
 
+    #[inline]
     pub fn operation(&self) -> u16 {
         be16(self.buf.as_ref(), 6)
     }
+    #[inline]
     pub fn sender_mac(&self) -> MacAddr {
         MacAddr::from_bytes(&self.buf.as_ref()[8..14])
     }
+    #[inline]
     pub fn sender_ip(&self) -> Ipv4Addr {
         ip_at(self.buf.as_ref(), 14)
     }
+    #[inline]
     pub fn target_mac(&self) -> MacAddr {
         MacAddr::from_bytes(&self.buf.as_ref()[18..24])
     }
+    #[inline]
     pub fn target_ip(&self) -> Ipv4Addr {
         ip_at(self.buf.as_ref(), 24)
     }
@@ -94,6 +100,7 @@ pub struct Repr {
 }
 
 impl Repr {
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Repr {
         Repr {
             operation: p.operation(),
@@ -104,10 +111,12 @@ impl Repr {
         }
     }
 
+    #[inline]
     pub const fn buffer_len(&self) -> usize {
         PACKET_LEN
     }
 
+    #[inline]
     pub fn emit(&self, b: &mut [u8]) {
         put16(b, 0, 1);
         put16(b, 2, 0x0800);

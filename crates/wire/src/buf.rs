@@ -17,6 +17,7 @@ pub struct PacketBuf<B> {
 
 impl<B: AsRef<[u8]>> PacketBuf<B> {
     /// An empty packet starting `headroom` bytes into `buf`.
+    #[inline]
     pub fn new(buf: B, headroom: usize) -> PacketBuf<B> {
         let cap = buf.as_ref().len();
         let head = headroom.min(cap);
@@ -28,6 +29,7 @@ impl<B: AsRef<[u8]>> PacketBuf<B> {
     }
 
     /// The packet occupying `buf[head..tail]`; `None` if out of range.
+    #[inline]
     pub fn with_range(buf: B, head: usize, tail: usize) -> Option<PacketBuf<B>> {
         if head <= tail && tail <= buf.as_ref().len() {
             Some(PacketBuf { buf, head, tail })
@@ -36,43 +38,52 @@ impl<B: AsRef<[u8]>> PacketBuf<B> {
         }
     }
 
+    #[inline]
     pub fn data(&self) -> &[u8] {
         &self.buf.as_ref()[self.head..self.tail]
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.tail - self.head
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.tail == self.head
     }
 
+    #[inline]
     pub fn headroom(&self) -> usize {
         self.head
     }
 
+    #[inline]
     pub fn tailroom(&self) -> usize {
         self.buf.as_ref().len() - self.tail
     }
 
     /// Where the packet starts inside the storage.
+    #[inline]
     pub fn head(&self) -> usize {
         self.head
     }
 
+    #[inline]
     pub fn into_inner(self) -> B {
         self.buf
     }
 }
 
 impl<B: AsRef<[u8]> + AsMut<[u8]>> PacketBuf<B> {
+    #[inline]
     pub fn data_mut(&mut self) -> &mut [u8] {
         let (h, t) = (self.head, self.tail);
         &mut self.buf.as_mut()[h..t]
     }
 
     /// Grow the packet by `n` bytes at the front and return the whole packet.
+    #[inline]
     pub fn push(&mut self, n: usize) -> Result<&mut [u8]> {
         if n > self.head {
             return Err(Error::new(
@@ -90,6 +101,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> PacketBuf<B> {
     }
 
     /// Drop `n` bytes from the front.
+    #[inline]
     pub fn pull(&mut self, n: usize) -> Result<()> {
         if n > self.len() {
             return Err(Error::truncated(Layer::Buffer, "pull", 0, n, self.len()));
@@ -99,6 +111,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> PacketBuf<B> {
     }
 
     /// Append `data` at the end.
+    #[inline]
     pub fn extend(&mut self, data: &[u8]) -> Result<()> {
         if data.len() > self.tailroom() {
             return Err(Error::new(
@@ -118,6 +131,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> PacketBuf<B> {
     }
 
     /// Cut the packet to `len` bytes (no-op if already shorter).
+    #[inline]
     pub fn truncate(&mut self, len: usize) {
         if len < self.len() {
             self.tail = self.head + len;
@@ -125,6 +139,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> PacketBuf<B> {
     }
 
     /// Reset to an empty packet with `headroom` bytes before it.
+    #[inline]
     pub fn reset(&mut self, headroom: usize) {
         let cap = self.buf.as_ref().len();
         self.head = headroom.min(cap);
@@ -135,6 +150,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> PacketBuf<B> {
     /// those `keep` bytes into the headroom: used for VLAN tags, which go
     /// after the MAC addresses. Only `keep` bytes move, never the payload.
     /// Returns the packet; the `n` new bytes are at `keep..keep + n`.
+    #[inline]
     pub fn insert_after(&mut self, keep: usize, n: usize) -> Result<&mut [u8]> {
         if keep > self.len() {
             return Err(Error::truncated(
@@ -153,6 +169,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> PacketBuf<B> {
 
     /// Remove `n` bytes after the first `keep` bytes by moving those `keep`
     /// bytes forward: the inverse of [`PacketBuf::insert_after`].
+    #[inline]
     pub fn remove_after(&mut self, keep: usize, n: usize) -> Result<()> {
         if keep + n > self.len() {
             return Err(Error::truncated(

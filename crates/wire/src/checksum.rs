@@ -58,6 +58,7 @@ pub fn finish(acc: u64) -> u16 {
 }
 
 /// Does `data` (checksum field included) verify?
+#[inline]
 pub fn verify(data: &[u8]) -> bool {
     fold(sum(0, data)) == 0xffff
 }

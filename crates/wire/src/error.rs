@@ -93,6 +93,7 @@ pub struct Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    #[cold]
     pub(crate) const fn new(layer: Layer, offset: usize, kind: ErrorKind) -> Error {
         Error {
             layer,
@@ -103,6 +104,7 @@ impl Error {
 
     /// `field` of `layer`, starting at `offset`, needs `needed` bytes but the
     /// buffer holds `available` from there.
+    #[cold]
     pub(crate) const fn truncated(
         layer: Layer,
         field: &'static str,
@@ -121,6 +123,7 @@ impl Error {
         )
     }
 
+    #[cold]
     pub(crate) const fn invalid(
         layer: Layer,
         field: &'static str,
@@ -132,6 +135,7 @@ impl Error {
 
     /// The same error, with its offset moved by `base` bytes (the position of
     /// the layer's first byte in the enclosing frame).
+    #[inline]
     pub fn at(mut self, base: usize) -> Error {
         self.offset += base;
         self

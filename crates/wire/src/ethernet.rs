@@ -35,12 +35,14 @@ pub struct MacAddr(pub [u8; 6]);
 impl MacAddr {
     pub const BROADCAST: MacAddr = MacAddr([0xff; 6]);
 
+    #[inline]
     pub fn from_bytes(b: &[u8]) -> MacAddr {
         let mut m = [0u8; 6];
         m.copy_from_slice(&b[..6]);
         MacAddr(m)
     }
 
+    #[inline]
     pub const fn is_multicast(&self) -> bool {
         self.0[0] & 1 == 1
     }
@@ -133,6 +135,7 @@ impl From<EtherType> for u16 {
 
 impl EtherType {
     /// The name Wireshark and scapy show for it.
+    #[inline]
     pub fn name(self) -> &'static str {
         match self {
             EtherType::Ipv4 => "IPv4",
@@ -146,6 +149,7 @@ impl EtherType {
     }
 
     /// Is this a VLAN tag's TPID (C-tag or S-tag)?
+    #[inline]
     pub fn is_vlan_tpid(self) -> bool {
         matches!(self, EtherType::Vlan | EtherType::QinQ)
     }
@@ -159,35 +163,43 @@ pub struct Frame<T> {
 
 impl<T: AsRef<[u8]>> Frame<T> {
     /// A view after checking that the header fits.
+    #[inline]
     pub fn new_checked(buf: T) -> Result<Frame<T>> {
         need(Layer::Ethernet, "header", buf.as_ref(), 0, HEADER_LEN)?;
         Ok(Frame { buf })
     }
 
+    #[inline]
     pub fn dst(&self) -> MacAddr {
         MacAddr::from_bytes(&self.buf.as_ref()[field::DST])
     }
 
+    #[inline]
     pub fn src(&self) -> MacAddr {
         MacAddr::from_bytes(&self.buf.as_ref()[field::SRC])
     }
 
+    #[inline]
     pub fn ethertype(&self) -> EtherType {
         be16(self.buf.as_ref(), field::ETHERTYPE.start).into()
     }
 
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         &self.buf.as_ref()[field::PAYLOAD..]
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
+    #[inline]
     pub fn set_dst(&mut self, m: MacAddr) {
         self.buf.as_mut()[field::DST].copy_from_slice(&m.0);
     }
+    #[inline]
     pub fn set_src(&mut self, m: MacAddr) {
         self.buf.as_mut()[field::SRC].copy_from_slice(&m.0);
     }
+    #[inline]
     pub fn set_ethertype(&mut self, t: EtherType) {
         put16(self.buf.as_mut(), field::ETHERTYPE.start, t.into());
     }
@@ -202,6 +214,7 @@ pub struct Repr {
 }
 
 impl Repr {
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(f: &Frame<T>) -> Repr {
         Repr {
             dst: f.dst(),
@@ -210,11 +223,13 @@ impl Repr {
         }
     }
 
+    #[inline]
     pub const fn buffer_len(&self) -> usize {
         HEADER_LEN
     }
 
     /// Write the header into the first 14 bytes of `buf`, which must hold them.
+    #[inline]
     pub fn emit(&self, buf: &mut [u8]) {
         buf[field::DST].copy_from_slice(&self.dst.0);
         buf[field::SRC].copy_from_slice(&self.src.0);

@@ -9,16 +9,26 @@
 
 use crate::{be16, ethernet, vlan};
 
+const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// One step per 64-bit word (rotate, xor, multiply: FxHash's step), with a
+/// single avalanche at the end; enough for entropy, not a defence against
+/// chosen flows.
 #[inline(always)]
-fn mix(h: u64, v: u64) -> u64 {
-    // One round of a multiply-xorshift mixer (the finalizer of SplitMix64),
-    // enough for entropy; not a defence against chosen flows.
-    let mut z = (h ^ v).wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+fn step(h: u64, w: u64) -> u64 {
+    (h.rotate_left(5) ^ w).wrapping_mul(K)
 }
 
+#[inline(always)]
+fn finish(mut z: u64) -> u32 {
+    // SplitMix64's finalizer, so every input bit reaches the high bits that
+    // `source_port` uses.
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) as u32
+}
+
+#[inline(always)]
 fn word(b: &[u8]) -> u64 {
     let mut w = [0u8; 8];
     let n = b.len().min(8);
@@ -27,28 +37,37 @@ fn word(b: &[u8]) -> u64 {
 }
 
 /// Hash an Ethernet frame's flow. Never fails: a frame too short or of an
-/// unknown type hashes on whatever fields it has.
+/// unknown type hashes on whatever fields it has. IP frames hash on the
+/// 5-tuple (as the kernel's skb hash does), others on MACs and EtherType.
+#[inline]
 pub fn hash_frame(frame: &[u8]) -> u32 {
     if frame.len() < ethernet::HEADER_LEN {
-        return mix(0, word(frame)) as u32;
+        return finish(step(0, word(frame)));
     }
-    let mut h = mix(0, word(&frame[..12]));
-    h = mix(h, word(&frame[8..12]));
+    let mut h = 0;
     let mut et = be16(frame, 12);
     let mut at = ethernet::HEADER_LEN;
     while (et == 0x8100 || et == 0x88a8) && frame.len() >= at + vlan::TAG_LEN {
-        h = mix(h, (be16(frame, at) & 0x0fff) as u64);
+        h = step(h, (be16(frame, at) & 0x0fff) as u64);
         et = be16(frame, at + 2);
         at += vlan::TAG_LEN;
     }
-    (hash_l3(h, et, &frame[at..]) >> 16) as u32 ^ h as u32
+    match hash_l3(h, et, &frame[at..]) {
+        Some(h) => finish(h),
+        None => finish(step(
+            step(step(h, word(&frame[..8])), word(&frame[8..12])),
+            et as u64,
+        )),
+    }
 }
 
-/// Hash an L3 packet of EtherType `et` onto the running hash `h`.
-pub fn hash_l3(mut h: u64, et: u16, ip: &[u8]) -> u64 {
+/// Hash an L3 packet of EtherType `et` onto the running hash `h`; `None` if
+/// it is not IPv4/IPv6 or too short to be.
+#[inline]
+pub fn hash_l3(mut h: u64, et: u16, ip: &[u8]) -> Option<u64> {
     let (proto, l4) = match et {
         0x0800 if ip.len() >= 20 => {
-            h = mix(h, word(&ip[12..20]));
+            h = step(h, word(&ip[12..20]));
             let ihl = ((ip[0] & 0x0f) as usize) * 4;
             let frag = be16(ip, 6) & 0x1fff;
             let l4 = if frag == 0 && ip.len() >= ihl {
@@ -59,19 +78,19 @@ pub fn hash_l3(mut h: u64, et: u16, ip: &[u8]) -> u64 {
             (ip[9], l4)
         }
         0x86dd if ip.len() >= 40 => {
-            h = mix(h, word(&ip[8..16]));
-            h = mix(h, word(&ip[16..24]));
-            h = mix(h, word(&ip[24..32]));
-            h = mix(h, word(&ip[32..40]));
+            for i in 0..4 {
+                h = step(h, word(&ip[8 + 8 * i..16 + 8 * i]));
+            }
             (ip[6], &ip[40..])
         }
-        _ => return mix(h, et as u64),
+        _ => return None,
     };
-    h = mix(h, proto as u64);
-    if matches!(proto, 6 | 17 | 132) && l4.len() >= 4 {
-        h = mix(h, word(&l4[..4]));
-    }
-    h
+    let ports = if matches!(proto, 6 | 17 | 132) && l4.len() >= 4 {
+        word(&l4[..4])
+    } else {
+        0
+    };
+    Some(step(h, ports ^ ((proto as u64) << 32)))
 }
 
 /// The outer source port for a flow hash: within `[min, max]`; RFC 7348

@@ -44,7 +44,13 @@ pub fn ethernet(data: &[u8]) {
         }
         let mut p = PacketBuf::new(vec![0u8; 8 + data.len()], 8);
         p.extend(data).unwrap_or_default();
-        if vlan::push(&mut p, ethernet::EtherType::QinQ, vlan::Tci::from_u16(0x2005)).is_ok() {
+        if vlan::push(
+            &mut p,
+            ethernet::EtherType::QinQ,
+            vlan::Tci::from_u16(0x2005),
+        )
+        .is_ok()
+        {
             let popped = vlan::pop(&mut p).expect("a pushed tag pops");
             assert_eq!(popped.tci.to_u16(), 0x2005);
             assert_eq!(p.data(), data);
@@ -63,10 +69,20 @@ pub fn arp(data: &[u8]) {
 
 pub fn ipv4(data: &[u8]) {
     if let Ok(p) = ipv4::Packet::new_checked(data) {
-        let _ = (p.options(), p.src(), p.dst(), p.frag_offset(), p.dscp(), p.ecn());
+        let _ = (
+            p.options(),
+            p.src(),
+            p.dst(),
+            p.frag_offset(),
+            p.dscp(),
+            p.ecn(),
+        );
         assert!(p.payload().len() + p.header_len() == p.total_len() as usize);
         if p.verify_checksum() {
-            assert_eq!(checksum::fold(checksum::sum(0, &data[..p.header_len()])), 0xffff);
+            assert_eq!(
+                checksum::fold(checksum::sum(0, &data[..p.header_len()])),
+                0xffff
+            );
         }
     }
 }
@@ -97,11 +113,19 @@ pub fn tcp(data: &[u8]) {
 
 pub fn icmp(data: &[u8]) {
     if let Ok(p) = icmp::Packet::new_checked(data) {
-        let _ = (p.data(), p.verify_checksum_v4(), p.verify_checksum_v6(0), p.v6_mtu(), p.echo_seq());
+        let _ = (
+            p.data(),
+            p.verify_checksum_v4(),
+            p.verify_checksum_v6(0),
+            p.v6_mtu(),
+            p.echo_seq(),
+        );
     }
     let mut out = [0u8; 600];
     if let Ok(n) = icmp::emit_frag_needed(data, 1400, &mut out) {
-        assert!(icmp::Packet::new_checked(&out[..n]).map(|p| p.verify_checksum_v4()).unwrap_or(false));
+        assert!(icmp::Packet::new_checked(&out[..n])
+            .map(|p| p.verify_checksum_v4())
+            .unwrap_or(false));
     }
 }
 

@@ -47,6 +47,7 @@ pub struct OptType(pub u8);
 impl OptType {
     /// "If the receiving endpoint does not recognize this option and this bit
     /// is set, the packet MUST be dropped" (RFC 8926 § 3.5).
+    #[inline]
     pub const fn critical(self) -> bool {
         self.0 & 0x80 != 0
     }
@@ -62,7 +63,17 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// Checks the fixed header, that the options area fits, and that the
     /// option TLVs exactly tile it. Afterwards no accessor panics and
     /// [`Packet::options`] yields only well-formed options.
+    #[inline]
     pub fn new_checked(buf: T) -> Result<Packet<T>> {
+        Self::new_checked_known(buf, |_, _| true)
+    }
+
+    /// [`Packet::new_checked`] and [`Packet::check_critical`] in one pass
+    /// over the options, for the receive path: also fails with
+    /// [`ErrorKind::UnknownCriticalOption`] on a critical option that is not
+    /// `known(class, type)` (RFC 8926 § 3.5).
+    #[inline]
+    pub fn new_checked_known(buf: T, known: impl Fn(u16, OptType) -> bool) -> Result<Packet<T>> {
         let b = buf.as_ref();
         need(Layer::Geneve, "header", b, 0, HEADER_LEN)?;
         let opt_len = ((b[0] & 0x3f) as usize) * 4;
@@ -89,6 +100,15 @@ impl<T: AsRef<[u8]>> Packet<T> {
                     end - at - 4,
                 ));
             }
+            let class = be16(b, at);
+            let typ = OptType(b[at + 2]);
+            if typ.critical() && !known(class, typ) {
+                return Err(Error::new(
+                    Layer::Geneve,
+                    at,
+                    ErrorKind::UnknownCriticalOption { class, typ: typ.0 },
+                ));
+            }
             at += 4 + data_len;
         }
         Ok(Packet { buf })
@@ -98,47 +118,59 @@ impl<T: AsRef<[u8]>> Packet<T> {
         self.buf.as_ref()
     }
     /// The 2-bit version; RFC 8926 defines only 0.
+    #[inline]
     pub fn version(&self) -> u8 {
         self.b()[0] >> 6
     }
     /// The options area length in bytes.
+    #[inline]
     pub fn options_len(&self) -> usize {
         ((self.b()[0] & 0x3f) as usize) * 4
     }
     /// O: an OAM (control) packet, not tenant data.
+    #[inline]
     pub fn oam(&self) -> bool {
         self.b()[1] & 0x80 != 0
     }
     /// C: one or more options have the critical bit set.
+    #[inline]
     pub fn critical(&self) -> bool {
         self.b()[1] & 0x40 != 0
     }
     /// The six reserved bits after O and C.
+    #[inline]
     pub fn reserved1(&self) -> u8 {
         self.b()[1] & 0x3f
     }
+    #[inline]
     pub fn protocol(&self) -> EtherType {
         be16(self.b(), 2).into()
     }
+    #[inline]
     pub fn vni(&self) -> Vni {
         Vni::from_masked(be32(self.b(), 4) >> 8)
     }
+    #[inline]
     pub fn reserved2(&self) -> u8 {
         self.b()[7]
     }
     /// The raw options area.
+    #[inline]
     pub fn options_bytes(&self) -> &[u8] {
         &self.b()[HEADER_LEN..HEADER_LEN + self.options_len()]
     }
+    #[inline]
     pub fn options(&self) -> Options<'_> {
         Options {
             rest: self.options_bytes(),
         }
     }
     /// Length of the header with its options.
+    #[inline]
     pub fn header_len(&self) -> usize {
         HEADER_LEN + self.options_len()
     }
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         &self.b()[self.header_len()..]
     }
@@ -146,6 +178,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// RFC 8926 § 3.5: fail with [`ErrorKind::UnknownCriticalOption`] if any
     /// option with the critical bit set is not `known(class, type)`.
     /// Non-critical unknown options are skipped.
+    #[inline]
     pub fn check_critical(&self, known: impl Fn(u16, OptType) -> bool) -> Result<()> {
         let mut at = HEADER_LEN;
         for o in self.options() {
@@ -165,6 +198,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 
     /// OVN's logical ports, if the OVN option is present.
+    #[inline]
     pub fn ovn(&self) -> Option<OvnPorts> {
         self.options()
             .find(|o| o.class() == OVN_CLASS && o.opt_type() == OptType(OVN_TYPE))
@@ -179,31 +213,39 @@ pub struct GeneveOption<'a> {
 }
 
 impl<'a> GeneveOption<'a> {
+    #[inline]
     pub fn class(&self) -> u16 {
         be16(self.bytes, 0)
     }
+    #[inline]
     pub fn opt_type(&self) -> OptType {
         OptType(self.bytes[2])
     }
     /// The three reserved bits before the length.
+    #[inline]
     pub fn reserved(&self) -> u8 {
         self.bytes[3] >> 5
     }
     /// The data length in 4-byte words, as on the wire.
+    #[inline]
     pub fn len_words(&self) -> u8 {
         self.bytes[3] & 0x1f
     }
+    #[inline]
     pub fn data(&self) -> &'a [u8] {
         &self.bytes[4..]
     }
     /// Length of the whole TLV in bytes.
+    #[inline]
     pub fn len(&self) -> usize {
         self.bytes.len()
     }
+    #[inline]
     pub fn is_empty(&self) -> bool {
         false
     }
     /// The whole TLV as on the wire.
+    #[inline]
     pub fn as_bytes(&self) -> &'a [u8] {
         self.bytes
     }
@@ -219,6 +261,7 @@ pub struct Options<'a> {
 
 impl<'a> Options<'a> {
     /// Iterate over a raw options area (as kept in tunnel metadata).
+    #[inline]
     pub fn new(area: &'a [u8]) -> Options<'a> {
         Options { rest: area }
     }
@@ -251,12 +294,14 @@ pub struct OptionRepr<'a> {
 }
 
 impl OptionRepr<'_> {
+    #[inline]
     pub fn buffer_len(&self) -> usize {
         4 + self.data.len()
     }
 
     /// Write the TLV into `b`; the data must be a multiple of 4 bytes and at
     /// most 124 bytes long.
+    #[inline]
     pub fn emit(&self, b: &mut [u8]) -> Result<usize> {
         if self.data.len() % 4 != 0 || self.data.len() > MAX_OPTION_DATA_LEN {
             return Err(Error::invalid(
@@ -310,11 +355,13 @@ impl std::fmt::Debug for OptionsBuf {
 }
 
 impl OptionsBuf {
+    #[inline]
     pub fn new() -> OptionsBuf {
         OptionsBuf::default()
     }
 
     /// Copy a raw options area (already checked to tile into TLVs).
+    #[inline]
     pub fn from_area(area: &[u8]) -> Result<OptionsBuf> {
         let mut o = OptionsBuf::default();
         o.set(area)?;
@@ -323,6 +370,7 @@ impl OptionsBuf {
 
     /// Replace the contents with a raw options area, copying only its bytes
     /// (the per-packet path: no zeroing of the whole 252-byte array).
+    #[inline]
     pub fn set(&mut self, area: &[u8]) -> Result<()> {
         if area.len() > MAX_OPTIONS_LEN || area.len() % 4 != 0 {
             return Err(Error::invalid(
@@ -332,16 +380,22 @@ impl OptionsBuf {
                 "options area must be a multiple of 4 bytes, at most 252",
             ));
         }
-        self.bytes[..area.len()].copy_from_slice(area);
+        // Word by word: options are a few words long, and this avoids a
+        // library memcpy call per packet.
+        for (d, s) in self.bytes.chunks_exact_mut(4).zip(area.chunks_exact(4)) {
+            d.copy_from_slice(s);
+        }
         self.len = area.len() as u8;
         Ok(())
     }
 
+    #[inline]
     pub fn clear(&mut self) {
         self.len = 0;
     }
 
     /// Append one option; fails if it does not fit the 252-byte area.
+    #[inline]
     pub fn push(&mut self, opt: OptionRepr<'_>) -> Result<()> {
         let at = self.len as usize;
         let n = opt.emit(&mut self.bytes[at..])?;
@@ -349,19 +403,24 @@ impl OptionsBuf {
         Ok(())
     }
 
+    #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len as usize]
     }
+    #[inline]
     pub fn len(&self) -> usize {
         self.len as usize
     }
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    #[inline]
     pub fn iter(&self) -> Options<'_> {
         Options::new(self.as_bytes())
     }
     /// Does any option have its critical bit set (the header's C bit)?
+    #[inline]
     pub fn any_critical(&self) -> bool {
         self.iter().any(|o| o.opt_type().critical())
     }
@@ -380,6 +439,7 @@ impl OvnPorts {
     pub const MAX_INGRESS: u16 = 0x7fff;
 
     /// `None` if `ingress` does not fit in 15 bits.
+    #[inline]
     pub const fn new(ingress: u16, egress: u16) -> Option<OvnPorts> {
         if ingress <= Self::MAX_INGRESS {
             Some(OvnPorts { ingress, egress })
@@ -387,14 +447,17 @@ impl OvnPorts {
             None
         }
     }
+    #[inline]
     pub const fn ingress(&self) -> u16 {
         self.ingress
     }
     /// The 32-bit option value, as `tun_metadata0` carries it in OVS.
+    #[inline]
     pub const fn to_u32(self) -> u32 {
         ((self.ingress as u32) << 16) | self.egress as u32
     }
     /// Decode the 32-bit value; the reserved top bit is ignored.
+    #[inline]
     pub const fn from_u32(v: u32) -> OvnPorts {
         OvnPorts {
             ingress: ((v >> 16) & 0x7fff) as u16,
@@ -402,12 +465,14 @@ impl OvnPorts {
         }
     }
     /// Decode option data; `None` unless it is exactly 4 bytes.
+    #[inline]
     pub fn from_data(d: &[u8]) -> Option<OvnPorts> {
         if d.len() != 4 {
             return None;
         }
         Some(OvnPorts::from_u32(be32(d, 0)))
     }
+    #[inline]
     pub const fn data(self) -> [u8; 4] {
         self.to_u32().to_be_bytes()
     }
@@ -429,6 +494,7 @@ pub struct Repr<'a> {
 }
 
 impl<'a> Repr<'a> {
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &'a Packet<T>) -> Repr<'a> {
         Repr {
             version: p.version(),
@@ -442,6 +508,7 @@ impl<'a> Repr<'a> {
         }
     }
 
+    #[inline]
     pub fn buffer_len(&self) -> usize {
         HEADER_LEN + self.options.len()
     }
@@ -449,6 +516,7 @@ impl<'a> Repr<'a> {
     /// Write header and options into `b`. The options must be a multiple of 4
     /// bytes and at most 252; version and reserved values are masked to their
     /// field widths.
+    #[inline]
     pub fn emit(&self, b: &mut [u8]) -> Result<()> {
         let ol = self.options.len();
         if ol % 4 != 0 || ol > MAX_OPTIONS_LEN {

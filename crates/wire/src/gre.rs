@@ -44,6 +44,7 @@ pub struct Packet<T> {
 
 impl<T: AsRef<[u8]>> Packet<T> {
     /// Checks that the header the flags announce fits in the buffer.
+    #[inline]
     pub fn new_checked(buf: T) -> Result<Packet<T>> {
         let b = buf.as_ref();
         need(Layer::Gre, "header", b, 0, BASE_LEN)?;
@@ -68,57 +69,71 @@ impl<T: AsRef<[u8]>> Packet<T> {
     fn flags_word(&self) -> u16 {
         be16(self.b(), 0)
     }
+    #[inline]
     pub fn has_checksum(&self) -> bool {
         self.flags_word() & FLAG_C != 0
     }
+    #[inline]
     pub fn has_key(&self) -> bool {
         self.flags_word() & FLAG_K != 0
     }
+    #[inline]
     pub fn has_seq(&self) -> bool {
         self.flags_word() & FLAG_S != 0
     }
     /// Reserved0, R bit included, shifted down (10 bits: R and bits 4..12).
+    #[inline]
     pub fn reserved0(&self) -> u16 {
         let f = self.flags_word();
         ((f & FLAG_R) >> 5) | ((f & RESERVED0_MASK) >> 3)
     }
+    #[inline]
     pub fn version(&self) -> u8 {
         (self.flags_word() & VERSION_MASK) as u8
     }
+    #[inline]
     pub fn protocol(&self) -> EtherType {
         be16(self.b(), 2).into()
     }
+    #[inline]
     pub fn checksum(&self) -> Option<u16> {
         self.has_checksum().then(|| be16(self.b(), 4))
     }
+    #[inline]
     pub fn reserved1(&self) -> Option<u16> {
         self.has_checksum().then(|| be16(self.b(), 6))
     }
     fn key_at(&self) -> usize {
         BASE_LEN + if self.has_checksum() { 4 } else { 0 }
     }
+    #[inline]
     pub fn key(&self) -> Option<u32> {
         self.has_key().then(|| be32(self.b(), self.key_at()))
     }
+    #[inline]
     pub fn seq(&self) -> Option<u32> {
         let at = self.key_at() + if self.has_key() { 4 } else { 0 };
         self.has_seq().then(|| be32(self.b(), at))
     }
+    #[inline]
     pub fn header_len(&self) -> usize {
         BASE_LEN
             + 4 * (self.has_checksum() as usize + self.has_key() as usize + self.has_seq() as usize)
     }
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         &self.b()[self.header_len()..]
     }
     /// RFC 2784 § 2.5: the checksum covers the GRE header and payload.
     /// `true` when there is no checksum.
+    #[inline]
     pub fn verify_checksum(&self) -> bool {
         !self.has_checksum() || checksum::verify(self.b())
     }
     /// What a receiver must refuse (RFC 2784 § 2.3 and § 2.3.1): a version
     /// other than 0 or the reserved bits 1-5 set (RFC 1701 routing, strict
     /// source route, recursion control); bits 6-12 are ignored.
+    #[inline]
     pub fn check(&self) -> Result<()> {
         if self.version() != 0 {
             return Err(Error::invalid(Layer::Gre, "version", 1, "must be 0"));
@@ -158,6 +173,7 @@ pub struct Repr {
 }
 
 impl Repr {
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Repr {
         Repr {
             protocol: p.protocol(),
@@ -170,6 +186,7 @@ impl Repr {
         }
     }
 
+    #[inline]
     pub fn buffer_len(&self) -> usize {
         BASE_LEN
             + 4 * (self.checksum as usize
@@ -178,6 +195,7 @@ impl Repr {
     }
 
     /// Write the header (with a zero checksum) into `b`; returns its length.
+    #[inline]
     pub fn emit(&self, b: &mut [u8]) -> usize {
         let mut f = (self.version as u16) & VERSION_MASK;
         f |= ((self.reserved0 << 5) & FLAG_R) | ((self.reserved0 << 3) & RESERVED0_MASK);
@@ -206,6 +224,7 @@ impl Repr {
 
 /// Fill the checksum of a GRE packet (header and payload in `b`) whose C bit
 /// is set.
+#[inline]
 pub fn fill_checksum(b: &mut [u8]) {
     put16(b, 4, 0);
     let c = checksum::checksum(b);
@@ -213,17 +232,20 @@ pub fn fill_checksum(b: &mut [u8]) {
 }
 
 /// NVGRE's key: VSID in the top 24 bits, FlowID in the low 8 (RFC 7637 § 3.2).
+#[inline]
 pub const fn nvgre_key(vsid: Vni, flow_id: u8) -> u32 {
     (vsid.get() << 8) | flow_id as u32
 }
 
 /// Split an NVGRE key into VSID and FlowID.
+#[inline]
 pub const fn nvgre_split(key: u32) -> (Vni, u8) {
     (Vni::from_masked(key >> 8), key as u8)
 }
 
 /// Is this GRE header NVGRE's (RFC 7637 § 3.2: K set, C and S clear,
 /// protocol 0x6558)?
+#[inline]
 pub fn is_nvgre<T: AsRef<[u8]>>(p: &Packet<T>) -> bool {
     p.has_key()
         && !p.has_checksum()

@@ -44,6 +44,7 @@ pub struct Packet<T> {
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
+    #[inline]
     pub fn new_checked(buf: T) -> Result<Packet<T>> {
         need(Layer::Icmp, "header", buf.as_ref(), 0, HEADER_LEN)?;
         Ok(Packet { buf })
@@ -51,43 +52,54 @@ impl<T: AsRef<[u8]>> Packet<T> {
     fn b(&self) -> &[u8] {
         self.buf.as_ref()
     }
+    #[inline]
     pub fn msg_type(&self) -> u8 {
         self.b()[0]
     }
+    #[inline]
     pub fn code(&self) -> u8 {
         self.b()[1]
     }
+    #[inline]
     pub fn checksum(&self) -> u16 {
         be16(self.b(), 2)
     }
     /// The four type-specific bytes after the checksum.
+    #[inline]
     pub fn rest_of_header(&self) -> u32 {
         be32(self.b(), 4)
     }
     /// Echo identifier (echo request/reply only).
+    #[inline]
     pub fn echo_ident(&self) -> u16 {
         be16(self.b(), 4)
     }
     /// Echo sequence number (echo request/reply only).
+    #[inline]
     pub fn echo_seq(&self) -> u16 {
         be16(self.b(), 6)
     }
     /// Next-hop MTU of an IPv4 fragmentation-needed message (RFC 1191 § 4).
+    #[inline]
     pub fn v4_next_hop_mtu(&self) -> u16 {
         be16(self.b(), 6)
     }
     /// MTU of an ICMPv6 packet-too-big message.
+    #[inline]
     pub fn v6_mtu(&self) -> u32 {
         be32(self.b(), 4)
     }
+    #[inline]
     pub fn data(&self) -> &[u8] {
         &self.b()[HEADER_LEN..]
     }
     /// ICMPv4: the checksum covers the message only.
+    #[inline]
     pub fn verify_checksum_v4(&self) -> bool {
         checksum::verify(self.b())
     }
     /// ICMPv6: the checksum also covers a pseudo-header.
+    #[inline]
     pub fn verify_checksum_v6(&self, pseudo: u64) -> bool {
         checksum::fold(checksum::sum(pseudo, self.b())) == 0xffff
     }
@@ -96,6 +108,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
 /// Write an ICMPv4 "fragmentation needed and DF set" message quoting
 /// `offending` (an IPv4 packet, from its header) into `out`; returns the ICMP
 /// message length. The caller wraps it in an IPv4 header back to the sender.
+#[inline]
 pub fn emit_frag_needed(offending: &[u8], next_hop_mtu: u16, out: &mut [u8]) -> Result<usize> {
     let quote = offending.len().min(V4_QUOTE_MAX);
     let len = HEADER_LEN + quote;
@@ -117,6 +130,7 @@ pub fn emit_frag_needed(offending: &[u8], next_hop_mtu: u16, out: &mut [u8]) -> 
 /// packet) into `out`; `pseudo` is the pseudo-header sum for the message's
 /// own IPv6 header with the length of this message, which the caller computes
 /// with [`checksum::pseudo_v6`] and [`ptb_len`].
+#[inline]
 pub fn emit_packet_too_big(
     offending: &[u8],
     mtu: u32,
@@ -138,6 +152,7 @@ pub fn emit_packet_too_big(
 }
 
 /// The length of a packet-too-big message quoting a packet of `offending_len`.
+#[inline]
 pub fn ptb_len(offending_len: usize) -> usize {
     HEADER_LEN + offending_len.min(V6_QUOTE_MAX)
 }

@@ -72,6 +72,7 @@ impl From<IpProtocol> for u8 {
 }
 
 impl IpProtocol {
+    #[inline]
     pub fn name(self) -> &'static str {
         match self {
             IpProtocol::Icmp => "icmp",
@@ -98,6 +99,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// Check version, IHL and total length against the buffer. Trailing bytes
     /// beyond the total length (Ethernet padding) are allowed and ignored by
     /// [`Packet::payload`].
+    #[inline]
     pub fn new_checked(buf: T) -> Result<Packet<T>> {
         let b = buf.as_ref();
         need(Layer::Ipv4, "header", b, 0, HEADER_LEN)?;
@@ -126,79 +128,101 @@ impl<T: AsRef<[u8]>> Packet<T> {
         self.buf.as_ref()
     }
 
+    #[inline]
     pub fn header_len(&self) -> usize {
         ((self.b()[field::VER_IHL] & 0x0f) as usize) * 4
     }
+    #[inline]
     pub fn dscp(&self) -> u8 {
         self.b()[field::TOS] >> 2
     }
+    #[inline]
     pub fn ecn(&self) -> u8 {
         self.b()[field::TOS] & 3
     }
+    #[inline]
     pub fn tos(&self) -> u8 {
         self.b()[field::TOS]
     }
+    #[inline]
     pub fn total_len(&self) -> u16 {
         be16(self.b(), field::LENGTH)
     }
+    #[inline]
     pub fn ident(&self) -> u16 {
         be16(self.b(), field::IDENT)
     }
+    #[inline]
     pub fn dont_frag(&self) -> bool {
         be16(self.b(), field::FLAGS_FRAG) & FLAG_DF != 0
     }
+    #[inline]
     pub fn more_frags(&self) -> bool {
         be16(self.b(), field::FLAGS_FRAG) & FLAG_MF != 0
     }
     /// The reserved ("evil") flag bit.
+    #[inline]
     pub fn reserved_flag(&self) -> bool {
         be16(self.b(), field::FLAGS_FRAG) & 0x8000 != 0
     }
     /// Fragment offset in bytes.
+    #[inline]
     pub fn frag_offset(&self) -> u16 {
         (be16(self.b(), field::FLAGS_FRAG) & 0x1fff) * 8
     }
+    #[inline]
     pub fn ttl(&self) -> u8 {
         self.b()[field::TTL]
     }
+    #[inline]
     pub fn protocol(&self) -> IpProtocol {
         self.b()[field::PROTOCOL].into()
     }
+    #[inline]
     pub fn checksum(&self) -> u16 {
         be16(self.b(), field::CHECKSUM)
     }
+    #[inline]
     pub fn src(&self) -> Ipv4Addr {
         let b = self.b();
         Ipv4Addr::new(b[12], b[13], b[14], b[15])
     }
+    #[inline]
     pub fn dst(&self) -> Ipv4Addr {
         let b = self.b();
         Ipv4Addr::new(b[16], b[17], b[18], b[19])
     }
+    #[inline]
     pub fn options(&self) -> &[u8] {
         &self.b()[HEADER_LEN..self.header_len()]
     }
+    #[inline]
     pub fn verify_checksum(&self) -> bool {
         checksum::verify(&self.b()[..self.header_len()])
     }
     /// The payload, up to the total length (Ethernet padding excluded).
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         &self.b()[self.header_len()..self.total_len() as usize]
     }
     /// The whole packet up to the total length.
+    #[inline]
     pub fn packet(&self) -> &[u8] {
         &self.b()[..self.total_len() as usize]
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    #[inline]
     pub fn set_total_len(&mut self, v: u16) {
         put16(self.buf.as_mut(), field::LENGTH, v);
     }
+    #[inline]
     pub fn set_ttl(&mut self, v: u8) {
         self.buf.as_mut()[field::TTL] = v;
     }
     /// Recompute the header checksum.
+    #[inline]
     pub fn fill_checksum(&mut self) {
         let hl = self.header_len();
         let b = self.buf.as_mut();
@@ -223,6 +247,7 @@ pub struct Repr {
 }
 
 impl Repr {
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Repr {
         Repr {
             src: p.src(),
@@ -236,11 +261,13 @@ impl Repr {
         }
     }
 
+    #[inline]
     pub const fn buffer_len(&self) -> usize {
         HEADER_LEN
     }
 
     /// Write a 20-byte header with its checksum into `b`.
+    #[inline]
     pub fn emit(&self, b: &mut [u8]) {
         b[field::VER_IHL] = 0x45;
         b[field::TOS] = self.tos;

@@ -32,6 +32,7 @@ fn addr_at(b: &[u8], at: usize) -> Ipv6Addr {
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
+    #[inline]
     pub fn new_checked(buf: T) -> Result<Packet<T>> {
         let b = buf.as_ref();
         need(Layer::Ipv6, "header", b, 0, HEADER_LEN)?;
@@ -46,33 +47,42 @@ impl<T: AsRef<[u8]>> Packet<T> {
     fn b(&self) -> &[u8] {
         self.buf.as_ref()
     }
+    #[inline]
     pub fn traffic_class(&self) -> u8 {
         ((be16(self.b(), 0) >> 4) & 0xff) as u8
     }
+    #[inline]
     pub fn flow_label(&self) -> u32 {
         be32(self.b(), 0) & 0x000f_ffff
     }
+    #[inline]
     pub fn payload_len(&self) -> u16 {
         be16(self.b(), 4)
     }
+    #[inline]
     pub fn next_header(&self) -> IpProtocol {
         self.b()[6].into()
     }
+    #[inline]
     pub fn hop_limit(&self) -> u8 {
         self.b()[7]
     }
+    #[inline]
     pub fn src(&self) -> Ipv6Addr {
         addr_at(self.b(), 8)
     }
+    #[inline]
     pub fn dst(&self) -> Ipv6Addr {
         addr_at(self.b(), 24)
     }
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         &self.b()[HEADER_LEN..HEADER_LEN + self.payload_len() as usize]
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    #[inline]
     pub fn set_payload_len(&mut self, v: u16) {
         put16(self.buf.as_mut(), 4, v);
     }
@@ -90,6 +100,7 @@ pub struct Repr {
 }
 
 impl Repr {
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Repr {
         Repr {
             src: p.src(),
@@ -102,10 +113,12 @@ impl Repr {
         }
     }
 
+    #[inline]
     pub const fn buffer_len(&self) -> usize {
         HEADER_LEN
     }
 
+    #[inline]
     pub fn emit(&self, b: &mut [u8]) {
         let w =
             (6u32 << 28) | ((self.traffic_class as u32) << 20) | (self.flow_label & 0x000f_ffff);

@@ -44,6 +44,7 @@ impl Vni {
     pub const MAX: u32 = 0x00ff_ffff;
 
     /// A VNI, or `None` if `v` does not fit in 24 bits.
+    #[inline]
     pub const fn new(v: u32) -> Option<Vni> {
         if v <= Self::MAX {
             Some(Vni(v))
@@ -53,10 +54,12 @@ impl Vni {
     }
 
     /// The low 24 bits of `v` as a VNI.
+    #[inline]
     pub const fn from_masked(v: u32) -> Vni {
         Vni(v & Self::MAX)
     }
 
+    #[inline]
     pub const fn get(self) -> u32 {
         self.0
     }

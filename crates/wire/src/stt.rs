@@ -55,6 +55,7 @@ pub struct Packet<T> {
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
+    #[inline]
     pub fn new_checked(buf: T) -> Result<Packet<T>> {
         need(Layer::Stt, "frame header", buf.as_ref(), 0, HEADER_LEN)?;
         Ok(Packet { buf })
@@ -62,45 +63,57 @@ impl<T: AsRef<[u8]>> Packet<T> {
     fn b(&self) -> &[u8] {
         self.buf.as_ref()
     }
+    #[inline]
     pub fn version(&self) -> u8 {
         self.b()[0]
     }
+    #[inline]
     pub fn flags(&self) -> u8 {
         self.b()[1]
     }
     /// Offset of the tenant's L4 header from the start of the tenant frame,
     /// in 2-byte units (for checksum-partial and LSO).
+    #[inline]
     pub fn l4_offset(&self) -> u8 {
         self.b()[2]
     }
+    #[inline]
     pub fn reserved(&self) -> u8 {
         self.b()[3]
     }
     /// The MSS the receiver should use if it must resegment (LSO).
+    #[inline]
     pub fn mss(&self) -> u16 {
         be16(self.b(), 4)
     }
+    #[inline]
     pub fn pcp(&self) -> u8 {
         self.b()[6] >> 5
     }
     /// V: the VLAN fields are valid.
+    #[inline]
     pub fn vlan_valid(&self) -> bool {
         self.b()[6] & 0x10 != 0
     }
+    #[inline]
     pub fn vlan_id(&self) -> u16 {
         be16(self.b(), 6) & 0x0fff
     }
+    #[inline]
     pub fn context_id(&self) -> u64 {
         let b = self.b();
         ((be32(b, 8) as u64) << 32) | be32(b, 12) as u64
     }
+    #[inline]
     pub fn padding(&self) -> u16 {
         be16(self.b(), 16)
     }
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         &self.b()[HEADER_LEN..]
     }
     /// Checks what a receiver must refuse: an unknown version.
+    #[inline]
     pub fn check(&self) -> Result<()> {
         if self.version() != VERSION {
             return Err(Error::invalid(Layer::Stt, "version", 0, "must be 0"));
@@ -125,6 +138,7 @@ pub struct Repr {
 }
 
 impl Repr {
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Repr {
         Repr {
             version: p.version(),
@@ -139,9 +153,11 @@ impl Repr {
             padding: p.padding(),
         }
     }
+    #[inline]
     pub const fn buffer_len(&self) -> usize {
         HEADER_LEN
     }
+    #[inline]
     pub fn emit(&self, b: &mut [u8]) {
         b[0] = self.version;
         b[1] = self.flags;
@@ -158,11 +174,13 @@ impl Repr {
 }
 
 /// The TCP sequence number of a segment: frame length and offset (§ 3.2).
+#[inline]
 pub const fn seq(frame_len: u16, offset: u16) -> u32 {
     ((frame_len as u32) << 16) | offset as u32
 }
 
 /// Split a TCP sequence number into frame length and offset.
+#[inline]
 pub const fn split_seq(seq: u32) -> (u16, u16) {
     ((seq >> 16) as u16, seq as u16)
 }
@@ -171,6 +189,7 @@ pub const fn split_seq(seq: u32) -> (u16, u16) {
 /// long it is, when each carries at most `max_payload` bytes: the pure part
 /// of segmentation. The caller writes a TCP header per segment with
 /// [`seq`]`(frame_len, offset)` and the frame's packet ID.
+#[inline]
 pub fn segments(frame_len: usize, max_payload: usize) -> impl Iterator<Item = (usize, usize)> {
     let step = max_payload.max(1);
     (0..frame_len)
@@ -277,6 +296,7 @@ impl std::fmt::Debug for Reassembler {
 }
 
 impl Reassembler {
+    #[inline]
     pub fn new(slots: usize) -> Reassembler {
         Reassembler {
             slots: (0..slots.max(1)).map(|_| Slot::new()).collect(),
@@ -292,6 +312,7 @@ impl Reassembler {
     /// plus length beyond the frame length, a frame length too short for the
     /// STT header, or a frame length that differs from earlier segments'
     /// (the half-built frame is then discarded too).
+    #[inline]
     pub fn push<'a>(
         &'a mut self,
         key: FrameKey,
@@ -368,6 +389,7 @@ impl Reassembler {
     }
 
     /// Drop frames that started before `now - timeout`.
+    #[inline]
     pub fn expire(&mut self, now: u64, timeout: u64) {
         for s in &mut self.slots {
             if s.key.is_some() && now.saturating_sub(s.born) > timeout {
@@ -378,6 +400,7 @@ impl Reassembler {
     }
 
     /// Frames waiting for more segments.
+    #[inline]
     pub fn pending(&self) -> usize {
         self.slots.iter().filter(|s| s.key.is_some()).count()
     }

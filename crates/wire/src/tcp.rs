@@ -39,6 +39,7 @@ pub struct Packet<T> {
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
+    #[inline]
     pub fn new_checked(buf: T) -> Result<Packet<T>> {
         let b = buf.as_ref();
         need(Layer::Tcp, "header", b, 0, HEADER_LEN)?;
@@ -58,63 +59,81 @@ impl<T: AsRef<[u8]>> Packet<T> {
     fn b(&self) -> &[u8] {
         self.buf.as_ref()
     }
+    #[inline]
     pub fn src_port(&self) -> u16 {
         be16(self.b(), 0)
     }
+    #[inline]
     pub fn dst_port(&self) -> u16 {
         be16(self.b(), 2)
     }
+    #[inline]
     pub fn seq(&self) -> u32 {
         be32(self.b(), 4)
     }
+    #[inline]
     pub fn ack(&self) -> u32 {
         be32(self.b(), 8)
     }
+    #[inline]
     pub fn header_len(&self) -> usize {
         ((self.b()[12] >> 4) as usize) * 4
     }
     /// The three reserved bits plus the historic NS bit (low nibble of byte 12).
+    #[inline]
     pub fn reserved(&self) -> u8 {
         self.b()[12] & 0x0f
     }
+    #[inline]
     pub fn flags(&self) -> u8 {
         self.b()[13]
     }
+    #[inline]
     pub fn window(&self) -> u16 {
         be16(self.b(), 14)
     }
+    #[inline]
     pub fn checksum(&self) -> u16 {
         be16(self.b(), 16)
     }
+    #[inline]
     pub fn urgent(&self) -> u16 {
         be16(self.b(), 18)
     }
+    #[inline]
     pub fn options(&self) -> &[u8] {
         &self.b()[HEADER_LEN..self.header_len()]
     }
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         &self.b()[self.header_len()..]
     }
     /// Verify over the whole buffer (header and payload) with a pseudo-header sum.
+    #[inline]
     pub fn verify_checksum(&self, pseudo: u64) -> bool {
         checksum::fold(checksum::sum(pseudo, self.b())) == 0xffff
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    #[inline]
     pub fn set_seq(&mut self, v: u32) {
         put32(self.buf.as_mut(), 4, v);
     }
+    #[inline]
     pub fn set_ack(&mut self, v: u32) {
         put32(self.buf.as_mut(), 8, v);
     }
+    #[inline]
     pub fn set_flags(&mut self, v: u8) {
         self.buf.as_mut()[13] = v;
     }
+    #[inline]
     pub fn set_checksum(&mut self, v: u16) {
         put16(self.buf.as_mut(), 16, v);
     }
     /// Compute the checksum over the whole buffer given the pseudo-header sum.
+    #[inline]
     pub fn fill_checksum(&mut self, pseudo: u64) {
         self.set_checksum(0);
         let c = checksum::finish(checksum::sum(pseudo, self.buf.as_ref()));
@@ -135,6 +154,7 @@ pub struct Repr {
 }
 
 impl Repr {
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Repr {
         Repr {
             src_port: p.src_port(),
@@ -146,10 +166,12 @@ impl Repr {
             urgent: p.urgent(),
         }
     }
+    #[inline]
     pub const fn buffer_len(&self) -> usize {
         HEADER_LEN
     }
     /// Write a 20-byte header with a zero checksum.
+    #[inline]
     pub fn emit(&self, b: &mut [u8]) {
         put16(b, 0, self.src_port);
         put16(b, 2, self.dst_port);

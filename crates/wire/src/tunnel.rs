@@ -641,27 +641,27 @@ pub fn pop<B: AsRef<[u8]> + AsMut<[u8]>>(
                     },
                 ));
             }
-            src = IpAddr::V4(ip.src());
-            dst = IpAddr::V4(ip.dst());
+            let (s4, d4) = (ip.src(), ip.dst());
+            src = IpAddr::V4(s4);
+            dst = IpAddr::V4(d4);
             tos = ip.tos();
             ttl = ip.ttl();
             proto = ip.protocol();
             l4_at = at + ip.header_len();
             l4_end = at + ip.total_len() as usize;
-            pseudo_base =
-                checksum::pseudo_v4(ip.src().octets(), ip.dst().octets(), u8::from(proto), 0);
+            pseudo_base = checksum::pseudo_v4(s4.octets(), d4.octets(), u8::from(proto), 0);
         }
         EtherType::Ipv6 => {
             let ip = ipv6::Packet::new_checked(&d[at..]).map_err(|e| e.at(at))?;
-            src = IpAddr::V6(ip.src());
-            dst = IpAddr::V6(ip.dst());
+            let (s6, d6) = (ip.src(), ip.dst());
+            src = IpAddr::V6(s6);
+            dst = IpAddr::V6(d6);
             tos = ip.traffic_class();
             ttl = ip.hop_limit();
             proto = ip.next_header();
             l4_at = at + ipv6::HEADER_LEN;
             l4_end = l4_at + ip.payload_len() as usize;
-            pseudo_base =
-                checksum::pseudo_v6(ip.src().octets(), ip.dst().octets(), u8::from(proto), 0);
+            pseudo_base = checksum::pseudo_v6(s6.octets(), d6.octets(), u8::from(proto), 0);
         }
         other => {
             return Err(Error::new(
@@ -706,7 +706,9 @@ pub fn pop<B: AsRef<[u8]> + AsMut<[u8]>>(
             let t_at = l4_at + udp::HEADER_LEN;
             let tb = u.payload();
             if meta.dst_port == cfg.geneve_port {
-                let g = geneve::Packet::new_checked(tb).map_err(|e| e.at(t_at))?;
+                // Tiling and critical options checked in one pass.
+                let g =
+                    geneve::Packet::new_checked_known(tb, &known_option).map_err(|e| e.at(t_at))?;
                 if g.version() != 0 {
                     return Err(Error::invalid(
                         Layer::Geneve,
@@ -715,13 +717,13 @@ pub fn pop<B: AsRef<[u8]> + AsMut<[u8]>>(
                         "must be 0 (RFC 8926 § 3.4)",
                     ));
                 }
-                g.check_critical(&known_option).map_err(|e| e.at(t_at))?;
                 meta.kind = TunnelKind::Geneve;
                 meta.tun_id = g.vni().get() as u64;
                 meta.oam = g.oam();
                 meta.inner_proto = g.protocol();
-                meta.options =
-                    OptionsBuf::from_area(g.options_bytes()).map_err(|e| e.at(t_at + 8))?;
+                meta.options
+                    .set(g.options_bytes())
+                    .map_err(|e| e.at(t_at + 8))?;
                 inner_at = t_at + g.header_len();
             } else if meta.dst_port == cfg.vxlan_port {
                 let v = vxlan::Packet::new_checked(tb).map_err(|e| e.at(t_at))?;
@@ -1012,7 +1014,13 @@ mod tests {
         p.extend(&tenant_frame(100)).unwrap();
         push(&t, &mut p, PushMeta::default()).unwrap();
         let before = p.data().to_vec();
-        let e = pop(&mut p, &PopConfig::default(), |_, _| false, &mut TunnelMetadata::default()).unwrap_err();
+        let e = pop(
+            &mut p,
+            &PopConfig::default(),
+            |_, _| false,
+            &mut TunnelMetadata::default(),
+        )
+        .unwrap_err();
         assert_eq!(
             e.kind,
             ErrorKind::UnknownCriticalOption {
@@ -1037,7 +1045,13 @@ mod tests {
             let mut b = good.clone();
             b[at] ^= xor;
             let mut q = PacketBuf::with_range(b, 0, good.len()).unwrap();
-            let e = pop(&mut q, &PopConfig::default(), ovn_only, &mut TunnelMetadata::default()).unwrap_err();
+            let e = pop(
+                &mut q,
+                &PopConfig::default(),
+                ovn_only,
+                &mut TunnelMetadata::default(),
+            )
+            .unwrap_err();
             assert_eq!((e.layer, e.offset), (layer, off), "{e}");
         };
         check(14 + 8, 1, Layer::Ipv4, 24); // TTL changed: header checksum fails
@@ -1047,7 +1061,13 @@ mod tests {
         nock[41] = 0; // no UDP checksum, then clear the I flag
         nock[42] = 0;
         let mut q = PacketBuf::with_range(nock, 0, good.len()).unwrap();
-        let e = pop(&mut q, &PopConfig::default(), ovn_only, &mut TunnelMetadata::default()).unwrap_err();
+        let e = pop(
+            &mut q,
+            &PopConfig::default(),
+            ovn_only,
+            &mut TunnelMetadata::default(),
+        )
+        .unwrap_err();
         assert_eq!((e.layer, e.offset), (Layer::Vxlan, 42), "{e}");
     }
 

@@ -31,6 +31,7 @@ pub struct Packet<T> {
 impl<T: AsRef<[u8]>> Packet<T> {
     /// Checks that the header fits and that the length field covers the
     /// header and lies within the buffer.
+    #[inline]
     pub fn new_checked(buf: T) -> Result<Packet<T>> {
         let b = buf.as_ref();
         need(Layer::Udp, "header", b, 0, HEADER_LEN)?;
@@ -50,26 +51,33 @@ impl<T: AsRef<[u8]>> Packet<T> {
     fn b(&self) -> &[u8] {
         self.buf.as_ref()
     }
+    #[inline]
     pub fn src_port(&self) -> u16 {
         be16(self.b(), 0)
     }
+    #[inline]
     pub fn dst_port(&self) -> u16 {
         be16(self.b(), 2)
     }
+    #[inline]
     pub fn len(&self) -> u16 {
         be16(self.b(), 4)
     }
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() as usize == HEADER_LEN
     }
+    #[inline]
     pub fn checksum(&self) -> u16 {
         be16(self.b(), 6)
     }
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         &self.b()[HEADER_LEN..self.len() as usize]
     }
     /// Verify against a pseudo-header sum from [`checksum::pseudo_v4`] or
     /// [`checksum::pseudo_v6`]. A zero checksum verifies (none was sent).
+    #[inline]
     pub fn verify_checksum(&self, pseudo: u64) -> bool {
         if self.checksum() == 0 {
             return true;
@@ -79,16 +87,20 @@ impl<T: AsRef<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    #[inline]
     pub fn set_src_port(&mut self, v: u16) {
         put16(self.buf.as_mut(), 0, v);
     }
+    #[inline]
     pub fn set_len(&mut self, v: u16) {
         put16(self.buf.as_mut(), 4, v);
     }
+    #[inline]
     pub fn set_checksum(&mut self, v: u16) {
         put16(self.buf.as_mut(), 6, v);
     }
     /// Compute the checksum over header and payload given the pseudo-header sum.
+    #[inline]
     pub fn fill_checksum(&mut self, pseudo: u64) {
         let len = self.len() as usize;
         self.set_checksum(0);
@@ -105,6 +117,7 @@ pub struct Repr {
 }
 
 impl Repr {
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Repr {
         Repr {
             src_port: p.src_port(),
@@ -112,11 +125,13 @@ impl Repr {
             payload_len: p.len() as usize - HEADER_LEN,
         }
     }
+    #[inline]
     pub const fn buffer_len(&self) -> usize {
         HEADER_LEN
     }
     /// Write the header with a zero checksum; fill it with
     /// [`Packet::fill_checksum`] once the payload is in place.
+    #[inline]
     pub fn emit(&self, b: &mut [u8]) {
         put16(b, 0, self.src_port);
         put16(b, 2, self.dst_port);

@@ -28,6 +28,7 @@ impl VlanId {
     pub const MAX: u16 = 0x0fff;
 
     /// A VLAN ID, or `None` if `v` does not fit in 12 bits.
+    #[inline]
     pub const fn new(v: u16) -> Option<VlanId> {
         if v <= Self::MAX {
             Some(VlanId(v))
@@ -36,6 +37,7 @@ impl VlanId {
         }
     }
 
+    #[inline]
     pub const fn get(self) -> u16 {
         self.0
     }
@@ -46,6 +48,7 @@ impl VlanId {
 pub struct Pcp(u8);
 
 impl Pcp {
+    #[inline]
     pub const fn new(v: u8) -> Option<Pcp> {
         if v <= 7 {
             Some(Pcp(v))
@@ -53,6 +56,7 @@ impl Pcp {
             None
         }
     }
+    #[inline]
     pub const fn get(self) -> u8 {
         self.0
     }
@@ -68,6 +72,7 @@ pub struct Tci {
 }
 
 impl Tci {
+    #[inline]
     pub const fn from_u16(v: u16) -> Tci {
         Tci {
             pcp: Pcp((v >> 13) as u8),
@@ -76,6 +81,7 @@ impl Tci {
         }
     }
 
+    #[inline]
     pub const fn to_u16(self) -> u16 {
         ((self.pcp.0 as u16) << 13) | ((self.dei as u16) << 12) | self.vid.0
     }
@@ -88,19 +94,23 @@ pub struct Tag<T> {
 }
 
 impl<T: AsRef<[u8]>> Tag<T> {
+    #[inline]
     pub fn new_checked(buf: T) -> Result<Tag<T>> {
         need(Layer::Vlan, "tag", buf.as_ref(), 0, TAG_LEN)?;
         Ok(Tag { buf })
     }
 
+    #[inline]
     pub fn tci(&self) -> Tci {
         Tci::from_u16(be16(self.buf.as_ref(), 0))
     }
 
+    #[inline]
     pub fn ethertype(&self) -> EtherType {
         be16(self.buf.as_ref(), 2).into()
     }
 
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         &self.buf.as_ref()[TAG_LEN..]
     }
@@ -118,6 +128,7 @@ pub struct Repr {
 /// This is `push_vlan:TPID` followed by `mod_vlan_vid`: the new tag becomes
 /// the outermost; the frame's former EtherType (perhaps another tag's TPID)
 /// follows it. Only the 12 MAC bytes move, into the headroom.
+#[inline]
 pub fn push<B: AsRef<[u8]> + AsMut<[u8]>>(
     p: &mut PacketBuf<B>,
     tpid: EtherType,
@@ -141,6 +152,7 @@ pub fn push<B: AsRef<[u8]> + AsMut<[u8]>>(
 
 /// Pop the outermost tag, returning it; the frame keeps the tag's inner
 /// EtherType. Fails if the frame is not tagged.
+#[inline]
 pub fn pop<B: AsRef<[u8]> + AsMut<[u8]>>(p: &mut PacketBuf<B>) -> Result<Repr> {
     let d = p.data();
     need(Layer::Vlan, "tag", d, ethernet::HEADER_LEN, TAG_LEN)?;

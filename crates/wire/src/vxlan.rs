@@ -25,6 +25,7 @@ pub struct Packet<T> {
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
+    #[inline]
     pub fn new_checked(buf: T) -> Result<Packet<T>> {
         need(Layer::Vxlan, "header", buf.as_ref(), 0, HEADER_LEN)?;
         Ok(Packet { buf })
@@ -33,27 +34,34 @@ impl<T: AsRef<[u8]>> Packet<T> {
         self.buf.as_ref()
     }
     /// All eight flag bits; only I (0x08) is defined.
+    #[inline]
     pub fn flags(&self) -> u8 {
         self.b()[0]
     }
+    #[inline]
     pub fn vni_valid(&self) -> bool {
         self.flags() & FLAG_I != 0
     }
     /// The 24 reserved bits after the flags.
+    #[inline]
     pub fn reserved1(&self) -> u32 {
         be32(self.b(), 0) & 0x00ff_ffff
     }
+    #[inline]
     pub fn vni(&self) -> Vni {
         Vni::from_masked(be32(self.b(), 4) >> 8)
     }
+    #[inline]
     pub fn reserved2(&self) -> u8 {
         self.b()[7]
     }
+    #[inline]
     pub fn payload(&self) -> &[u8] {
         &self.b()[HEADER_LEN..]
     }
     /// RFC 7348 § 5: "The I flag MUST be set to 1 for a valid VNI"; the
     /// reserved bits are ignored on receipt.
+    #[inline]
     pub fn check(&self) -> Result<()> {
         if !self.vni_valid() {
             return Err(Error::invalid(
@@ -77,6 +85,7 @@ pub struct Repr {
 
 impl Repr {
     /// The header a sender writes: I set, reserved bits zero.
+    #[inline]
     pub const fn new(vni: Vni) -> Repr {
         Repr {
             flags: FLAG_I,
@@ -85,6 +94,7 @@ impl Repr {
             reserved2: 0,
         }
     }
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Repr {
         Repr {
             flags: p.flags(),
@@ -93,9 +103,11 @@ impl Repr {
             reserved2: p.reserved2(),
         }
     }
+    #[inline]
     pub const fn buffer_len(&self) -> usize {
         HEADER_LEN
     }
+    #[inline]
     pub fn emit(&self, b: &mut [u8]) {
         put32(
             b,

@@ -8,7 +8,10 @@ use crate::tunnel::{self, Decap, PopConfig};
 use crate::{arp, checksum, ethernet, geneve, gre, icmp, ipv4, ipv6, stt, tcp, udp, vlan, vxlan};
 
 /// Every target by name, for the corpus regression test.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+/// A fuzz target body: any bytes in, a panic only on a broken invariant.
+pub type Target = fn(&[u8]);
+
+pub const TARGETS: &[(&str, Target)] = &[
     ("ethernet", ethernet),
     ("arp", arp),
     ("ipv4", ipv4),
@@ -197,7 +200,7 @@ pub fn stt_reassembly(data: &[u8]) {
         if let Ok(stt::Reassembled::Complete(f)) = r.push(key, seq, payload, now) {
             assert_eq!(f.len(), (seq >> 16) as usize);
         }
-        if now % 5 == 0 {
+        if now.is_multiple_of(5) {
             r.expire(now, 3);
         }
     }

@@ -303,7 +303,7 @@ impl OptionRepr<'_> {
     /// most 124 bytes long.
     #[inline]
     pub fn emit(&self, b: &mut [u8]) -> Result<usize> {
-        if self.data.len() % 4 != 0 || self.data.len() > MAX_OPTION_DATA_LEN {
+        if !self.data.len().is_multiple_of(4) || self.data.len() > MAX_OPTION_DATA_LEN {
             return Err(Error::invalid(
                 Layer::Geneve,
                 "option length",
@@ -372,7 +372,7 @@ impl OptionsBuf {
     /// (the per-packet path: no zeroing of the whole 252-byte array).
     #[inline]
     pub fn set(&mut self, area: &[u8]) -> Result<()> {
-        if area.len() > MAX_OPTIONS_LEN || area.len() % 4 != 0 {
+        if area.len() > MAX_OPTIONS_LEN || !area.len().is_multiple_of(4) {
             return Err(Error::invalid(
                 Layer::Geneve,
                 "options",
@@ -519,7 +519,7 @@ impl<'a> Repr<'a> {
     #[inline]
     pub fn emit(&self, b: &mut [u8]) -> Result<()> {
         let ol = self.options.len();
-        if ol % 4 != 0 || ol > MAX_OPTIONS_LEN {
+        if !ol.is_multiple_of(4) || ol > MAX_OPTIONS_LEN {
             return Err(Error::invalid(
                 Layer::Geneve,
                 "options",

@@ -912,6 +912,15 @@ mod tests {
         sp
     }
 
+    /// A tenant frame of `len` bytes, encapsulated per `sp`.
+    fn encapsulated(sp: &EncapSpec, len: usize) -> PacketBuf<Vec<u8>> {
+        let t = HeaderTemplate::build(sp).unwrap();
+        let mut p = PacketBuf::new(vec![0u8; HEADROOM + len], HEADROOM);
+        p.extend(&tenant_frame(len)).unwrap();
+        push(&t, &mut p, PushMeta::default()).unwrap();
+        p
+    }
+
     fn roundtrip(sp: &EncapSpec, inner: &[u8]) -> TunnelMetadata {
         let t = HeaderTemplate::build(sp).unwrap();
         let mut p = PacketBuf::new(vec![0u8; HEADROOM + inner.len()], HEADROOM);
@@ -1009,10 +1018,7 @@ mod tests {
     #[test]
     fn unknown_critical_option_is_refused_and_buffer_untouched() {
         let sp = spec(TunnelKind::Geneve, v4(), true);
-        let t = HeaderTemplate::build(&sp).unwrap();
-        let mut p = PacketBuf::new(vec![0u8; HEADROOM + 100], HEADROOM);
-        p.extend(&tenant_frame(100)).unwrap();
-        push(&t, &mut p, PushMeta::default()).unwrap();
+        let mut p = encapsulated(&sp, 100);
         let before = p.data().to_vec();
         let e = pop(
             &mut p,
@@ -1036,10 +1042,7 @@ mod tests {
     #[test]
     fn corrupted_packets_name_layer_and_offset() {
         let sp = spec(TunnelKind::Vxlan, v4(), true);
-        let t = HeaderTemplate::build(&sp).unwrap();
-        let mut p = PacketBuf::new(vec![0u8; HEADROOM + 100], HEADROOM);
-        p.extend(&tenant_frame(100)).unwrap();
-        push(&t, &mut p, PushMeta::default()).unwrap();
+        let mut p = encapsulated(&sp, 100);
         let good = p.data().to_vec();
         let check = |at: usize, xor: u8, layer: Layer, off: usize| {
             let mut b = good.clone();

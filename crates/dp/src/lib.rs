@@ -1,0 +1,14 @@
+//! tunlab's datapath core: flow rules in ovs-ofctl syntax, the classifier
+//! that picks a rule for a packet, and the actions.
+//!
+//! This crate makes no system calls and reads no clock (callers pass time
+//! in), so two switches can be driven in memory in tests. It depends only
+//! on `tunlab-wire` for packet formats.
+
+pub mod flow;
+pub mod key;
+
+pub use flow::{
+    format_flow, parse_flow, Action, FlowError, FlowRule, Match, NumericPorts, PortNames,
+};
+pub use key::FlowKey;

@@ -5,9 +5,11 @@
 //! in), so two switches can be driven in memory in tests. It depends only
 //! on `tunlab-wire` for packet formats.
 
+pub mod classifier;
 pub mod flow;
 pub mod key;
 
+pub use classifier::{Classifier, ExactMatchCache, Rule, RuleRef};
 pub use flow::{
     format_flow, parse_flow, Action, FlowError, FlowRule, Match, NumericPorts, PortNames,
 };

@@ -6,10 +6,12 @@
 //! on `tunlab-wire` for packet formats.
 
 pub mod classifier;
+pub mod extract;
 pub mod flow;
 pub mod key;
 
 pub use classifier::{Classifier, ExactMatchCache, Rule, RuleRef};
+pub use extract::{extract, extract_tunnel, TlvMap, TlvMapError};
 pub use flow::{
     format_flow, parse_flow, Action, FlowError, FlowRule, Match, NumericPorts, PortNames,
 };

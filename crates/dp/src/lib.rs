@@ -9,6 +9,7 @@ pub mod classifier;
 pub mod extract;
 pub mod flow;
 pub mod key;
+pub mod pipeline;
 
 pub use classifier::{Classifier, ExactMatchCache, Rule, RuleRef};
 pub use extract::{extract, extract_tunnel, TlvMap, TlvMapError};
@@ -16,3 +17,4 @@ pub use flow::{
     format_flow, parse_flow, Action, FlowError, FlowRule, Match, NumericPorts, PortNames,
 };
 pub use key::FlowKey;
+pub use pipeline::{DropReason, MacTable, Op, Pipeline, TunnelSet};

@@ -1,0 +1,454 @@
+//! Running a packet through the flow tables: from its flow key to the list
+//! of things to do to it (push/pop tags, set tunnel fields, output).
+//!
+//! Actions are applied in order, as in OpenFlow: each `output` sees the
+//! packet as the actions before it left it, so the result is a sequence of
+//! [`Op`]s that the switch replays on the buffer. `set_field` on tunnel
+//! fields changes what the next output to a tunnel port uses. `normal` is a
+//! MAC-learning bridge. Nothing here reads a clock: callers pass `now`.
+
+use crate::classifier::{Classifier, ExactMatchCache};
+use crate::flow::{Action, PortNo};
+use crate::key::{f, FlowKey, TUN_METADATA_FIELDS};
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+/// OVS's limit on resubmit depth.
+pub const MAX_RESUBMIT_DEPTH: usize = 64;
+
+/// Tunnel fields set by actions for the next output to a tunnel port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TunnelSet {
+    pub dst: Option<IpAddr>,
+    pub src: Option<IpAddr>,
+    pub id: Option<u64>,
+    pub metadata: [Option<u32>; TUN_METADATA_FIELDS],
+}
+
+/// One step for the switch to apply to the packet, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    PushVlan(u16),
+    PopVlan,
+    SetVlanVid(u16),
+    SetVlanPcp(u8),
+    /// Send the packet as it is now to `port`; tunnel ports use `tun`.
+    Output {
+        port: PortNo,
+        tun: TunnelSet,
+    },
+    /// `normal` found no learned port: every port but `except`.
+    Flood {
+        except: PortNo,
+    },
+}
+
+/// Why a packet was dropped, for counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// No rule matched (the table-miss behaviour is drop).
+    NoRule,
+    /// The matching rule's actions were `drop` or produced no output.
+    Action,
+    /// More than [`MAX_RESUBMIT_DEPTH`] nested resubmits.
+    ResubmitLoop,
+    /// `pop_vlan` on an untagged packet, `mod_vlan_vid` without a tag.
+    NoVlan,
+}
+
+impl DropReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::NoRule => "no_rule",
+            DropReason::Action => "drop_action",
+            DropReason::ResubmitLoop => "resubmit_loop",
+            DropReason::NoVlan => "no_vlan_tag",
+        }
+    }
+}
+
+/// MAC learning for the `normal` action: (VLAN, MAC) to port, aged.
+#[derive(Debug, Clone, Default)]
+pub struct MacTable {
+    map: HashMap<(u16, u64), (PortNo, u64)>,
+    /// Entries older than this (in the caller's time unit) are forgotten.
+    pub max_age: u64,
+    /// At most this many entries; learning stops when full.
+    pub capacity: usize,
+}
+
+impl MacTable {
+    pub fn new(capacity: usize, max_age: u64) -> MacTable {
+        MacTable {
+            map: HashMap::with_capacity(capacity.min(4096)),
+            max_age,
+            capacity,
+        }
+    }
+
+    pub fn learn(&mut self, vlan: u16, mac: u64, port: PortNo, now: u64) {
+        if mac & 0x0100_0000_0000 != 0 {
+            return; // never learn a multicast source
+        }
+        if self.map.len() >= self.capacity && !self.map.contains_key(&(vlan, mac)) {
+            self.expire(now);
+            if self.map.len() >= self.capacity {
+                return;
+            }
+        }
+        self.map.insert((vlan, mac), (port, now));
+    }
+
+    pub fn lookup(&self, vlan: u16, mac: u64, now: u64) -> Option<PortNo> {
+        match self.map.get(&(vlan, mac)) {
+            Some(&(p, t)) if now.saturating_sub(t) <= self.max_age => Some(p),
+            _ => None,
+        }
+    }
+
+    pub fn expire(&mut self, now: u64) {
+        let age = self.max_age;
+        self.map.retain(|_, (_, t)| now.saturating_sub(*t) <= age);
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Learned entries: (vlan, mac, port, age).
+    pub fn entries(&self, now: u64) -> impl Iterator<Item = (u16, u64, PortNo, u64)> + '_ {
+        self.map
+            .iter()
+            .map(move |(&(v, m), &(p, t))| (v, m, p, now.saturating_sub(t)))
+    }
+}
+
+/// The per-thread state of the datapath core: the cache and the MAC table
+/// are this thread's; the classifier is shared and passed in.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    pub emc: ExactMatchCache,
+    pub macs: MacTable,
+}
+
+impl Pipeline {
+    pub fn new() -> Pipeline {
+        Pipeline {
+            emc: ExactMatchCache::new(8192),
+            macs: MacTable::new(8192, 300_000_000_000),
+        }
+    }
+
+    /// Decide what to do with a packet whose flow key is `key` and whose
+    /// size is `bytes`; `ops` receives the steps (cleared first). Counts
+    /// the packet against every rule it hits.
+    pub fn process(
+        &mut self,
+        c: &mut Classifier,
+        key: &FlowKey,
+        bytes: u64,
+        now: u64,
+        ops: &mut Vec<Op>,
+    ) -> Result<(), DropReason> {
+        ops.clear();
+        let mut key = *key;
+        let mut tun = TunnelSet::default();
+        self.run_table(c, &mut key, 0, bytes, now, &mut tun, ops, 0)?;
+        if !ops
+            .iter()
+            .any(|o| matches!(o, Op::Output { .. } | Op::Flood { .. }))
+        {
+            return Err(DropReason::Action);
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run_table(
+        &mut self,
+        c: &mut Classifier,
+        key: &mut FlowKey,
+        table: u8,
+        bytes: u64,
+        now: u64,
+        tun: &mut TunnelSet,
+        ops: &mut Vec<Op>,
+        depth: usize,
+    ) -> Result<(), DropReason> {
+        if depth > MAX_RESUBMIT_DEPTH {
+            return Err(DropReason::ResubmitLoop);
+        }
+        let Some(r) = self.emc.lookup(c, table, key) else {
+            return if depth == 0 {
+                Err(DropReason::NoRule)
+            } else {
+                Ok(())
+            };
+        };
+        c.hit(r, bytes);
+        let in_port = key.get(f::IN_PORT) as PortNo;
+        // Actions are read one at a time by index, so that a resubmit can
+        // borrow the classifier again; processing changes only counters,
+        // never where rules are.
+        let mut i = 0;
+        while let Some(a) = c.get(r).and_then(|rule| rule.flow.actions.get(i).copied()) {
+            i += 1;
+            match a {
+                Action::Output(p) => ops.push(Op::Output { port: p, tun: *tun }),
+                Action::InPort => ops.push(Op::Output {
+                    port: in_port,
+                    tun: *tun,
+                }),
+                Action::Normal => {
+                    let vlan = (key.get(f::VLAN_TCI) & 0x0fff) as u16;
+                    self.macs.learn(vlan, key.get(f::DL_SRC), in_port, now);
+                    let dst = key.get(f::DL_DST);
+                    match self.macs.lookup(vlan, dst, now) {
+                        Some(p) if p == in_port => {}
+                        Some(p) => ops.push(Op::Output { port: p, tun: *tun }),
+                        None => ops.push(Op::Flood { except: in_port }),
+                    }
+                }
+                Action::SetTunDst(ip) => tun.dst = Some(ip),
+                Action::SetTunSrc(ip) => tun.src = Some(ip),
+                Action::SetTunId(id) => tun.id = Some(id),
+                Action::SetTunMetadata(i, v) => tun.metadata[i as usize] = Some(v),
+                Action::PushVlan(tpid) => {
+                    ops.push(Op::PushVlan(tpid));
+                    // The new outermost tag inherits the old one's TCI (as
+                    // OVS does); mod_vlan_vid then sets its VID.
+                    let tci = key.get(f::VLAN_TCI) | 0x1000;
+                    key.set(f::VLAN_TCI, tci);
+                }
+                Action::PopVlan => {
+                    if key.get(f::VLAN_TCI) & 0x1000 == 0 {
+                        return Err(DropReason::NoVlan);
+                    }
+                    ops.push(Op::PopVlan);
+                    // The inner tag, if any, is not in the key; rules after a
+                    // pop in the same packet see "no tag" (OVS with one VLAN
+                    // level behaves the same).
+                    key.set(f::VLAN_TCI, 0);
+                }
+                Action::ModVlanVid(v) => {
+                    if key.get(f::VLAN_TCI) & 0x1000 == 0 {
+                        // OVS pushes a tag for mod_vlan_vid on untagged
+                        // frames; tunlab keeps the explicit push_vlan form.
+                        return Err(DropReason::NoVlan);
+                    }
+                    ops.push(Op::SetVlanVid(v));
+                    key.set(f::VLAN_TCI, (key.get(f::VLAN_TCI) & 0xf000) | v as u64);
+                }
+                Action::ModVlanPcp(pcp) => {
+                    if key.get(f::VLAN_TCI) & 0x1000 == 0 {
+                        return Err(DropReason::NoVlan);
+                    }
+                    ops.push(Op::SetVlanPcp(pcp));
+                    key.set(
+                        f::VLAN_TCI,
+                        (key.get(f::VLAN_TCI) & 0x1fff) | ((pcp as u64) << 13),
+                    );
+                }
+                Action::Resubmit { port, table: t } => {
+                    let saved = key.get(f::IN_PORT);
+                    if let Some(p) = port {
+                        key.set(f::IN_PORT, p as u64);
+                    }
+                    self.run_table(c, key, t.unwrap_or(table), bytes, now, tun, ops, depth + 1)?;
+                    key.set(f::IN_PORT, saved);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Default for Pipeline {
+    fn default() -> Pipeline {
+        Pipeline::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::{parse_flow, NumericPorts};
+
+    fn classifier(rules: &[&str]) -> Classifier {
+        let mut c = Classifier::new();
+        for r in rules {
+            c.add(parse_flow(r, &NumericPorts).unwrap(), 0);
+        }
+        c
+    }
+
+    fn key(in_port: u64, vlan: Option<u64>, src: u64, dst: u64) -> FlowKey {
+        let mut k = FlowKey::default();
+        k.set(f::IN_PORT, in_port);
+        k.set(f::DL_SRC, src);
+        k.set(f::DL_DST, dst);
+        if let Some(v) = vlan {
+            k.set(f::VLAN_TCI, 0x1000 | v);
+        }
+        k
+    }
+
+    #[test]
+    fn qinq_article_flows() {
+        let mut c = classifier(&[
+            "in_port=1,dl_vlan=1 action=pop_vlan,output:2",
+            "in_port=2 action=push_vlan:0x88a8,mod_vlan_vid:1,output:1",
+        ]);
+        let mut p = Pipeline::new();
+        let mut ops = Vec::new();
+        p.process(&mut c, &key(2, None, 1, 2), 100, 0, &mut ops)
+            .unwrap();
+        assert_eq!(
+            ops,
+            vec![
+                Op::PushVlan(0x88a8),
+                Op::SetVlanVid(1),
+                Op::Output {
+                    port: 1,
+                    tun: TunnelSet::default()
+                }
+            ]
+        );
+        p.process(&mut c, &key(1, Some(1), 1, 2), 100, 0, &mut ops)
+            .unwrap();
+        assert_eq!(
+            ops,
+            vec![
+                Op::PopVlan,
+                Op::Output {
+                    port: 2,
+                    tun: TunnelSet::default()
+                }
+            ]
+        );
+        assert_eq!(
+            p.process(&mut c, &key(1, Some(2), 1, 2), 100, 0, &mut ops),
+            Err(DropReason::NoRule)
+        );
+        let counts: Vec<_> = c.rules().map(|r| (r.packets, r.bytes)).collect();
+        assert_eq!(counts, vec![(1, 100), (1, 100)]);
+    }
+
+    #[test]
+    fn set_field_tun_dst_reaches_the_output() {
+        let mut c = classifier(&[
+            "in_port=2 action=set_field:10.222.0.6->tun_dst,set_field:6->tun_id,output:1",
+        ]);
+        let mut ops = Vec::new();
+        Pipeline::new()
+            .process(&mut c, &key(2, None, 1, 2), 64, 0, &mut ops)
+            .unwrap();
+        let Op::Output { port: 1, tun } = ops[0] else {
+            panic!("{ops:?}")
+        };
+        assert_eq!(tun.dst, Some("10.222.0.6".parse().unwrap()));
+        assert_eq!(tun.id, Some(6));
+    }
+
+    #[test]
+    fn normal_learns_and_floods() {
+        let mut c = classifier(&["actions=normal"]);
+        let mut p = Pipeline::new();
+        let mut ops = Vec::new();
+        // A -> B: B unknown, flood; A learned on port 1.
+        p.process(&mut c, &key(1, None, 0xa, 0xb), 64, 0, &mut ops)
+            .unwrap();
+        assert_eq!(ops, vec![Op::Flood { except: 1 }]);
+        // B -> A from port 2: A known on 1.
+        p.process(&mut c, &key(2, None, 0xb, 0xa), 64, 1, &mut ops)
+            .unwrap();
+        assert_eq!(
+            ops,
+            vec![Op::Output {
+                port: 1,
+                tun: TunnelSet::default()
+            }]
+        );
+        // A -> B again: B now known on 2.
+        p.process(&mut c, &key(1, None, 0xa, 0xb), 64, 2, &mut ops)
+            .unwrap();
+        assert_eq!(
+            ops,
+            vec![Op::Output {
+                port: 2,
+                tun: TunnelSet::default()
+            }]
+        );
+        // Aged out: flood again.
+        p.process(
+            &mut c,
+            &key(1, None, 0xa, 0xb),
+            64,
+            2 + p.macs.max_age + 10,
+            &mut ops,
+        )
+        .unwrap();
+        assert_eq!(ops, vec![Op::Flood { except: 1 }]);
+    }
+
+    #[test]
+    fn resubmit_tables_and_loops() {
+        let mut c = classifier(&[
+            "in_port=1 actions=resubmit(,1)",
+            "table=1,in_port=1 actions=output:2",
+            "in_port=5 actions=resubmit(,0)",
+        ]);
+        let mut ops = Vec::new();
+        let mut p = Pipeline::new();
+        p.process(&mut c, &key(1, None, 1, 2), 64, 0, &mut ops)
+            .unwrap();
+        assert_eq!(
+            ops,
+            vec![Op::Output {
+                port: 2,
+                tun: TunnelSet::default()
+            }]
+        );
+        assert_eq!(
+            p.process(&mut c, &key(5, None, 1, 2), 64, 0, &mut ops),
+            Err(DropReason::ResubmitLoop)
+        );
+    }
+
+    #[test]
+    fn long_action_lists_run_whole() {
+        let outs: Vec<String> = (1..=40).map(|p| format!("output:{p}")).collect();
+        let mut c = classifier(&[&format!("in_port=100 actions={}", outs.join(","))]);
+        let mut ops = Vec::new();
+        Pipeline::new()
+            .process(&mut c, &key(100, None, 1, 2), 64, 0, &mut ops)
+            .unwrap();
+        assert_eq!(ops.len(), 40);
+    }
+
+    #[test]
+    fn drops_are_explained() {
+        let mut c = classifier(&[
+            "in_port=1 actions=drop",
+            "in_port=2 actions=pop_vlan,output:1",
+        ]);
+        let mut ops = Vec::new();
+        let mut p = Pipeline::new();
+        assert_eq!(
+            p.process(&mut c, &key(1, None, 1, 2), 64, 0, &mut ops),
+            Err(DropReason::Action)
+        );
+        assert_eq!(
+            p.process(&mut c, &key(2, None, 1, 2), 64, 0, &mut ops),
+            Err(DropReason::NoVlan)
+        );
+        assert_eq!(
+            p.process(&mut c, &key(3, None, 1, 2), 64, 0, &mut ops),
+            Err(DropReason::NoRule)
+        );
+    }
+}

@@ -27,6 +27,7 @@ pub mod stt;
 pub mod tcp;
 pub mod tunnel;
 pub mod udp;
+pub mod virtio_net;
 pub mod vlan;
 pub mod vxlan;
 

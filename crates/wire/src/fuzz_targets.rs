@@ -5,7 +5,7 @@
 
 use crate::buf::PacketBuf;
 use crate::tunnel::{self, Decap, PopConfig};
-use crate::{arp, checksum, ethernet, geneve, gre, icmp, ipv4, ipv6, stt, tcp, udp, vlan, vxlan};
+use crate::{arp, checksum, ethernet, geneve, gre, icmp, ipv4, ipv6, stt, tcp, udp, virtio_net, vlan, vxlan};
 
 /// Every target by name, for the corpus regression test.
 /// A fuzz target body: any bytes in, a panic only on a broken invariant.
@@ -25,6 +25,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("stt", stt),
     ("stt_reassembly", stt_reassembly),
     ("tunnel_pop", tunnel_pop),
+    ("virtio_net", virtio_net),
 ];
 
 /// Ethernet header and a walk over VLAN tags, with push/pop of a tag.
@@ -225,5 +226,14 @@ pub fn tunnel_pop(data: &[u8]) {
             Ok(Decap::SttSegment { .. }) => assert!(p.len() <= data.len()),
             Err(_) => assert_eq!(p.data(), data),
         }
+    }
+}
+
+pub fn virtio_net(data: &[u8]) {
+    if let Ok(h) = virtio_net::Header::new_checked(data) {
+        let r = virtio_net::Repr::parse(&h);
+        let mut out = [0u8; virtio_net::HEADER_LEN];
+        r.emit(&mut out);
+        assert_eq!(&out[..], &data[..virtio_net::HEADER_LEN]);
     }
 }

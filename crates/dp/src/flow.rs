@@ -1132,7 +1132,9 @@ mod tests {
 /// lies within the text.
 #[doc(hidden)]
 pub fn fuzz_parse(data: &[u8]) {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     match parse_flow(text, &NumericPorts) {
         Ok(r) => {
             let printed = format_flow(&r, &NumericPorts);

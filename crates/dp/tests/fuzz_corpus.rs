@@ -10,7 +10,11 @@ fn flow_parse_corpus_still_passes() {
         let path = e.unwrap().path();
         let data = std::fs::read(&path).unwrap();
         let r = std::panic::catch_unwind(|| tunlab_dp::flow::fuzz_parse(&data));
-        assert!(r.is_ok(), "flow parser fails its invariants on {}", path.display());
+        assert!(
+            r.is_ok(),
+            "flow parser fails its invariants on {}",
+            path.display()
+        );
         ran += 1;
     }
     assert!(ran > 0);

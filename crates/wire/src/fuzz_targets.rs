@@ -5,7 +5,9 @@
 
 use crate::buf::PacketBuf;
 use crate::tunnel::{self, Decap, PopConfig};
-use crate::{arp, checksum, ethernet, geneve, gre, icmp, ipv4, ipv6, stt, tcp, udp, virtio_net, vlan, vxlan};
+use crate::{
+    arp, checksum, ethernet, geneve, gre, icmp, ipv4, ipv6, stt, tcp, udp, virtio_net, vlan, vxlan,
+};
 
 /// Every target by name, for the corpus regression test.
 /// A fuzz target body: any bytes in, a panic only on a broken invariant.

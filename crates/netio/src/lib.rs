@@ -1,0 +1,9 @@
+//! tunlab's Linux I/O: tenant ports (TAP with virtio-net headers and
+//! offloads) and underlay sockets. The datapath core (`tunlab-dp`) never
+//! sees a file descriptor; this crate never decides what to do with a
+//! packet.
+
+pub mod netns;
+pub mod tap;
+
+pub use tap::{Tap, TapError, TapOptions};

@@ -5,5 +5,7 @@
 
 pub mod netns;
 pub mod tap;
+pub mod udp;
 
 pub use tap::{Tap, TapError, TapOptions};
+pub use udp::{RecvBatch, Underlay};

@@ -1,0 +1,434 @@
+//! The node's configuration file (`tunlab switch --config node.toml`).
+//!
+//! ```toml
+//! [switch]
+//! name = "hv1"
+//! underlay_mtu = 1500
+//! tlv_map = ["{class=0x0102,type=0x80,len=4}->tun_metadata0"]
+//! flows = ["in_port=1 actions=output:10", "in_port=10 actions=output:1"]
+//!
+//! [[port]]             # a tenant port: a TAP the switch creates
+//! name = "tap-a"
+//! ofport = 1
+//! type = "tap"
+//! netns = "tenant-a"   # optional: move it there...
+//! address = "192.168.1.1/24"  # ...and give it this address
+//! mtu = 1450           # optional: default underlay_mtu - tunnel overhead
+//!
+//! [[port]]             # a tunnel port
+//! name = "gnv0"
+//! ofport = 10
+//! type = "geneve"      # geneve | vxlan | gre | nvgre | stt | qinq
+//! local_ip = "172.16.0.1"
+//! remote_ip = "172.16.0.2"   # or "flow": set_field:IP->tun_dst decides
+//! key = 6              # VNI/key, or "flow"
+//! csum = true
+//! ```
+//!
+//! Errors name the port and the field, and say what is allowed.
+
+use serde::Deserialize;
+use std::net::IpAddr;
+use tunlab_dp::{parse_flow, FlowRule, TlvMap};
+use tunlab_wire::tunnel::TunnelKind;
+
+/// Why a configuration was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}: {msg}")]
+    Syntax { file: String, msg: String },
+    #[error("{file}: port '{port}': {field}: {msg}")]
+    Port {
+        file: String,
+        port: String,
+        field: &'static str,
+        msg: String,
+    },
+    #[error("{file}: flows[{index}]: {err}")]
+    Flow {
+        file: String,
+        index: usize,
+        err: tunlab_dp::FlowError,
+    },
+    #[error("{file}: tlv_map: {0}", file = .1)]
+    Tlv(tunlab_dp::TlvMapError, String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    switch: RawSwitch,
+    #[serde(default)]
+    port: Vec<RawPort>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSwitch {
+    name: String,
+    #[serde(default = "default_mtu")]
+    underlay_mtu: u16,
+    #[serde(default)]
+    tlv_map: Vec<String>,
+    #[serde(default)]
+    flows: Vec<String>,
+    #[serde(default)]
+    control_socket: Option<String>,
+}
+
+fn default_mtu() -> u16 {
+    1500
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPort {
+    name: String,
+    ofport: u32,
+    #[serde(rename = "type")]
+    kind: String,
+    netns: Option<String>,
+    address: Option<String>,
+    mtu: Option<u16>,
+    local_ip: Option<String>,
+    remote_ip: Option<String>,
+    key: Option<toml::Value>,
+    dst_port: Option<u16>,
+    csum: Option<bool>,
+    underlay: Option<String>,
+}
+
+/// Fixed or decided per packet by the flow (`set_field`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FromFlow<T> {
+    Fixed(T),
+    Flow,
+}
+
+/// A tunnel port's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TunnelPort {
+    pub kind: TunnelKind,
+    pub local_ip: IpAddr,
+    pub remote_ip: FromFlow<IpAddr>,
+    pub key: FromFlow<u64>,
+    pub dst_port: u16,
+    pub csum: bool,
+}
+
+/// What kind of port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortKind {
+    Tap {
+        netns: Option<String>,
+        address: Option<String>,
+        mtu: Option<u16>,
+    },
+    Tunnel(TunnelPort),
+    /// 802.1ad over an underlay interface: frames leave with their tags.
+    QinQ {
+        underlay: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Port {
+    pub name: String,
+    pub ofport: u32,
+    pub kind: PortKind,
+}
+
+/// A checked configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub name: String,
+    pub underlay_mtu: u16,
+    pub ports: Vec<Port>,
+    pub tlv: TlvMap,
+    pub flows: Vec<FlowRule>,
+    pub control_socket: Option<String>,
+}
+
+/// Port names for flow rules (`in_port=tap-a`, `output:gnv0`).
+#[derive(Debug, Clone)]
+pub struct PortMap(pub Vec<(String, u32)>);
+
+impl tunlab_dp::PortNames for PortMap {
+    fn port_no(&self, name: &str) -> Option<u32> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, no)| *no)
+    }
+    fn port_name(&self, no: u32) -> Option<String> {
+        self.0
+            .iter()
+            .find(|(_, n)| *n == no)
+            .map(|(name, _)| name.clone())
+    }
+}
+
+impl Config {
+    pub fn port_map(&self) -> PortMap {
+        PortMap(
+            self.ports
+                .iter()
+                .map(|p| (p.name.clone(), p.ofport))
+                .collect(),
+        )
+    }
+}
+
+/// Parse and check a configuration; `file` names it in errors.
+pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
+    let raw: RawFile = toml::from_str(text).map_err(|e| ConfigError::Syntax {
+        file: file.to_string(),
+        msg: e.to_string(),
+    })?;
+    let mut ports = Vec::new();
+    for p in &raw.port {
+        let perr = |field: &'static str, msg: String| ConfigError::Port {
+            file: file.to_string(),
+            port: p.name.clone(),
+            field,
+            msg,
+        };
+        if p.name.is_empty() || p.name.len() > 15 {
+            return Err(perr(
+                "name",
+                "must be 1 to 15 bytes (a Linux interface name)".into(),
+            ));
+        }
+        if p.ofport == 0 || p.ofport >= 0xff00 {
+            return Err(perr(
+                "ofport",
+                format!(
+                    "{} is not a usable OpenFlow port number (1..65279)",
+                    p.ofport
+                ),
+            ));
+        }
+        if let Some(other) = ports
+            .iter()
+            .find(|o: &&Port| o.name == p.name || o.ofport == p.ofport)
+        {
+            return Err(perr(
+                "ofport",
+                format!(
+                    "clashes with port '{}' (ofport {})",
+                    other.name, other.ofport
+                ),
+            ));
+        }
+        let kind = match p.kind.as_str() {
+            "tap" => PortKind::Tap {
+                netns: p.netns.clone(),
+                address: p.address.clone(),
+                mtu: p.mtu,
+            },
+            "qinq" => PortKind::QinQ {
+                underlay: p.underlay.clone().ok_or_else(|| {
+                    perr(
+                        "underlay",
+                        "a qinq port needs the underlay interface's name".into(),
+                    )
+                })?,
+            },
+            k => {
+                let kind = match k {
+                    "geneve" => TunnelKind::Geneve,
+                    "vxlan" => TunnelKind::Vxlan,
+                    "gre" => TunnelKind::Gre,
+                    "nvgre" => TunnelKind::Nvgre,
+                    "stt" => TunnelKind::Stt,
+                    _ => {
+                        return Err(perr(
+                            "type",
+                            format!(
+                                "'{k}' is not one of tap, geneve, vxlan, gre, nvgre, stt, qinq"
+                            ),
+                        ))
+                    }
+                };
+                let ip = |field: &'static str,
+                          v: &Option<String>|
+                 -> Result<Option<IpAddr>, ConfigError> {
+                    match v.as_deref() {
+                        None | Some("flow") => Ok(None),
+                        Some(s) => s
+                            .parse()
+                            .map(Some)
+                            .map_err(|_| perr(field, format!("'{s}' is not an IP address"))),
+                    }
+                };
+                let local_ip = ip("local_ip", &p.local_ip)?.ok_or_else(|| {
+                    perr(
+                        "local_ip",
+                        "a tunnel port needs its local underlay address".into(),
+                    )
+                })?;
+                let remote_ip = match (&p.remote_ip, ip("remote_ip", &p.remote_ip)?) {
+                    (None, _) => {
+                        return Err(perr("remote_ip", "give an address or \"flow\"".into()))
+                    }
+                    (_, Some(a)) => {
+                        if a.is_ipv4() != local_ip.is_ipv4() {
+                            return Err(perr(
+                                "remote_ip",
+                                "must be the same IP family as local_ip".into(),
+                            ));
+                        }
+                        FromFlow::Fixed(a)
+                    }
+                    (_, None) => FromFlow::Flow,
+                };
+                let max_key = match kind {
+                    TunnelKind::Geneve | TunnelKind::Vxlan | TunnelKind::Nvgre => 0x00ff_ffff,
+                    TunnelKind::Gre => u32::MAX as u64,
+                    TunnelKind::Stt => u64::MAX,
+                };
+                let key = match &p.key {
+                    None => FromFlow::Fixed(0),
+                    Some(toml::Value::String(s)) if s == "flow" => FromFlow::Flow,
+                    Some(toml::Value::Integer(n)) if *n >= 0 && (*n as u64) <= max_key => {
+                        FromFlow::Fixed(*n as u64)
+                    }
+                    Some(v) => {
+                        let shown = match v {
+                            toml::Value::Integer(n) => n.to_string(),
+                            toml::Value::String(s) => format!("\"{s}\""),
+                            other => other.type_str().to_string(),
+                        };
+                        return Err(perr(
+                            "key",
+                            format!(
+                                "{shown} is not \"flow\" or a number up to {max_key:#x} for {k}"
+                            ),
+                        ));
+                    }
+                };
+                if p.csum == Some(true) && kind == TunnelKind::Nvgre {
+                    return Err(perr(
+                        "csum",
+                        "NVGRE has no checksum (RFC 7637 § 3.2)".into(),
+                    ));
+                }
+                PortKind::Tunnel(TunnelPort {
+                    kind,
+                    local_ip,
+                    remote_ip,
+                    key,
+                    dst_port: p.dst_port.unwrap_or(kind.default_port()),
+                    csum: p.csum.unwrap_or(false),
+                })
+            }
+        };
+        ports.push(Port {
+            name: p.name.clone(),
+            ofport: p.ofport,
+            kind,
+        });
+    }
+    let mut tlv = TlvMap::default();
+    for t in &raw.switch.tlv_map {
+        tlv.add(t)
+            .map_err(|e| ConfigError::Tlv(e, file.to_string()))?;
+    }
+    let mut cfg = Config {
+        name: raw.switch.name,
+        underlay_mtu: raw.switch.underlay_mtu,
+        ports,
+        tlv,
+        flows: Vec::new(),
+        control_socket: raw.switch.control_socket,
+    };
+    let names = cfg.port_map();
+    for (index, f) in raw.switch.flows.iter().enumerate() {
+        let rule = parse_flow(f, &names).map_err(|err| ConfigError::Flow {
+            file: file.to_string(),
+            index,
+            err,
+        })?;
+        cfg.flows.push(rule);
+    }
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[switch]
+name = "hv1"
+tlv_map = ["{class=0x0102,type=0x80,len=4}->tun_metadata0"]
+flows = [
+  "in_port=tap-a actions=set_field:172.16.0.2->tun_dst,output:gnv0",
+  "in_port=gnv0,tun_id=6 actions=output:tap-a",
+]
+
+[[port]]
+name = "tap-a"
+ofport = 1
+type = "tap"
+netns = "tenant-a"
+address = "192.168.1.1/24"
+
+[[port]]
+name = "gnv0"
+ofport = 10
+type = "geneve"
+local_ip = "172.16.0.1"
+remote_ip = "flow"
+key = 6
+csum = true
+"#;
+
+    #[test]
+    fn good_config() {
+        let c = parse(GOOD, "node.toml").unwrap();
+        assert_eq!(c.ports.len(), 2);
+        assert_eq!(c.flows.len(), 2);
+        let PortKind::Tunnel(t) = &c.ports[1].kind else {
+            panic!()
+        };
+        assert_eq!(
+            (t.kind, t.remote_ip, t.key, t.dst_port, t.csum),
+            (
+                TunnelKind::Geneve,
+                FromFlow::Flow,
+                FromFlow::Fixed(6),
+                6081,
+                true
+            )
+        );
+    }
+
+    fn err(text: &str) -> String {
+        parse(text, "node.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn errors_name_port_and_field() {
+        let e = err(&GOOD.replace("type = \"geneve\"", "type = \"geneva\""));
+        assert!(
+            e.contains("port 'gnv0': type: 'geneva' is not one of"),
+            "{e}"
+        );
+        let e = err(&GOOD.replace("key = 6", "key = 16777216"));
+        assert!(e.contains("port 'gnv0': key:"), "{e}");
+        let e = err(&GOOD.replace("ofport = 10", "ofport = 1"));
+        assert!(e.contains("clashes with port 'tap-a'"), "{e}");
+        let e = err(&GOOD.replace("output:gnv0", "output:gnv1"));
+        assert!(
+            e.contains("flows[0]") && e.contains("no port named 'gnv1'"),
+            "{e}"
+        );
+        let e = err(&GOOD.replace(
+            "local_ip = \"172.16.0.1\"",
+            "local_ip = \"fd00::1\"\nremote_ip2 = 1",
+        ));
+        assert!(e.contains("unknown field `remote_ip2`"), "{e}");
+        let e = err("[switch]\nname = ");
+        assert!(e.starts_with("node.toml: "), "{e}");
+        let e = err(&GOOD.replace("len=4", "len=8"));
+        assert!(e.contains("tlv_map"), "{e}");
+    }
+}

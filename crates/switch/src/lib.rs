@@ -1,0 +1,3 @@
+//! One overlay node: its configuration, ports and packet loop.
+
+pub mod config;

@@ -826,6 +826,105 @@ pub fn pop<B: AsRef<[u8]> + AsMut<[u8]>>(
     Ok(Decap::Frame)
 }
 
+/// Write the tunnel header alone (what follows the UDP header) for a tunnel
+/// sent through a UDP socket, where the kernel builds IP and UDP: Geneve
+/// with `options` (C bit set if any is critical) or VXLAN. Returns its
+/// length.
+pub fn udp_tunnel_header(
+    kind: TunnelKind,
+    vni: Vni,
+    options: &[u8],
+    out: &mut [u8],
+) -> Result<usize> {
+    match kind {
+        TunnelKind::Geneve => {
+            let critical = geneve::Options::new(options).any(|o| o.opt_type().critical());
+            let r = geneve::Repr {
+                version: 0,
+                oam: false,
+                critical,
+                reserved1: 0,
+                protocol: EtherType::TransEtherBridging,
+                vni,
+                reserved2: 0,
+                options,
+            };
+            r.emit(out)?;
+            Ok(r.buffer_len())
+        }
+        TunnelKind::Vxlan => {
+            crate::error::need(Layer::Vxlan, "header", out, 0, vxlan::HEADER_LEN)?;
+            vxlan::Repr::new(vni).emit(out);
+            Ok(vxlan::HEADER_LEN)
+        }
+        _ => Err(Error::invalid(
+            Layer::Tunnel,
+            "kind",
+            0,
+            "only Geneve and VXLAN ride on UDP sockets",
+        )),
+    }
+}
+
+/// Decapsulate a UDP payload as a socket delivers it (Geneve or VXLAN
+/// header, then the tenant frame), filling `meta` from the header and the
+/// outer addresses the socket reported. Returns where the tenant frame
+/// starts. Same checks as [`pop`]: version, I flag, tiling, critical
+/// options.
+pub fn pop_udp_payload(
+    kind: TunnelKind,
+    payload: &[u8],
+    src: std::net::SocketAddr,
+    dst: std::net::SocketAddr,
+    known_option: impl Fn(u16, OptType) -> bool,
+    meta: &mut TunnelMetadata,
+) -> Result<usize> {
+    meta.kind = kind;
+    meta.src = src.ip();
+    meta.dst = dst.ip();
+    meta.src_port = src.port();
+    meta.dst_port = dst.port();
+    meta.tos = 0;
+    meta.ttl = 0;
+    meta.key_present = true;
+    meta.flow_id = 0;
+    meta.oam = false;
+    meta.csum = false;
+    meta.outer_vlan = None;
+    meta.options.clear();
+    meta.inner_proto = EtherType::TransEtherBridging;
+    match kind {
+        TunnelKind::Geneve => {
+            let g = geneve::Packet::new_checked_known(payload, &known_option)?;
+            if g.version() != 0 {
+                return Err(Error::invalid(
+                    Layer::Geneve,
+                    "version",
+                    0,
+                    "must be 0 (RFC 8926 § 3.4)",
+                ));
+            }
+            meta.tun_id = g.vni().get() as u64;
+            meta.oam = g.oam();
+            meta.inner_proto = g.protocol();
+            meta.options.set(g.options_bytes()).map_err(|e| e.at(8))?;
+            Ok(g.header_len())
+        }
+        TunnelKind::Vxlan => {
+            let v = vxlan::Packet::new_checked(payload)?;
+            v.check()?;
+            meta.tun_id = v.vni().get() as u64;
+            Ok(vxlan::HEADER_LEN)
+        }
+        _ => Err(Error::invalid(
+            Layer::Tunnel,
+            "kind",
+            0,
+            "only Geneve and VXLAN ride on UDP sockets",
+        )),
+    }
+}
+
 /// Read a whole (reassembled) STT frame's header into `meta`; returns the
 /// header length, after which the tenant frame starts.
 pub fn stt_frame(frame: &[u8], meta: &mut TunnelMetadata) -> Result<usize> {
@@ -1149,6 +1248,43 @@ mod tests {
             }
         }
         assert_eq!(got, Some((0x00ab_cdef, inner)));
+    }
+
+    #[test]
+    fn socket_path_header_round_trip() {
+        let mut opts = OptionsBuf::new();
+        opts.push(OptionRepr {
+            class: geneve::OVN_CLASS,
+            opt_type: OptType(geneve::OVN_TYPE),
+            data: &OvnPorts::new(3, 2).unwrap().data(),
+        })
+        .unwrap();
+        for kind in [TunnelKind::Geneve, TunnelKind::Vxlan] {
+            let mut b = [0xa5u8; 300];
+            let o = if kind == TunnelKind::Geneve {
+                opts.as_bytes()
+            } else {
+                &[]
+            };
+            let n = udp_tunnel_header(kind, Vni::new(77).unwrap(), o, &mut b).unwrap();
+            b[n..n + 14].copy_from_slice(&tenant_frame(14));
+            let mut m = TunnelMetadata::default();
+            let (src, dst) = (
+                "10.0.0.1:50000".parse().unwrap(),
+                "10.0.0.2:6081".parse().unwrap(),
+            );
+            let at = pop_udp_payload(kind, &b[..n + 14], src, dst, ovn_only, &mut m).unwrap();
+            assert_eq!((at, m.tun_id, m.src, m.kind), (n, 77, src.ip(), kind));
+            if kind == TunnelKind::Geneve {
+                assert_eq!(m.options.as_bytes(), opts.as_bytes());
+                assert!(
+                    pop_udp_payload(kind, &b[..n + 14], src, dst, |_, _| false, &mut m).is_err()
+                );
+            }
+        }
+        assert!(
+            udp_tunnel_header(TunnelKind::Gre, Vni::new(1).unwrap(), &[], &mut [0u8; 64]).is_err()
+        );
     }
 
     #[test]

@@ -913,6 +913,24 @@ impl fmt::Display for MatchDisplay<'_> {
     }
 }
 
+/// The body of the `flow_parse` fuzz target: any text either parses into a
+/// rule that prints and parses back to itself, or gives an error whose span
+/// lies within the text.
+#[doc(hidden)]
+pub fn fuzz_parse(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    match parse_flow(text, &NumericPorts) {
+        Ok(r) => {
+            let printed = format_flow(&r, &NumericPorts);
+            let again = parse_flow(&printed, &NumericPorts).expect("a printed rule parses");
+            assert_eq!(again, r, "{printed}");
+        }
+        Err(e) => assert!(e.start <= text.len() && e.start < e.end, "{e:?}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1124,23 +1142,5 @@ mod tests {
             s.push_str(&text[cut..]);
             let _ = parse(&s);
         }
-    }
-}
-
-/// The body of the `flow_parse` fuzz target: any text either parses into a
-/// rule that prints and parses back to itself, or gives an error whose span
-/// lies within the text.
-#[doc(hidden)]
-pub fn fuzz_parse(data: &[u8]) {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    match parse_flow(text, &NumericPorts) {
-        Ok(r) => {
-            let printed = format_flow(&r, &NumericPorts);
-            let again = parse_flow(&printed, &NumericPorts).expect("a printed rule parses");
-            assert_eq!(again, r, "{printed}");
-        }
-        Err(e) => assert!(e.start <= text.len() && e.start < e.end, "{e:?}"),
     }
 }

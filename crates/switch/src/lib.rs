@@ -1,3 +1,4 @@
 //! One overlay node: its configuration, ports and packet loop.
 
 pub mod config;
+pub mod node;

@@ -7,10 +7,12 @@ use tunlab::{capture, decode};
 
 /// tunlab: overlay tunnels (Geneve, VXLAN, GRE/NVGRE, STT, QinQ) in userspace.
 ///
-/// Built so far: the packet-format layer and its decoder. The switch, the
-/// lab (`bench`) and the generator (`gen`) are not built yet.
+/// Built so far: the packet formats and their decoder, and the switch with
+/// tenant TAP ports and Geneve/VXLAN tunnel ports. GRE, NVGRE, STT and QinQ
+/// switch ports, `ctl`, the lab (`bench`) and the generator (`gen`) are not
+/// built yet.
 #[derive(Debug, Parser)]
-#[command(name = "tunlab", version, about, long_about = None)]
+#[command(name = "tunlab", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -31,13 +33,88 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run one overlay node: open its tenant TAP ports and tunnel ports,
+    /// load its flow rules, and switch packets until interrupted.
+    ///
+    /// Built: TAP tenant ports; Geneve and VXLAN tunnel ports over UDP
+    /// (IPv4 or IPv6 underlay). GRE, NVGRE, STT and QinQ ports are refused
+    /// with a message. Drop counters by reason are printed on exit.
+    Switch {
+        /// The node's configuration (TOML; see crates/switch/src/config.rs).
+        #[arg(long)]
+        config: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Decode { file, json } => run_decode(&file, json),
+        Command::Switch { config } => run_switch(&config),
     }
+}
+
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_signal(_: nix::libc::c_int) {
+    STOP.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn run_switch(path: &std::path::Path) -> ExitCode {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("tunlab switch: {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let cfg = match tunlab_switch::config::parse(&text, &path.display().to_string()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("tunlab switch: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut node = match tunlab_switch::node::Node::start(&cfg) {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("tunlab switch: {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    for s in [Signal::SIGINT, Signal::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is
+        // async-signal-safe; nothing else is replaced.
+        if let Err(e) = unsafe { signal(s, SigHandler::Handler(on_signal)) } {
+            eprintln!("tunlab switch: cannot handle {s}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    eprintln!(
+        "tunlab switch: node '{}' running ({} ports, {} flows)",
+        node.name,
+        node.ports().count(),
+        node.classifier.len()
+    );
+    while !STOP.load(std::sync::atomic::Ordering::Relaxed) {
+        if let Err(e) = node.poll_once(100) {
+            eprintln!("tunlab switch: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    for (name, ofport, kind, s) in node.ports() {
+        eprintln!(
+            "port {ofport} {name} ({kind}): rx {} pkts {} bytes, tx {} pkts {} bytes, tx errors {}",
+            s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes, s.tx_errors
+        );
+    }
+    let mut drops: Vec<_> = node.drops.iter().collect();
+    drops.sort();
+    for (why, n) in drops {
+        eprintln!("dropped {why}: {n}");
+    }
+    ExitCode::SUCCESS
 }
 
 fn run_decode(file: &std::path::Path, json: bool) -> ExitCode {

@@ -1141,7 +1141,7 @@ mod tests {
     #[test]
     fn corrupted_packets_name_layer_and_offset() {
         let sp = spec(TunnelKind::Vxlan, v4(), true);
-        let mut p = encapsulated(&sp, 100);
+        let p = encapsulated(&sp, 100);
         let good = p.data().to_vec();
         let check = |at: usize, xor: u8, layer: Layer, off: usize| {
             let mut b = good.clone();

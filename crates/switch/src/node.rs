@@ -1,0 +1,637 @@
+//! One running node: ports opened, flows loaded, and the packet loop.
+//!
+//! One thread, run to completion: poll every port's descriptor, then move
+//! each ready descriptor's packets in a batch through extract → classify →
+//! actions → output. Outputs to a tunnel are collected and sent with one
+//! `sendmmsg` per socket per round.
+//!
+//! Built so far: tenant TAP ports and Geneve/VXLAN tunnel ports over UDP
+//! sockets (IPv4 and IPv6 underlay). GRE, NVGRE, STT and QinQ ports are
+//! refused at start with a message that says so.
+
+use crate::config::{Config, FromFlow, PortKind, TunnelPort};
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{AsFd, AsRawFd};
+use std::time::Instant;
+use tunlab_dp::{extract, extract_tunnel, Classifier, FlowKey, Op, Pipeline, TlvMap, TunnelSet};
+use tunlab_netio::tap::{offload, VNET_HDR_LEN};
+use tunlab_netio::{netns, RecvBatch, Tap, TapOptions, Underlay};
+use tunlab_wire::geneve::{self, OptType, OptionRepr, OptionsBuf};
+use tunlab_wire::tunnel::{self, TunnelKind, TunnelMetadata};
+use tunlab_wire::{checksum, virtio_net, vlan, PacketBuf, Vni};
+
+/// Why the node could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("port '{port}': {msg}")]
+    Port { port: String, msg: String },
+}
+
+/// Per-port counters (`tunlab ctl stats` shows them).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PortStats {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub tx_errors: u64,
+}
+
+enum Io {
+    Tap(Tap),
+    Tunnel { cfg: TunnelPort, sock: usize },
+}
+
+struct PortState {
+    name: String,
+    ofport: u32,
+    io: Io,
+    stats: PortStats,
+}
+
+struct SockState {
+    kind: TunnelKind,
+    local: SocketAddr,
+    under: Underlay,
+    rx: RecvBatch,
+    /// Datagrams to send this round: bytes and destination.
+    tx: Vec<(Vec<u8>, SocketAddr)>,
+    tx_used: usize,
+}
+
+/// Headroom kept in front of every frame: the largest tunnel header or
+/// virtio-net header plus room for two VLAN tags.
+const HEADROOM: usize = 8 + geneve::MAX_OPTIONS_LEN + 2 * vlan::TAG_LEN + VNET_HDR_LEN;
+const FRAME_MAX: usize = 65536;
+
+/// A running node.
+pub struct Node {
+    pub name: String,
+    pub classifier: Classifier,
+    pipeline: Pipeline,
+    tlv: TlvMap,
+    ports: Vec<PortState>,
+    by_ofport: HashMap<u32, usize>,
+    socks: Vec<SockState>,
+    /// Drops by reason.
+    pub drops: HashMap<&'static str, u64>,
+    started: Instant,
+    ops: Vec<Op>,
+    key: FlowKey,
+    meta: TunnelMetadata,
+    frame: PacketBuf<Vec<u8>>,
+    tap_buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("name", &self.name)
+            .field("ports", &self.ports.len())
+            .finish()
+    }
+}
+
+impl Node {
+    /// Open every port and load the flows.
+    pub fn start(cfg: &Config) -> Result<Node, StartError> {
+        let mut node = Node {
+            name: cfg.name.clone(),
+            classifier: Classifier::new(),
+            pipeline: Pipeline::new(),
+            tlv: cfg.tlv,
+            ports: Vec::new(),
+            by_ofport: HashMap::new(),
+            socks: Vec::new(),
+            drops: HashMap::new(),
+            started: Instant::now(),
+            ops: Vec::new(),
+            key: FlowKey::default(),
+            meta: TunnelMetadata::default(),
+            frame: PacketBuf::new(vec![0u8; HEADROOM + FRAME_MAX], HEADROOM),
+            tap_buf: vec![0u8; VNET_HDR_LEN + FRAME_MAX],
+        };
+        for p in &cfg.ports {
+            let perr = |msg: String| StartError::Port {
+                port: p.name.clone(),
+                msg,
+            };
+            let io = match &p.kind {
+                PortKind::Tap { netns: ns, address, mtu } => {
+                    // Checksum offload only: the kernel completes segmentation
+                    // before the TAP, so no super-frames reach this loop yet.
+                    let opts = TapOptions { vnet_hdr: true, multi_queue: false, offload: offload::CSUM };
+                    let tap = Tap::open(&p.name, opts).map_err(|e| perr(e.to_string()))?;
+                    let tunnel_mtu = default_tenant_mtu(cfg);
+                    let mtu = mtu.unwrap_or(tunnel_mtu).to_string();
+                    let ip = |args: &[&str]| -> Result<(), StartError> {
+                        let r = match ns {
+                            Some(n) => netns::ip(n, args),
+                            None => netns::run(&[&["ip"][..], args].concat()),
+                        };
+                        r.map(|_| ()).map_err(|e| perr(e.to_string()))
+                    };
+                    if let Some(n) = ns {
+                        netns::run(&["ip", "link", "set", &p.name, "netns", n]).map_err(|e| perr(e.to_string()))?;
+                    }
+                    ip(&["link", "set", &p.name, "mtu", &mtu])?;
+                    if let Some(a) = address {
+                        ip(&["addr", "add", a, "dev", &p.name])?;
+                    }
+                    ip(&["link", "set", &p.name, "up"])?;
+                    Io::Tap(tap)
+                }
+                PortKind::Tunnel(t) if matches!(t.kind, TunnelKind::Geneve | TunnelKind::Vxlan) => {
+                    let local = SocketAddr::new(t.local_ip, t.dst_port);
+                    let sock = match node.socks.iter().position(|s| s.local == local) {
+                        Some(i) if node.socks[i].kind == t.kind => i,
+                        Some(i) => {
+                            return Err(perr(format!(
+                                "{local} already carries {}; one UDP port carries one tunnel type",
+                                node.socks[i].kind.name()
+                            )))
+                        }
+                        None => {
+                            let under = Underlay::bind(local).map_err(|e| perr(format!("cannot bind {local}: {e}")))?;
+                            node.socks.push(SockState {
+                                kind: t.kind,
+                                local,
+                                under,
+                                rx: RecvBatch::new(32, FRAME_MAX),
+                                tx: Vec::new(),
+                                tx_used: 0,
+                            });
+                            node.socks.len() - 1
+                        }
+                    };
+                    Io::Tunnel { cfg: t.clone(), sock }
+                }
+                PortKind::Tunnel(t) => {
+                    return Err(perr(format!(
+                        "{} ports are not built into the switch yet (the packet format is; its socket I/O is not)",
+                        t.kind.name()
+                    )))
+                }
+                PortKind::QinQ { .. } => return Err(perr("qinq ports are not built into the switch yet".into())),
+            };
+            node.by_ofport.insert(p.ofport, node.ports.len());
+            node.ports.push(PortState {
+                name: p.name.clone(),
+                ofport: p.ofport,
+                io,
+                stats: PortStats::default(),
+            });
+        }
+        for f in &cfg.flows {
+            node.classifier.add(f.clone(), 0);
+        }
+        Ok(node)
+    }
+
+    /// Nanoseconds since start: the datapath's notion of time.
+    fn now(&self) -> u64 {
+        self.started.elapsed().as_nanos() as u64
+    }
+
+    fn drop(&mut self, why: &'static str) {
+        *self.drops.entry(why).or_insert(0) += 1;
+    }
+
+    /// Ports: name, ofport, kind, counters.
+    pub fn ports(&self) -> impl Iterator<Item = (&str, u32, &'static str, PortStats)> {
+        self.ports.iter().map(|p| {
+            let kind = match &p.io {
+                Io::Tap(_) => "tap",
+                Io::Tunnel { cfg, .. } => cfg.kind.name(),
+            };
+            (p.name.as_str(), p.ofport, kind, p.stats)
+        })
+    }
+
+    /// Wait up to `timeout_ms` for packets, then move everything ready.
+    /// Returns how many packets were received.
+    pub fn poll_once(&mut self, timeout_ms: i32) -> std::io::Result<usize> {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let ready: Vec<bool> = {
+            let mut fds: Vec<PollFd> = Vec::with_capacity(self.ports.len() + self.socks.len());
+            for p in &self.ports {
+                if let Io::Tap(t) = &p.io {
+                    fds.push(PollFd::new(t.as_fd(), PollFlags::POLLIN));
+                }
+            }
+            for s in &self.socks {
+                fds.push(PollFd::new(s.under.socket().as_fd(), PollFlags::POLLIN));
+            }
+            match poll(
+                &mut fds,
+                PollTimeout::try_from(timeout_ms).unwrap_or(PollTimeout::NONE),
+            ) {
+                Ok(_) | Err(nix::Error::EINTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+            fds.iter()
+                .map(|f| f.revents().is_some_and(|r| r.contains(PollFlags::POLLIN)))
+                .collect()
+        };
+        let mut n = 0;
+        let mut i = 0;
+        for pi in 0..self.ports.len() {
+            if matches!(self.ports[pi].io, Io::Tap(_)) {
+                if ready[i] {
+                    n += self.drain_tap(pi)?;
+                }
+                i += 1;
+            }
+        }
+        for si in 0..self.socks.len() {
+            if ready[i] {
+                n += self.drain_socket(si)?;
+            }
+            i += 1;
+        }
+        self.flush_sends();
+        Ok(n)
+    }
+
+    fn drain_tap(&mut self, pi: usize) -> std::io::Result<usize> {
+        let mut n = 0;
+        while n < 64 {
+            let got = match &self.ports[pi].io {
+                Io::Tap(t) => t.recv(&mut self.tap_buf)?,
+                Io::Tunnel { .. } => None,
+            };
+            let Some(len) = got else { break };
+            n += 1;
+            if len < VNET_HDR_LEN {
+                self.drop("short_frame");
+                continue;
+            }
+            let ofport = self.ports[pi].ofport;
+            self.ports[pi].stats.rx_packets += 1;
+            self.ports[pi].stats.rx_bytes += (len - VNET_HDR_LEN) as u64;
+            let vh = match virtio_net::Header::new_checked(&self.tap_buf[..len]) {
+                Ok(h) => virtio_net::Repr::parse(&h),
+                Err(_) => {
+                    self.drop("bad_vnet_hdr");
+                    continue;
+                }
+            };
+            let mut frame = std::mem::replace(&mut self.frame, PacketBuf::new(Vec::new(), 0));
+            frame.reset(HEADROOM);
+            let _ = frame.extend(&self.tap_buf[VNET_HDR_LEN..len]);
+            if vh.needs_csum()
+                && !finish_partial_csum(
+                    frame.data_mut(),
+                    vh.csum_start as usize,
+                    vh.csum_offset as usize,
+                )
+            {
+                self.drop("bad_csum_offsets");
+            } else if vh.gso_type != virtio_net::GsoType::None {
+                // The TAP was opened without TSO: the kernel must not send these.
+                self.drop("unexpected_gso");
+            } else {
+                self.forward(ofport, &mut frame, false);
+            }
+            self.frame = frame;
+        }
+        Ok(n)
+    }
+
+    fn drain_socket(&mut self, si: usize) -> std::io::Result<usize> {
+        let s = &mut self.socks[si];
+        let got = s.under.recv_batch(&mut s.rx)?;
+        let kind = s.kind;
+        let local = s.local;
+        let known = self.tlv;
+        let mut frame = std::mem::replace(&mut self.frame, PacketBuf::new(Vec::new(), 0));
+        for m in 0..got {
+            let Some((data, stride, from)) = self.socks[si].rx.get(m) else {
+                continue;
+            };
+            let Some(from) = from else { continue };
+            let stride = if stride == 0 {
+                data.len()
+            } else {
+                stride as usize
+            };
+            // GRO may have coalesced several datagrams: each is a packet.
+            let count = data.len().div_ceil(stride.max(1));
+            for c in 0..count {
+                let Some((data, _, _)) = self.socks[si].rx.get(m) else {
+                    break;
+                };
+                let dg = &data[c * stride..((c + 1) * stride).min(data.len())];
+                let r = tunnel::pop_udp_payload(
+                    kind,
+                    dg,
+                    from,
+                    local,
+                    |cl, t| known.knows(cl, t) || tunnel::ovn_only(cl, t),
+                    &mut self.meta,
+                );
+                let at = match r {
+                    Ok(at) => at,
+                    Err(e) => {
+                        self.drop(match e.kind {
+                            tunlab_wire::ErrorKind::UnknownCriticalOption { .. } => {
+                                "unknown_critical_option"
+                            }
+                            _ => "malformed_tunnel_header",
+                        });
+                        continue;
+                    }
+                };
+                frame.reset(HEADROOM);
+                let _ = frame.extend(&dg[at..]);
+                let Some(in_port) = self.tunnel_in_port(si, from.ip()) else {
+                    self.drop("unknown_remote");
+                    continue;
+                };
+                let pi = self.by_ofport[&in_port];
+                self.ports[pi].stats.rx_packets += 1;
+                self.ports[pi].stats.rx_bytes += frame.len() as u64;
+                self.forward(in_port, &mut frame, true);
+            }
+        }
+        self.frame = frame;
+        Ok(got)
+    }
+
+    /// The tunnel port a packet from `remote` on socket `si` belongs to:
+    /// one whose fixed remote is `remote`, else one with `remote_ip = "flow"`.
+    fn tunnel_in_port(&self, si: usize, remote: IpAddr) -> Option<u32> {
+        let mut flow_port = None;
+        for p in &self.ports {
+            if let Io::Tunnel { cfg, sock } = &p.io {
+                if *sock != si {
+                    continue;
+                }
+                match cfg.remote_ip {
+                    FromFlow::Fixed(r) if r == remote => return Some(p.ofport),
+                    FromFlow::Flow => flow_port = flow_port.or(Some(p.ofport)),
+                    _ => {}
+                }
+            }
+        }
+        flow_port
+    }
+
+    /// Classify a frame and carry out the actions.
+    fn forward(&mut self, in_port: u32, frame: &mut PacketBuf<Vec<u8>>, tunnelled: bool) {
+        extract(frame.data(), in_port, &mut self.key);
+        if tunnelled {
+            extract_tunnel(&self.meta, &self.tlv, &mut self.key);
+        }
+        let now = self.now();
+        let mut ops = std::mem::take(&mut self.ops);
+        match self.pipeline.process(
+            &mut self.classifier,
+            &self.key,
+            frame.len() as u64,
+            now,
+            &mut ops,
+        ) {
+            Ok(()) => {
+                for op in &ops {
+                    match *op {
+                        Op::PushVlan(tpid) => {
+                            let tci = vlan_tci(frame.data());
+                            if vlan::push(frame, tpid.into(), vlan::Tci::from_u16(tci)).is_err() {
+                                self.drop("vlan_push_failed");
+                                break;
+                            }
+                        }
+                        Op::PopVlan => {
+                            if vlan::pop(frame).is_err() {
+                                self.drop("no_vlan_tag");
+                                break;
+                            }
+                        }
+                        Op::SetVlanVid(v) => set_tci(frame.data_mut(), |t| (t & 0xf000) | v),
+                        Op::SetVlanPcp(p) => {
+                            set_tci(frame.data_mut(), |t| (t & 0x1fff) | ((p as u16) << 13))
+                        }
+                        Op::Output { port, tun } => self.output(port, frame, &tun),
+                        Op::Flood { except } => {
+                            let targets: Vec<u32> = self
+                                .ports
+                                .iter()
+                                .map(|p| p.ofport)
+                                .filter(|&p| p != except)
+                                .collect();
+                            for p in targets {
+                                self.output(p, frame, &TunnelSet::default());
+                            }
+                        }
+                    }
+                }
+            }
+            Err(why) => self.drop(why.name()),
+        }
+        self.ops = ops;
+    }
+
+    fn output(&mut self, port: u32, frame: &mut PacketBuf<Vec<u8>>, tun: &TunnelSet) {
+        let Some(&pi) = self.by_ofport.get(&port) else {
+            self.drop("no_such_port");
+            return;
+        };
+        let tlv = self.tlv;
+        let p = &mut self.ports[pi];
+        match &p.io {
+            Io::Tap(t) => {
+                let len = frame.len();
+                let ok = match frame.push(VNET_HDR_LEN) {
+                    Ok(d) => {
+                        d[..VNET_HDR_LEN].fill(0);
+                        let r = t.send(d);
+                        let _ = frame.pull(VNET_HDR_LEN);
+                        r.is_ok()
+                    }
+                    Err(_) => false,
+                };
+                if ok {
+                    p.stats.tx_packets += 1;
+                    p.stats.tx_bytes += len as u64;
+                } else {
+                    p.stats.tx_errors += 1;
+                }
+            }
+            Io::Tunnel { cfg, sock } => {
+                let remote = match (cfg.remote_ip, tun.dst) {
+                    (FromFlow::Fixed(ip), _) => ip,
+                    (FromFlow::Flow, Some(ip)) => ip,
+                    (FromFlow::Flow, None) => {
+                        self.drops
+                            .entry("no_tun_dst")
+                            .and_modify(|n| *n += 1)
+                            .or_insert(1);
+                        return;
+                    }
+                };
+                let key = match (cfg.key, tun.id) {
+                    (_, Some(id)) => id,
+                    (FromFlow::Fixed(k), None) => k,
+                    (FromFlow::Flow, None) => 0,
+                };
+                let mut opts = OptionsBuf::new();
+                if cfg.kind == TunnelKind::Geneve {
+                    for (n, v) in tun.metadata.iter().enumerate() {
+                        if let (Some(v), Some((class, typ, _))) = (v, tlv.option(n)) {
+                            let _ = opts.push(OptionRepr {
+                                class,
+                                opt_type: OptType(typ),
+                                data: &v.to_be_bytes(),
+                            });
+                        }
+                    }
+                }
+                let s = &mut self.socks[*sock];
+                if s.tx_used == s.tx.len() {
+                    s.tx.push((
+                        Vec::with_capacity(FRAME_MAX),
+                        remote.into_socket(cfg.dst_port),
+                    ));
+                }
+                let (buf, dst) = &mut s.tx[s.tx_used];
+                *dst = remote.into_socket(cfg.dst_port);
+                buf.clear();
+                buf.resize(8 + opts.len(), 0);
+                let vni = Vni::from_masked(key as u32);
+                match tunnel::udp_tunnel_header(cfg.kind, vni, opts.as_bytes(), buf) {
+                    Ok(n) => {
+                        buf.truncate(n);
+                        buf.extend_from_slice(frame.data());
+                        s.tx_used += 1;
+                        p.stats.tx_packets += 1;
+                        p.stats.tx_bytes += frame.len() as u64;
+                    }
+                    Err(_) => p.stats.tx_errors += 1,
+                }
+            }
+        }
+    }
+
+    fn flush_sends(&mut self) {
+        for s in &mut self.socks {
+            if s.tx_used == 0 {
+                continue;
+            }
+            let msgs: Vec<(&[u8], SocketAddr)> = s.tx[..s.tx_used]
+                .iter()
+                .map(|(b, a)| (&b[..], *a))
+                .collect();
+            let sent = s.under.send_batch(&msgs).unwrap_or(0);
+            let lost = s.tx_used - sent;
+            s.tx_used = 0;
+            if lost > 0 {
+                *self.drops.entry("underlay_tx_full").or_insert(0) += lost as u64;
+            }
+        }
+    }
+
+    /// The raw descriptors this node polls (for an outer event loop).
+    pub fn fds(&self) -> Vec<i32> {
+        let mut v: Vec<i32> = self
+            .ports
+            .iter()
+            .filter_map(|p| match &p.io {
+                Io::Tap(t) => Some(t.as_fd().as_raw_fd()),
+                Io::Tunnel { .. } => None,
+            })
+            .collect();
+        v.extend(self.socks.iter().map(|s| s.under.socket().as_raw_fd()));
+        v
+    }
+}
+
+trait IntoSocket {
+    fn into_socket(self, port: u16) -> SocketAddr;
+}
+
+impl IntoSocket for IpAddr {
+    fn into_socket(self, port: u16) -> SocketAddr {
+        SocketAddr::new(self, port)
+    }
+}
+
+/// The default tenant MTU: the underlay MTU minus the largest tunnel
+/// overhead among the node's tunnel ports (outer IP, UDP and tunnel header,
+/// plus the inner Ethernet header the tenant MTU does not count).
+pub fn default_tenant_mtu(cfg: &Config) -> u16 {
+    let mut worst = 0usize;
+    for p in &cfg.ports {
+        if let PortKind::Tunnel(t) = &p.kind {
+            let ip = if t.local_ip.is_ipv4() { 20 } else { 40 };
+            let hdr = match t.kind {
+                TunnelKind::Geneve => 8 + 8 + 8, // UDP, Geneve, one 4-byte option
+                TunnelKind::Vxlan => 8 + 8,
+                TunnelKind::Gre => 4 + 4 + if t.csum { 4 } else { 0 },
+                TunnelKind::Nvgre => 8,
+                TunnelKind::Stt => 20 + 18,
+            };
+            worst = worst.max(ip + hdr + 14);
+        }
+    }
+    cfg.underlay_mtu.saturating_sub(worst as u16)
+}
+
+/// The outermost tag's TCI, or 0 if untagged (a new tag inherits it).
+fn vlan_tci(frame: &[u8]) -> u16 {
+    if frame.len() >= 16 && matches!(u16::from_be_bytes([frame[12], frame[13]]), 0x8100 | 0x88a8) {
+        u16::from_be_bytes([frame[14], frame[15]])
+    } else {
+        0
+    }
+}
+
+fn set_tci(frame: &mut [u8], f: impl Fn(u16) -> u16) {
+    if frame.len() >= 16 && matches!(u16::from_be_bytes([frame[12], frame[13]]), 0x8100 | 0x88a8) {
+        let t = f(u16::from_be_bytes([frame[14], frame[15]]));
+        frame[14..16].copy_from_slice(&t.to_be_bytes());
+    }
+}
+
+/// Complete a checksum the kernel left partial (virtio-net NEEDS_CSUM):
+/// the field already holds the pseudo-header sum; fold in the bytes from
+/// `start`. Returns false if the offsets do not fit the frame.
+fn finish_partial_csum(frame: &mut [u8], start: usize, offset: usize) -> bool {
+    let at = start + offset;
+    if start > frame.len() || at + 2 > frame.len() {
+        return false;
+    }
+    let c = checksum::finish(checksum::sum(0, &frame[start..]));
+    frame[at..at + 2].copy_from_slice(&c.to_be_bytes());
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_checksum_is_completed() {
+        // A UDP header over 4 bytes of payload with the pseudo-header sum
+        // pre-filled, as the kernel leaves it: the result must verify.
+        let src = [10, 0, 0, 1];
+        let dst = [10, 0, 0, 2];
+        let mut seg = vec![0x13, 0x88, 0x17, 0x70, 0, 12, 0, 0, 1, 2, 3, 4];
+        let pseudo = checksum::fold(checksum::pseudo_v4(src, dst, 17, 12));
+        seg[6..8].copy_from_slice(&pseudo.to_be_bytes());
+        assert!(finish_partial_csum(&mut seg, 0, 6));
+        assert!(tunlab_wire::udp::Packet::new_checked(&seg[..])
+            .unwrap()
+            .verify_checksum(checksum::pseudo_v4(src, dst, 17, 12)));
+        assert!(!finish_partial_csum(&mut seg, 20, 6));
+    }
+
+    #[test]
+    fn tenant_mtu_leaves_room_for_the_tunnel() {
+        let text = "[switch]\nname='x'\n[[port]]\nname='g'\nofport=1\ntype='geneve'\nlocal_ip='10.0.0.1'\nremote_ip='flow'\n";
+        let cfg = crate::config::parse(text, "t").unwrap();
+        // 1500 - (IPv4 20 + UDP 8 + Geneve 8 + option 8 + inner Ethernet 14)
+        assert_eq!(default_tenant_mtu(&cfg), 1442);
+    }
+}

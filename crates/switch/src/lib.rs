@@ -1,4 +1,5 @@
 //! One overlay node: its configuration, ports and packet loop.
 
 pub mod config;
+pub mod ctl;
 pub mod node;

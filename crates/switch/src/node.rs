@@ -194,6 +194,16 @@ impl Node {
         self.started.elapsed().as_nanos() as u64
     }
 
+    /// Nanoseconds since the node started (for `duration=` in dumps).
+    pub fn uptime_ns(&self) -> u64 {
+        self.now()
+    }
+
+    /// Exact-match cache hits and misses.
+    pub fn cache_stats(&self) -> (u64, u64) {
+        (self.pipeline.emc.hits, self.pipeline.emc.misses)
+    }
+
     fn drop(&mut self, why: &'static str) {
         *self.drops.entry(why).or_insert(0) += 1;
     }
@@ -209,12 +219,17 @@ impl Node {
         })
     }
 
-    /// Wait up to `timeout_ms` for packets, then move everything ready.
-    /// Returns how many packets were received.
-    pub fn poll_once(&mut self, timeout_ms: i32) -> std::io::Result<usize> {
+    /// Wait up to `timeout_ms` for packets (or for `extra`, e.g. the control
+    /// socket, to become readable), then move everything ready. Returns how
+    /// many packets were received and whether `extra` is readable.
+    pub fn poll_once(
+        &mut self,
+        timeout_ms: i32,
+        extra: Option<std::os::fd::BorrowedFd<'_>>,
+    ) -> std::io::Result<(usize, bool)> {
         use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
         let ready: Vec<bool> = {
-            let mut fds: Vec<PollFd> = Vec::with_capacity(self.ports.len() + self.socks.len());
+            let mut fds: Vec<PollFd> = Vec::with_capacity(self.ports.len() + self.socks.len() + 1);
             for p in &self.ports {
                 if let Io::Tap(t) = &p.io {
                     fds.push(PollFd::new(t.as_fd(), PollFlags::POLLIN));
@@ -222,6 +237,9 @@ impl Node {
             }
             for s in &self.socks {
                 fds.push(PollFd::new(s.under.socket().as_fd(), PollFlags::POLLIN));
+            }
+            if let Some(e) = extra {
+                fds.push(PollFd::new(e, PollFlags::POLLIN));
             }
             match poll(
                 &mut fds,
@@ -251,7 +269,8 @@ impl Node {
             i += 1;
         }
         self.flush_sends();
-        Ok(n)
+        let extra_ready = extra.is_some() && ready.get(i).copied().unwrap_or(false);
+        Ok((n, extra_ready))
     }
 
     fn drain_tap(&mut self, pi: usize) -> std::io::Result<usize> {

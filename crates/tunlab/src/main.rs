@@ -8,9 +8,9 @@ use tunlab::{capture, decode};
 /// tunlab: overlay tunnels (Geneve, VXLAN, GRE/NVGRE, STT, QinQ) in userspace.
 ///
 /// Built so far: the packet formats and their decoder, and the switch with
-/// tenant TAP ports and Geneve/VXLAN tunnel ports. GRE, NVGRE, STT and QinQ
-/// switch ports, `ctl`, the lab (`bench`) and the generator (`gen`) are not
-/// built yet.
+/// tenant TAP ports, Geneve/VXLAN tunnel ports and its control socket
+/// (`ctl`). GRE, NVGRE, STT and QinQ switch ports, the lab (`bench`) and the
+/// generator (`gen`) are not built yet.
 #[derive(Debug, Parser)]
 #[command(name = "tunlab", version)]
 struct Cli {
@@ -44,6 +44,19 @@ enum Command {
         #[arg(long)]
         config: PathBuf,
     },
+    /// Talk to a running switch, like ovs-ofctl: show, dump-flows,
+    /// add-flow RULE, del-flows [--strict] [MATCH], stats.
+    Ctl {
+        /// The node's control socket (default /run/tunlab/NODE.ctl).
+        #[arg(long, conflicts_with = "node")]
+        socket: Option<PathBuf>,
+        /// The node's name, to find its socket under /run/tunlab.
+        #[arg(long)]
+        node: Option<String>,
+        /// The request, e.g. `dump-flows` or `add-flow "in_port=1 actions=output:10"`.
+        #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
+        request: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -51,6 +64,43 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Decode { file, json } => run_decode(&file, json),
         Command::Switch { config } => run_switch(&config),
+        Command::Ctl {
+            socket,
+            node,
+            request,
+        } => run_ctl(socket, node, &request.join(" ")),
+    }
+}
+
+fn default_socket(node: &str) -> PathBuf {
+    PathBuf::from(format!("/run/tunlab/{node}.ctl"))
+}
+
+fn run_ctl(socket: Option<PathBuf>, node: Option<String>, request: &str) -> ExitCode {
+    let path = match (socket, node) {
+        (Some(p), _) => p,
+        (None, Some(n)) => default_socket(&n),
+        (None, None) => {
+            eprintln!("tunlab ctl: give --node NAME or --socket PATH");
+            return ExitCode::from(2);
+        }
+    };
+    match tunlab_switch::ctl::request(&path, request) {
+        Ok((true, text)) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Ok((false, text)) => {
+            eprint!("tunlab ctl: {text}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!(
+                "tunlab ctl: {}: {e} (is the switch running?)",
+                path.display()
+            );
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -91,16 +141,35 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    let ctl_path = cfg
+        .control_socket
+        .as_ref()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| default_socket(&cfg.name));
+    let ctl = match tunlab_switch::ctl::CtlServer::bind(&ctl_path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("tunlab switch: control socket {}: {e}", ctl_path.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let names = cfg.port_map();
     eprintln!(
-        "tunlab switch: node '{}' running ({} ports, {} flows)",
+        "tunlab switch: node '{}' running ({} ports, {} flows), control socket {}",
         node.name,
         node.ports().count(),
-        node.classifier.len()
+        node.classifier.len(),
+        ctl_path.display()
     );
     while !STOP.load(std::sync::atomic::Ordering::Relaxed) {
-        if let Err(e) = node.poll_once(100) {
-            eprintln!("tunlab switch: {e}");
-            return ExitCode::FAILURE;
+        use std::os::fd::AsFd;
+        match node.poll_once(100, Some(ctl.listener().as_fd())) {
+            Ok((_, true)) => ctl.serve(&mut node, &names),
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("tunlab switch: {e}");
+                return ExitCode::FAILURE;
+            }
         }
     }
     for (name, ofport, kind, s) in node.ports() {

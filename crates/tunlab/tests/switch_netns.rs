@@ -378,3 +378,123 @@ fn wrong_vni_is_dropped_and_counted() {
         "{e2}"
     );
 }
+
+/// Insert `control_socket = PATH` into a node config's `[switch]` table.
+fn with_ctl(cfg: &str, path: &std::path::Path) -> String {
+    cfg.replacen(
+        "[switch]\n",
+        &format!("[switch]\ncontrol_socket = \"{}\"\n", path.display()),
+        1,
+    )
+}
+
+fn ctl(sock: &std::path::Path, req: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tunlab"))
+        .arg("ctl")
+        .arg("--socket")
+        .arg(sock)
+        .args(req)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn flows_change_at_run_time_through_ctl() {
+    let l = lab();
+    let c1 = l.dir.join("n1.ctl");
+    // n1 starts with no flows at all; n2 is complete.
+    let n1 = node_config(
+        "n1",
+        l.ta.name(),
+        "192.168.7.1",
+        "vxlan",
+        "172.31.0.1",
+        "172.31.0.2",
+        6,
+        6,
+    );
+    let n1 = with_ctl(&n1, &c1).replace(
+        "  \"in_port=1 actions=output:10\",\n  \"in_port=10,tun_id=6 actions=output:1\",\n",
+        "",
+    );
+    let s1 = Switch::start(l.hv1.name(), &n1, &l.dir, "n1");
+    let s2 = Switch::start(
+        l.hv2.name(),
+        &with_ctl(
+            &node_config(
+                "n2",
+                l.tb.name(),
+                "192.168.7.2",
+                "vxlan",
+                "172.31.0.2",
+                "172.31.0.1",
+                6,
+                6,
+            ),
+            &l.dir.join("n2.ctl"),
+        ),
+        &l.dir,
+        "n2",
+    );
+    wait_for_tap(&l.ta, "tap-n1");
+    wait_for_tap(&l.tb, "tap-n2");
+    assert!(
+        !udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 2),
+        "no flows: nothing may pass"
+    );
+
+    let (ok, out, _) = ctl(&c1, &["show"]);
+    assert!(
+        ok && out.contains(" 1(tap-n1): tap") && out.contains(" 10(t-n1): vxlan"),
+        "{out}"
+    );
+    let (ok, _, err) = ctl(
+        &c1,
+        &["add-flow", "in_port=tap-n1,dl_vlan=5000 actions=output:10"],
+    );
+    assert!(
+        !ok && err.contains("dl_vlan: 5000 is out of range") && err.contains("^^^^"),
+        "{err}"
+    );
+    assert_eq!(
+        ctl(&c1, &["dump-flows"]).1,
+        "",
+        "a refused rule must leave no trace"
+    );
+    assert!(ctl(&c1, &["add-flow", "in_port=tap-n1 actions=output:t-n1"]).0);
+    assert!(ctl(&c1, &["add-flow", "in_port=10,tun_id=6 actions=output:1"]).0);
+    assert!(
+        udp_echo(&l.ta, &l.tb, "192.168.7.2", 5, 6),
+        "flows added at run time must carry traffic"
+    );
+    let (_, dump, _) = ctl(&c1, &["dump-flows"]);
+    assert!(
+        dump.contains("in_port=tap-n1 actions=output:t-n1"),
+        "{dump}"
+    );
+    assert!(
+        !dump.contains("n_packets=0,"),
+        "both rules were used: {dump}"
+    );
+    let (ok, out, _) = ctl(&c1, &["del-flows", "in_port=tap-n1"]);
+    assert!(ok && out.contains("deleted 1 rules"), "{out}");
+    assert!(
+        !udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 2),
+        "deleted rule must stop traffic"
+    );
+    let (_, stats, _) = ctl(&c1, &["stats"]);
+    assert!(
+        stats.contains("dropped no_rule: ") && stats.contains("exact-match cache: "),
+        "{stats}"
+    );
+    let (ok, _, err) = ctl(&c1, &["frobnicate"]);
+    assert!(!ok && err.contains("unknown request 'frobnicate'"), "{err}");
+    s1.stop();
+    s2.stop();
+    assert!(!c1.exists(), "the control socket is removed on exit");
+}

@@ -73,6 +73,8 @@ struct Lab {
     tb: Netns,
     hv1: Netns,
     hv2: Netns,
+    /// The underlay veth end in hv2.
+    u2: String,
     dir: std::path::PathBuf,
 }
 
@@ -115,6 +117,7 @@ fn lab() -> Lab {
         tb,
         hv1,
         hv2,
+        u2,
         dir,
     }
 }
@@ -497,4 +500,103 @@ fn flows_change_at_run_time_through_ctl() {
     s1.stop();
     s2.stop();
     assert!(!c1.exists(), "the control socket is removed on exit");
+}
+
+/// Interop with the Linux kernel's VXLAN device:
+///
+/// ```text
+///  ta 192.168.7.1 ─tap─ [tunlab switch, hv1] ═ VXLAN 6 ═ [hv2: vxlan0 ─ br0 ─ veth] ─ tb 192.168.7.2
+/// ```
+#[test]
+fn interop_with_kernel_vxlan() {
+    let l = lab();
+    let u2 = l.u2.clone();
+    let s1 = Switch::start(
+        l.hv1.name(),
+        &node_config(
+            "n1",
+            l.ta.name(),
+            "192.168.7.1",
+            "vxlan",
+            "172.31.0.1",
+            "172.31.0.2",
+            6,
+            6,
+        ),
+        &l.dir,
+        "n1",
+    );
+    // hv2: the kernel's VXLAN, bridged to a veth whose other end is tb's.
+    let hv2 = l.hv2.name();
+    l.hv2
+        .ip(&[
+            "link",
+            "add",
+            "vxlan0",
+            "type",
+            "vxlan",
+            "id",
+            "6",
+            "local",
+            "172.31.0.2",
+            "remote",
+            "172.31.0.1",
+            "dstport",
+            "4789",
+            "dev",
+            &u2,
+        ])
+        .unwrap();
+    l.hv2.ip(&["link", "add", "br0", "type", "bridge"]).unwrap();
+    l.hv2
+        .ip(&["link", "set", "vxlan0", "master", "br0"])
+        .unwrap();
+    netns::run(&[
+        "ip",
+        "-n",
+        hv2,
+        "link",
+        "add",
+        "tbh",
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "tbe",
+        "netns",
+        l.tb.name(),
+    ])
+    .unwrap();
+    l.hv2.ip(&["link", "set", "tbh", "master", "br0"]).unwrap();
+    for dev in ["vxlan0", "br0", "tbh"] {
+        l.hv2.ip(&["link", "set", dev, "up"]).unwrap();
+    }
+    l.tb.ip(&["link", "set", "tbe", "mtu", "1450"]).unwrap();
+    l.tb.ip(&["addr", "add", "192.168.7.2/24", "dev", "tbe"])
+        .unwrap();
+    l.tb.ip(&["link", "set", "tbe", "up"]).unwrap();
+    wait_for_tap(&l.ta, "tap-n1");
+    if !udp_echo(&l.ta, &l.tb, "192.168.7.2", 10, 6) {
+        let k = l
+            .hv2
+            .ip(&["-s", "link", "show", "vxlan0"])
+            .unwrap_or_default();
+        let fdb =
+            netns::run(&["bridge", "-n", hv2, "fdb", "show", "dev", "vxlan0"]).unwrap_or_default();
+        let t = l.tb.ip(&["-s", "link", "show", "tbe"]).unwrap_or_default();
+        panic!(
+            "UDP tunlab -> kernel VXLAN\nswitch:\n{}\nvxlan0:\n{k}\nfdb:\n{fdb}\ntbe:\n{t}",
+            s1.stop()
+        );
+    }
+    assert!(
+        udp_echo(&l.tb, &l.ta, "192.168.7.1", 10, 6),
+        "UDP kernel VXLAN -> tunlab"
+    );
+    let (s, r) = tcp_transfer(&l.ta, &l.tb, "192.168.7.2");
+    assert_eq!(s, r, "TCP tunlab -> kernel VXLAN");
+    let (s, r) = tcp_transfer(&l.tb, &l.ta, "192.168.7.1");
+    assert_eq!(s, r, "TCP kernel VXLAN -> tunlab");
+    let e1 = s1.stop();
+    assert!(!e1.contains("dropped malformed"), "{e1}");
 }

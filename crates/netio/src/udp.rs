@@ -15,6 +15,7 @@ use std::os::fd::AsRawFd;
 pub const GRO_BUF: usize = 65535;
 const SOL_UDP: libc::c_int = 17;
 const UDP_GRO: libc::c_int = 104;
+const UDP_NO_CHECK6_TX: libc::c_int = 101;
 
 /// Buffers and kernel headers for one `recvmmsg` call, allocated once.
 /// The headers point into the buffers, so nothing here moves after `new`.
@@ -184,6 +185,34 @@ impl Underlay {
             )
         } == 0;
         Ok(Underlay { sock, gro })
+    }
+
+    /// Send with a zero outer UDP checksum (`false`) or let the kernel
+    /// compute it (`true`, the socket default). A zero checksum is allowed
+    /// for tunnels (RFC 7348, RFC 8926; RFC 6935 over IPv6) and is what
+    /// Open vSwitch sends by default. Over a veth a kernel-computed checksum
+    /// stays partial, which a peer reading raw frames (OVS) refuses.
+    pub fn set_tx_checksum(&self, on: bool) -> io::Result<()> {
+        let off: libc::c_int = (!on) as libc::c_int;
+        let (level, opt) = match self.sock.local_addr()? {
+            SocketAddr::V4(_) => (libc::SOL_SOCKET, libc::SO_NO_CHECK),
+            SocketAddr::V6(_) => (SOL_UDP, UDP_NO_CHECK6_TX),
+        };
+        // SAFETY: setsockopt reads one c_int from `&off`, alive for the call.
+        let r = unsafe {
+            libc::setsockopt(
+                self.sock.as_raw_fd(),
+                level,
+                opt,
+                (&off as *const libc::c_int).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {

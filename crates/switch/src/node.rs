@@ -52,6 +52,8 @@ struct PortState {
 
 struct SockState {
     kind: TunnelKind,
+    /// Outer UDP checksum on (kernel-computed) or off (zero).
+    csum: bool,
     local: SocketAddr,
     under: Underlay,
     rx: RecvBatch,
@@ -145,7 +147,10 @@ impl Node {
                 PortKind::Tunnel(t) if matches!(t.kind, TunnelKind::Geneve | TunnelKind::Vxlan) => {
                     let local = SocketAddr::new(t.local_ip, t.dst_port);
                     let sock = match node.socks.iter().position(|s| s.local == local) {
-                        Some(i) if node.socks[i].kind == t.kind => i,
+                        Some(i) if node.socks[i].kind == t.kind && node.socks[i].csum == t.csum => i,
+                        Some(i) if node.socks[i].kind == t.kind => {
+                            return Err(perr(format!("{local} is shared with a port whose csum setting differs; one UDP socket has one setting")))
+                        }
                         Some(i) => {
                             return Err(perr(format!(
                                 "{local} already carries {}; one UDP port carries one tunnel type",
@@ -154,7 +159,11 @@ impl Node {
                         }
                         None => {
                             let under = Underlay::bind(local).map_err(|e| perr(format!("cannot bind {local}: {e}")))?;
+                            under
+                                .set_tx_checksum(t.csum)
+                                .map_err(|e| perr(format!("cannot set the outer UDP checksum {}: {e}", if t.csum { "on" } else { "off" })))?;
                             node.socks.push(SockState {
+                                csum: t.csum,
                                 kind: t.kind,
                                 local,
                                 under,

@@ -1,0 +1,297 @@
+//! Shared helpers for the namespace tests: a four-namespace lab (two
+//! hosts joined by a veth underlay, a tenant behind each), running
+//! `tunlab switch` processes, and traffic checks run inside namespaces.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use tunlab_netio::netns::{self, Netns};
+
+pub static CASE: AtomicUsize = AtomicUsize::new(0);
+
+/// A running `tunlab switch`, stopped (SIGTERM) when dropped; its stderr
+/// (counters) is returned by [`Switch::stop`].
+pub struct Switch {
+    child: Option<Child>,
+}
+
+impl Switch {
+    pub fn start(ns: &str, config: &str, dir: &std::path::Path, name: &str) -> Switch {
+        let path = dir.join(format!("{name}.toml"));
+        std::fs::write(&path, config).unwrap();
+        let child = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                ns,
+                env!("CARGO_BIN_EXE_tunlab"),
+                "switch",
+                "--config",
+            ])
+            .arg(&path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn tunlab switch");
+        Switch { child: Some(child) }
+    }
+
+    pub fn stop(mut self) -> String {
+        let child = self.child.take().unwrap();
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let out = child.wait_with_output().unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+}
+
+impl Drop for Switch {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+pub struct Lab {
+    pub ta: Netns,
+    pub tb: Netns,
+    pub hv1: Netns,
+    pub hv2: Netns,
+    /// The underlay veth end in hv2.
+    pub u2: String,
+    pub dir: std::path::PathBuf,
+}
+
+pub fn lab() -> Lab {
+    let n = CASE.fetch_add(1, Ordering::SeqCst) * 4;
+    let hv1 = Netns::create("tl-sw", n).expect("netns (needs root)");
+    let hv2 = Netns::create("tl-sw", n + 1).unwrap();
+    let ta = Netns::create("tl-sw", n + 2).unwrap();
+    let tb = Netns::create("tl-sw", n + 3).unwrap();
+    let u1 = format!("tlu{}a{n}", std::process::id() % 10000);
+    let u2 = format!("tlu{}b{n}", std::process::id() % 10000);
+    netns::run(&[
+        "ip",
+        "link",
+        "add",
+        &u1,
+        "netns",
+        hv1.name(),
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &u2,
+        "netns",
+        hv2.name(),
+    ])
+    .unwrap();
+    for (ns, dev, v4, v6) in [
+        (&hv1, &u1, "172.31.0.1/24", "fd00:31::1/64"),
+        (&hv2, &u2, "172.31.0.2/24", "fd00:31::2/64"),
+    ] {
+        ns.ip(&["addr", "add", v4, "dev", dev]).unwrap();
+        ns.ip(&["addr", "add", v6, "dev", dev, "nodad"]).unwrap();
+        ns.ip(&["link", "set", dev, "up"]).unwrap();
+    }
+    let dir = std::env::temp_dir().join(format!("tunlab-switch-test-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    Lab {
+        ta,
+        tb,
+        hv1,
+        hv2,
+        u2,
+        dir,
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn node_config(
+    name: &str,
+    tenant_ns: &str,
+    tenant_ip: &str,
+    kind: &str,
+    local: &str,
+    remote: &str,
+    vni: u32,
+    accept_vni: u32,
+) -> String {
+    format!(
+        r#"
+[switch]
+name = "{name}"
+flows = [
+  "in_port=1 actions=output:10",
+  "in_port=10,tun_id={accept_vni} actions=output:1",
+]
+
+[[port]]
+name = "tap-{name}"
+ofport = 1
+type = "tap"
+netns = "{tenant_ns}"
+address = "{tenant_ip}/24"
+
+[[port]]
+name = "t-{name}"
+ofport = 10
+type = "{kind}"
+local_ip = "{local}"
+remote_ip = "{remote}"
+key = {vni}
+"#
+    )
+}
+
+/// Run `f` in a thread inside namespace `ns`.
+pub fn in_ns<T: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    let ns = ns.to_string();
+    std::thread::spawn(move || {
+        netns::enter(&ns).unwrap();
+        f()
+    })
+}
+
+pub fn wait_for_tap(ns: &Netns, dev: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(out) = ns.ip(&["-o", "addr", "show", "dev", dev]) {
+            if out.contains("inet ") {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("tap {dev} did not come up in {}", ns.name());
+}
+
+/// UDP echo from `a` to `b`: true if every one of `count` datagrams came
+/// back (each tried up to `tries` times: ARP may eat the first).
+pub fn udp_echo(a: &Netns, b: &Netns, b_ip: &str, count: u8, tries: usize) -> bool {
+    let server = in_ns(b.name(), {
+        let b_ip = b_ip.to_string();
+        move || {
+            let s = UdpSocket::bind(format!("{b_ip}:7000")).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(4))).unwrap();
+            let mut buf = [0u8; 2000];
+            let mut n = 0;
+            // Stop when the client has gone quiet.
+            s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+            while let Ok((len, from)) = s.recv_from(&mut buf) {
+                s.send_to(&buf[..len], from).unwrap();
+                n += 1;
+            }
+            n
+        }
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let client = in_ns(a.name(), {
+        let b_ip = b_ip.to_string();
+        move || {
+            let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(500)))
+                .unwrap();
+            let dst: SocketAddr = format!("{b_ip}:7000").parse().unwrap();
+            let mut ok = 0;
+            for i in 0..count {
+                let msg = vec![i; 100 + i as usize * 50];
+                // ARP resolution may eat the first datagram: retry each.
+                for _ in 0..tries {
+                    s.send_to(&msg, dst).unwrap();
+                    let mut buf = [0u8; 2000];
+                    if let Ok(n) = s.recv(&mut buf) {
+                        if buf[..n] == msg[..] {
+                            ok += 1;
+                            break;
+                        }
+                    }
+                }
+            }
+            ok
+        }
+    });
+    let ok = client.join().unwrap();
+    let _ = server.join();
+    ok == count as usize
+}
+
+/// A 2 MB TCP transfer from `a` to `b`; returns (sent sum, received sum).
+pub fn tcp_transfer(a: &Netns, b: &Netns, b_ip: &str) -> (u64, u64) {
+    let data: Vec<u8> = (0..2_000_000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
+        .collect();
+    let sent: u64 = data
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| x as u64 * (i as u64 % 251 + 1))
+        .sum();
+    let server = in_ns(b.name(), {
+        let b_ip = b_ip.to_string();
+        move || {
+            let l = TcpListener::bind(format!("{b_ip}:7001")).unwrap();
+            let (mut c, _) = l.accept().unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let mut got = Vec::new();
+            c.read_to_end(&mut got).unwrap();
+            got.iter()
+                .enumerate()
+                .map(|(i, &x)| x as u64 * (i as u64 % 251 + 1))
+                .sum::<u64>()
+        }
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let client = in_ns(a.name(), {
+        let b_ip = b_ip.to_string();
+        move || {
+            let mut c = TcpStream::connect_timeout(
+                &format!("{b_ip}:7001").parse().unwrap(),
+                Duration::from_secs(5),
+            )
+            .unwrap();
+            c.write_all(&data).unwrap();
+        }
+    });
+    client.join().unwrap();
+    (sent, server.join().unwrap())
+}
+
+/// Insert `control_socket = PATH` into a node config's `[switch]` table.
+pub fn with_ctl(cfg: &str, path: &std::path::Path) -> String {
+    cfg.replacen(
+        "[switch]\n",
+        &format!("[switch]\ncontrol_socket = \"{}\"\n", path.display()),
+        1,
+    )
+}
+
+pub fn ctl(sock: &std::path::Path, req: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tunlab"))
+        .arg("ctl")
+        .arg("--socket")
+        .arg(sock)
+        .args(req)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

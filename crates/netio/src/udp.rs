@@ -16,6 +16,7 @@ pub const GRO_BUF: usize = 65535;
 const SOL_UDP: libc::c_int = 17;
 const UDP_GRO: libc::c_int = 104;
 const UDP_NO_CHECK6_TX: libc::c_int = 101;
+const UDP_NO_CHECK6_RX: libc::c_int = 102;
 
 /// Buffers and kernel headers for one `recvmmsg` call, allocated once.
 /// The headers point into the buffers, so nothing here moves after `new`.
@@ -184,6 +185,24 @@ impl Underlay {
                 size_of::<libc::c_int>() as libc::socklen_t,
             )
         } == 0;
+        if local.is_ipv6() {
+            // RFC 6935: over IPv6 a zero UDP checksum is accepted only by
+            // sockets that opt in; tunnel peers (OVS, tunlab with csum off)
+            // send zero.
+            // SAFETY: as above, one c_int read from `&on`.
+            let r = unsafe {
+                libc::setsockopt(
+                    sock.as_raw_fd(),
+                    SOL_UDP,
+                    UDP_NO_CHECK6_RX,
+                    (&on as *const libc::c_int).cast(),
+                    size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            if r != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
         Ok(Underlay { sock, gro })
     }
 

@@ -70,6 +70,7 @@ const FRAME_MAX: usize = 65536;
 /// A running node.
 pub struct Node {
     pub name: String,
+    underlay_mtu: usize,
     pub classifier: Classifier,
     pipeline: Pipeline,
     tlv: TlvMap,
@@ -100,6 +101,7 @@ impl Node {
     pub fn start(cfg: &Config) -> Result<Node, StartError> {
         let mut node = Node {
             name: cfg.name.clone(),
+            underlay_mtu: cfg.underlay_mtu as usize,
             classifier: Classifier::new(),
             pipeline: Pipeline::new(),
             tlv: cfg.tlv,
@@ -441,7 +443,7 @@ impl Node {
                         Op::SetVlanPcp(p) => {
                             set_tci(frame.data_mut(), |t| (t & 0x1fff) | ((p as u16) << 13))
                         }
-                        Op::Output { port, tun } => self.output(port, frame, &tun),
+                        Op::Output { port, tun } => self.output(port, in_port, frame, &tun),
                         Op::Flood { except } => {
                             let targets: Vec<u32> = self
                                 .ports
@@ -450,7 +452,7 @@ impl Node {
                                 .filter(|&p| p != except)
                                 .collect();
                             for p in targets {
-                                self.output(p, frame, &TunnelSet::default());
+                                self.output(p, in_port, frame, &TunnelSet::default());
                             }
                         }
                     }
@@ -461,7 +463,7 @@ impl Node {
         self.ops = ops;
     }
 
-    fn output(&mut self, port: u32, frame: &mut PacketBuf<Vec<u8>>, tun: &TunnelSet) {
+    fn output(&mut self, port: u32, in_port: u32, frame: &mut PacketBuf<Vec<u8>>, tun: &TunnelSet) {
         let Some(&pi) = self.by_ofport.get(&port) else {
             self.drop("no_such_port");
             return;
@@ -527,6 +529,15 @@ impl Node {
                         }
                     }
                 }
+                // Path MTU: outer IP + UDP + tunnel header + the frame must
+                // fit the underlay.
+                let outer = if remote.is_ipv4() { 20 } else { 40 } + 8 + 8 + opts.len();
+                if outer + frame.len() > self.underlay_mtu {
+                    let kind = cfg.kind;
+                    let room = self.underlay_mtu.saturating_sub(outer + 14);
+                    self.too_big(in_port, frame, room, kind);
+                    return;
+                }
                 let s = &mut self.socks[*sock];
                 if s.tx_used == s.tx.len() {
                     s.tx.push((
@@ -550,6 +561,39 @@ impl Node {
                     Err(_) => p.stats.tx_errors += 1,
                 }
             }
+        }
+    }
+
+    /// A frame too big for the tunnel: for IPv4 with DF and for IPv6, send
+    /// the sender an ICMP "fragmentation needed" / "packet too big" with the
+    /// MTU the tunnel leaves (`room`), from the original destination's
+    /// address (as Linux's bridged VXLAN does), out of the port it came in.
+    /// Otherwise Geneve lets the kernel fragment the outer packet, and
+    /// VXLAN, whose outer header must not be fragmented (RFC 7348 § 4.3),
+    /// drops it.
+    fn too_big(
+        &mut self,
+        in_port: u32,
+        frame: &mut PacketBuf<Vec<u8>>,
+        room: usize,
+        kind: TunnelKind,
+    ) {
+        match icmp_too_big(frame.data(), room as u16) {
+            Some(reply) => {
+                self.drop("too_big_icmp_sent");
+                let mut r = PacketBuf::new(vec![0u8; HEADROOM + reply.len()], HEADROOM);
+                let _ = r.extend(&reply);
+                if let Some(&pi) = self.by_ofport.get(&in_port) {
+                    if matches!(self.ports[pi].io, Io::Tap(_)) {
+                        self.output(in_port, in_port, &mut r, &TunnelSet::default());
+                    }
+                }
+            }
+            None => self.drop(if kind == TunnelKind::Vxlan {
+                "too_big_vxlan"
+            } else {
+                "too_big"
+            }),
         }
     }
 
@@ -615,6 +659,94 @@ pub fn default_tenant_mtu(cfg: &Config) -> u16 {
         }
     }
     cfg.underlay_mtu.saturating_sub(worst as u16)
+}
+
+/// Build the ICMP error for a frame too big for the tunnel: IPv4 with DF
+/// gets "fragmentation needed" (RFC 1191), IPv6 "packet too big"
+/// (RFC 4443); the reply is addressed back to the sender from the
+/// original destination. `None` for anything else (no DF, not IP, or an
+/// ICMP error itself).
+fn icmp_too_big(frame: &[u8], mtu: u16) -> Option<Vec<u8>> {
+    use tunlab_wire::ethernet::{EtherType, MacAddr};
+    use tunlab_wire::ipv4::IpProtocol;
+    use tunlab_wire::{icmp, ipv4, ipv6};
+    if frame.len() < 14 {
+        return None;
+    }
+    let (dst_mac, src_mac) = (
+        MacAddr::from_bytes(&frame[6..12]),
+        MacAddr::from_bytes(&frame[0..6]),
+    );
+    let et = u16::from_be_bytes([frame[12], frame[13]]);
+    let ip = &frame[14..];
+    let mut out = vec![0u8; 14];
+    match et {
+        0x0800 => {
+            let p = ipv4::Packet::new_checked(ip).ok()?;
+            if !p.dont_frag()
+                || (p.protocol() == IpProtocol::Icmp
+                    && p.payload().first().is_some_and(|t| *t != 8 && *t != 0))
+            {
+                return None;
+            }
+            let mut msg = vec![0u8; icmp::HEADER_LEN + icmp::V4_QUOTE_MAX];
+            let n = icmp::emit_frag_needed(p.packet(), mtu, &mut msg).ok()?;
+            let mut hdr = [0u8; 20];
+            ipv4::Repr {
+                src: p.dst(),
+                dst: p.src(),
+                protocol: IpProtocol::Icmp,
+                payload_len: n,
+                tos: 0,
+                ident: 0,
+                dont_frag: false,
+                ttl: 64,
+            }
+            .emit(&mut hdr);
+            tunlab_wire::ethernet::Repr {
+                dst: dst_mac,
+                src: src_mac,
+                ethertype: EtherType::Ipv4,
+            }
+            .emit(&mut out);
+            out.extend_from_slice(&hdr);
+            out.extend_from_slice(&msg[..n]);
+        }
+        0x86dd => {
+            let p = ipv6::Packet::new_checked(ip).ok()?;
+            if p.next_header() == IpProtocol::Icmpv6
+                && p.payload().first().is_some_and(|t| *t < 128)
+            {
+                return None;
+            }
+            let whole = &ip[..ipv6::HEADER_LEN + p.payload_len() as usize];
+            let len = icmp::ptb_len(whole.len());
+            let pseudo = checksum::pseudo_v6(p.dst().octets(), p.src().octets(), 58, len as u32);
+            let mut msg = vec![0u8; len];
+            icmp::emit_packet_too_big(whole, mtu as u32, pseudo, &mut msg).ok()?;
+            let mut hdr = [0u8; 40];
+            ipv6::Repr {
+                src: p.dst(),
+                dst: p.src(),
+                next_header: IpProtocol::Icmpv6,
+                payload_len: len,
+                traffic_class: 0,
+                flow_label: 0,
+                hop_limit: 64,
+            }
+            .emit(&mut hdr);
+            tunlab_wire::ethernet::Repr {
+                dst: dst_mac,
+                src: src_mac,
+                ethertype: EtherType::Ipv6,
+            }
+            .emit(&mut out);
+            out.extend_from_slice(&hdr);
+            out.extend_from_slice(&msg);
+        }
+        _ => return None,
+    }
+    Some(out)
 }
 
 /// The outermost tag's TCI, or 0 if untagged (a new tag inherits it).
@@ -753,6 +885,40 @@ mod tests {
         for n in 0..f.len() {
             let _ = partial_checksum(&f[..n]);
         }
+    }
+
+    #[test]
+    fn too_big_replies() {
+        // IPv4 UDP with DF, 1451 bytes of IP.
+        let mut f = vec![0u8; 14 + 1451];
+        f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        f[12] = 0x08;
+        let ip = tunlab_wire::ipv4::Repr {
+            src: "192.168.7.1".parse().unwrap(),
+            dst: "192.168.7.2".parse().unwrap(),
+            protocol: tunlab_wire::ipv4::IpProtocol::Udp,
+            payload_len: 1431,
+            tos: 0,
+            ident: 9,
+            dont_frag: true,
+            ttl: 64,
+        };
+        ip.emit(&mut f[14..]);
+        let r = icmp_too_big(&f, 1450).unwrap();
+        assert_eq!(&r[0..6], &f[6..12], "back to the sender's MAC");
+        let p = tunlab_wire::ipv4::Packet::new_checked(&r[14..]).unwrap();
+        assert_eq!(
+            (p.src().to_string(), p.dst().to_string()),
+            ("192.168.7.2".into(), "192.168.7.1".into())
+        );
+        assert!(p.verify_checksum());
+        let m = tunlab_wire::icmp::Packet::new_checked(p.payload()).unwrap();
+        assert_eq!((m.msg_type(), m.code(), m.v4_next_hop_mtu()), (3, 4, 1450));
+        assert!(m.verify_checksum_v4());
+        // Without DF: no ICMP.
+        f[20] = 0;
+        assert!(icmp_too_big(&f, 1450).is_none());
     }
 
     #[test]

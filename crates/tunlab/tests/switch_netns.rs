@@ -15,6 +15,8 @@
 mod common;
 
 use common::*;
+use std::net::UdpSocket;
+use std::time::Duration;
 use tunlab_netio::netns;
 
 fn two_nodes(kind: &str, v6: bool) {
@@ -311,4 +313,115 @@ fn interop_with_kernel_vxlan() {
     assert_eq!(s, r, "TCP kernel VXLAN -> tunlab");
     let e1 = s1.stop();
     assert!(!e1.contains("dropped malformed"), "{e1}");
+}
+
+/// Path MTU: the tenant's interface allows 1500 but VXLAN over a 1500
+/// underlay carries 1450 bytes of tenant IP. A DF packet of 1450 passes;
+/// one of 1451 is answered with ICMP fragmentation-needed (MTU 1450), and
+/// the tenant's kernel then knows the path MTU.
+#[test]
+fn too_big_gets_icmp_fragmentation_needed() {
+    use std::os::fd::AsRawFd;
+    let l = lab();
+    let big = |c: String| {
+        c.replace(
+            "address = \"192.168.7.1/24\"",
+            "address = \"192.168.7.1/24\"\nmtu = 1500",
+        )
+        .replace(
+            "address = \"192.168.7.2/24\"",
+            "address = \"192.168.7.2/24\"\nmtu = 1500",
+        )
+    };
+    let s1 = Switch::start(
+        l.hv1.name(),
+        &big(node_config(
+            "n1",
+            l.ta.name(),
+            "192.168.7.1",
+            "vxlan",
+            "172.31.0.1",
+            "172.31.0.2",
+            6,
+            6,
+        )),
+        &l.dir,
+        "n1",
+    );
+    let s2 = Switch::start(
+        l.hv2.name(),
+        &big(node_config(
+            "n2",
+            l.tb.name(),
+            "192.168.7.2",
+            "vxlan",
+            "172.31.0.2",
+            "172.31.0.1",
+            6,
+            6,
+        )),
+        &l.dir,
+        "n2",
+    );
+    wait_for_tap(&l.ta, "tap-n1");
+    wait_for_tap(&l.tb, "tap-n2");
+    assert!(
+        udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 6),
+        "small packets pass (and ARP is done)"
+    );
+    let receiver = in_ns(l.tb.name(), || {
+        let s = UdpSocket::bind("192.168.7.2:7002").unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut sizes = Vec::new();
+        let mut buf = [0u8; 2000];
+        while let Ok(n) = s.recv(&mut buf) {
+            sizes.push(n);
+        }
+        sizes
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let mtu = in_ns(l.ta.name(), || {
+        let s = UdpSocket::bind("192.168.7.1:0").unwrap();
+        s.connect("192.168.7.2:7002").unwrap();
+        let on: nix::libc::c_int = nix::libc::IP_PMTUDISC_DO;
+        // SAFETY: setsockopt reads one c_int from `&on` during the call.
+        let r = unsafe {
+            nix::libc::setsockopt(
+                s.as_raw_fd(),
+                nix::libc::IPPROTO_IP,
+                nix::libc::IP_MTU_DISCOVER,
+                (&on as *const nix::libc::c_int).cast(),
+                4,
+            )
+        };
+        assert_eq!(r, 0);
+        s.send(&[1u8; 1450 - 28]).unwrap(); // 1450 bytes of IP: fits
+        std::thread::sleep(Duration::from_millis(200));
+        let _ = s.send(&[2u8; 1451 - 28]); // one byte too big
+        std::thread::sleep(Duration::from_millis(500));
+        let mut mtu: nix::libc::c_int = 0;
+        let mut len: nix::libc::socklen_t = 4;
+        // SAFETY: getsockopt writes at most `len` (4) bytes into `mtu`.
+        unsafe {
+            nix::libc::getsockopt(
+                s.as_raw_fd(),
+                nix::libc::IPPROTO_IP,
+                nix::libc::IP_MTU,
+                (&mut mtu as *mut nix::libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        mtu
+    })
+    .join()
+    .unwrap();
+    let sizes = receiver.join().unwrap();
+    assert_eq!(sizes, vec![1450 - 28], "only the packet that fits arrives");
+    assert_eq!(
+        mtu, 1450,
+        "the tenant learned the path MTU from tunlab's ICMP"
+    );
+    let e1 = s1.stop();
+    s2.stop();
+    assert!(e1.contains("dropped too_big_icmp_sent: 1"), "{e1}");
 }

@@ -160,11 +160,14 @@ fn std_to_sockaddr(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) 
     }
 }
 
-/// A non-blocking UDP socket for one tunnel port's underlay.
+/// A non-blocking underlay socket: UDP for Geneve and VXLAN, or raw IP
+/// (protocol 47) for GRE and NVGRE, where the kernel builds the outer IPv4
+/// header and receive hands over the whole IPv4 packet.
 #[derive(Debug)]
 pub struct Underlay {
     sock: UdpSocket,
     gro: bool,
+    raw: bool,
 }
 
 impl Underlay {
@@ -203,7 +206,46 @@ impl Underlay {
                 return Err(io::Error::last_os_error());
             }
         }
-        Ok(Underlay { sock, gro })
+        Ok(Underlay {
+            sock,
+            gro,
+            raw: false,
+        })
+    }
+
+    /// A raw IPv4 socket for IP protocol `proto` (47 for GRE) bound to
+    /// `local`, non-blocking. Receive returns whole IPv4 packets.
+    pub fn raw_ipv4(local: std::net::Ipv4Addr, proto: u8) -> io::Result<Underlay> {
+        // SAFETY: socket() has no memory arguments.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_INET,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                proto as libc::c_int,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a new socket that nothing else owns; a UdpSocket
+        // is only a descriptor wrapper, and only fd-level calls
+        // (recvmmsg, sendmmsg, poll) are made on it.
+        let sock = unsafe { <UdpSocket as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        let (addr, len) = std_to_sockaddr(&SocketAddr::new(local.into(), 0));
+        // SAFETY: `addr` is a sockaddr_in of length `len`, alive for the call.
+        if unsafe { libc::bind(fd, (&addr as *const libc::sockaddr_storage).cast(), len) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Underlay {
+            sock,
+            gro: false,
+            raw: true,
+        })
+    }
+
+    /// Is this a raw IP socket (receive includes the IPv4 header)?
+    pub fn is_raw(&self) -> bool {
+        self.raw
     }
 
     /// Send with a zero outer UDP checksum (`false`) or let the kernel

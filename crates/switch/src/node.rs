@@ -5,9 +5,10 @@
 //! actions → output. Outputs to a tunnel are collected and sent with one
 //! `sendmmsg` per socket per round.
 //!
-//! Built so far: tenant TAP ports and Geneve/VXLAN tunnel ports over UDP
-//! sockets (IPv4 and IPv6 underlay). GRE, NVGRE, STT and QinQ ports are
-//! refused at start with a message that says so.
+//! Built so far: tenant TAP ports, Geneve/VXLAN tunnel ports over UDP
+//! sockets (IPv4 and IPv6 underlay), GRE/NVGRE ports over a raw IP socket
+//! (IPv4 underlay). STT and QinQ ports are refused at start with a message
+//! that says so.
 
 use crate::config::{Config, FromFlow, PortKind, TunnelPort};
 use std::collections::HashMap;
@@ -178,6 +179,31 @@ impl Node {
                     };
                     Io::Tunnel { cfg: t.clone(), sock }
                 }
+                PortKind::Tunnel(t) if matches!(t.kind, TunnelKind::Gre | TunnelKind::Nvgre) => {
+                    let IpAddr::V4(local4) = t.local_ip else {
+                        return Err(perr("GRE over an IPv6 underlay is not built yet; use an IPv4 local_ip".into()));
+                    };
+                    // One raw socket for IP protocol 47 per local address,
+                    // shared by GRE and NVGRE ports.
+                    let local = SocketAddr::new(t.local_ip, 0);
+                    let sock = match node.socks.iter().position(|s| s.local == local && s.kind == TunnelKind::Gre) {
+                        Some(i) => i,
+                        None => {
+                            let under = Underlay::raw_ipv4(local4, 47).map_err(|e| perr(format!("cannot open a raw GRE socket on {local4}: {e}")))?;
+                            node.socks.push(SockState {
+                                csum: false,
+                                kind: TunnelKind::Gre,
+                                local,
+                                under,
+                                rx: RecvBatch::new(32, FRAME_MAX),
+                                tx: Vec::new(),
+                                tx_used: 0,
+                            });
+                            node.socks.len() - 1
+                        }
+                    };
+                    Io::Tunnel { cfg: t.clone(), sock }
+                }
                 PortKind::Tunnel(t) => {
                     return Err(perr(format!(
                         "{} ports are not built into the switch yet (the packet format is; its socket I/O is not)",
@@ -337,6 +363,10 @@ impl Node {
         let known = self.tlv;
         let mut frame = std::mem::replace(&mut self.frame, PacketBuf::new(Vec::new(), 0));
         for m in 0..got {
+            if kind == TunnelKind::Gre {
+                self.receive_gre(si, m, &mut frame);
+                continue;
+            }
             let Some((data, stride, from)) = self.socks[si].rx.get(m) else {
                 continue;
             };
@@ -387,6 +417,43 @@ impl Node {
         }
         self.frame = frame;
         Ok(got)
+    }
+
+    /// One IPv4 packet from the raw GRE socket: the receiving port (by outer
+    /// source) decides whether the key is GRE's or NVGRE's.
+    fn receive_gre(&mut self, si: usize, m: usize, frame: &mut PacketBuf<Vec<u8>>) {
+        let Some((data, _, _)) = self.socks[si].rx.get(m) else {
+            return;
+        };
+        if data.len() < 20 {
+            self.drop("malformed_tunnel_header");
+            return;
+        }
+        let src = IpAddr::V4(std::net::Ipv4Addr::new(
+            data[12], data[13], data[14], data[15],
+        ));
+        let Some(in_port) = self.tunnel_in_port(si, src) else {
+            self.drop("unknown_remote");
+            return;
+        };
+        let pi = self.by_ofport[&in_port];
+        let nvgre =
+            matches!(&self.ports[pi].io, Io::Tunnel { cfg, .. } if cfg.kind == TunnelKind::Nvgre);
+        let Some((data, _, _)) = self.socks[si].rx.get(m) else {
+            return;
+        };
+        let at = match tunnel::pop_gre_ipv4(data, nvgre, true, &mut self.meta) {
+            Ok(at) => at,
+            Err(_) => {
+                self.drop("malformed_tunnel_header");
+                return;
+            }
+        };
+        frame.reset(HEADROOM);
+        let _ = frame.extend(&data[at..]);
+        self.ports[pi].stats.rx_packets += 1;
+        self.ports[pi].stats.rx_bytes += frame.len() as u64;
+        self.forward(in_port, frame, true);
     }
 
     /// The tunnel port a packet from `remote` on socket `si` belongs to:
@@ -517,6 +584,42 @@ impl Node {
                     (FromFlow::Fixed(k), None) => k,
                     (FromFlow::Flow, None) => 0,
                 };
+                if matches!(cfg.kind, TunnelKind::Gre | TunnelKind::Nvgre) {
+                    let nvgre = cfg.kind == TunnelKind::Nvgre;
+                    let key32 = match (cfg.key, tun.id) {
+                        (FromFlow::Fixed(0), None) if !nvgre => None,
+                        _ => Some(key as u32),
+                    };
+                    let mut hdr = [0u8; 16];
+                    let flow_id = tunlab_wire::flowhash::hash_frame(frame.data()) as u8;
+                    let Ok(n) = tunnel::gre_header(nvgre, key32, cfg.csum, flow_id, &mut hdr)
+                    else {
+                        p.stats.tx_errors += 1;
+                        return;
+                    };
+                    if 20 + n + frame.len() > self.underlay_mtu {
+                        let room = self.underlay_mtu.saturating_sub(20 + n + 14);
+                        self.too_big(in_port, frame, room, TunnelKind::Gre);
+                        return;
+                    }
+                    let csum = cfg.csum && !nvgre;
+                    let s = &mut self.socks[*sock];
+                    if s.tx_used == s.tx.len() {
+                        s.tx.push((Vec::with_capacity(FRAME_MAX), remote.into_socket(0)));
+                    }
+                    let (buf, dst) = &mut s.tx[s.tx_used];
+                    *dst = remote.into_socket(0);
+                    buf.clear();
+                    buf.extend_from_slice(&hdr[..n]);
+                    buf.extend_from_slice(frame.data());
+                    if csum {
+                        tunlab_wire::gre::fill_checksum(buf);
+                    }
+                    s.tx_used += 1;
+                    p.stats.tx_packets += 1;
+                    p.stats.tx_bytes += frame.len() as u64;
+                    return;
+                }
                 let mut opts = OptionsBuf::new();
                 if cfg.kind == TunnelKind::Geneve {
                     for (n, v) in tun.metadata.iter().enumerate() {

@@ -8,9 +8,9 @@ use tunlab::{capture, decode};
 /// tunlab: overlay tunnels (Geneve, VXLAN, GRE/NVGRE, STT, QinQ) in userspace.
 ///
 /// Built so far: the packet formats and their decoder, and the switch with
-/// tenant TAP ports, Geneve/VXLAN tunnel ports and its control socket
-/// (`ctl`). GRE, NVGRE, STT and QinQ switch ports, the lab (`bench`) and the
-/// generator (`gen`) are not built yet.
+/// tenant TAP ports, Geneve, VXLAN, GRE and NVGRE tunnel ports and its
+/// control socket (`ctl`). STT and QinQ switch ports, the lab (`bench`) and
+/// the generator (`gen`) are not built yet.
 #[derive(Debug, Parser)]
 #[command(name = "tunlab", version)]
 struct Cli {
@@ -37,8 +37,9 @@ enum Command {
     /// load its flow rules, and switch packets until interrupted.
     ///
     /// Built: TAP tenant ports; Geneve and VXLAN tunnel ports over UDP
-    /// (IPv4 or IPv6 underlay). GRE, NVGRE, STT and QinQ ports are refused
-    /// with a message. Drop counters by reason are printed on exit.
+    /// (IPv4 or IPv6 underlay); GRE and NVGRE over raw IP (IPv4). STT and
+    /// QinQ ports are refused with a message. Drop counters by reason are
+    /// printed on exit.
     Switch {
         /// The node's configuration (TOML; see crates/switch/src/config.rs).
         #[arg(long)]

@@ -265,6 +265,11 @@ fn ovs_vxlan() {
     plain("vxlan");
 }
 
+#[test]
+fn ovs_gre() {
+    plain("gre");
+}
+
 /// OVN's option both ways: tunlab sets ingress 3 / egress 2 in
 /// tun_metadata0 and OVS matches exactly that; OVS sets ingress 2 /
 /// egress 3 and tunlab matches exactly that. Any other value, or no

@@ -69,6 +69,16 @@ fn vxlan_ipv4_underlay() {
 }
 
 #[test]
+fn gre_ipv4_underlay() {
+    two_nodes("gre", false);
+}
+
+#[test]
+fn nvgre_ipv4_underlay() {
+    two_nodes("nvgre", false);
+}
+
+#[test]
 fn geneve_ipv6_underlay() {
     two_nodes("geneve", true);
 }

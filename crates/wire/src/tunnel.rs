@@ -925,6 +925,107 @@ pub fn pop_udp_payload(
     }
 }
 
+/// Write a GRE (or NVGRE) header for a tunnel whose outer IP header the
+/// kernel builds (a raw IP socket): Ethernet payload (0x6558), the key if
+/// any (NVGRE: VSID and the flow hash as FlowID), a checksum field if asked
+/// (fill it with [`gre::fill_checksum`] once the frame follows). Returns
+/// its length.
+pub fn gre_header(
+    nvgre: bool,
+    key: Option<u32>,
+    csum: bool,
+    flow_id: u8,
+    out: &mut [u8],
+) -> Result<usize> {
+    crate::error::need(Layer::Gre, "header", out, 0, gre::MAX_HEADER_LEN)?;
+    let key = if nvgre {
+        Some(gre::nvgre_key(Vni::from_masked(key.unwrap_or(0)), flow_id))
+    } else {
+        key
+    };
+    let r = gre::Repr {
+        protocol: EtherType::TransEtherBridging,
+        checksum: csum && !nvgre,
+        reserved1: 0,
+        key,
+        seq: None,
+        reserved0: 0,
+        version: 0,
+    };
+    Ok(r.emit(out))
+}
+
+/// Decapsulate a whole IPv4 packet carrying GRE (as a raw socket delivers
+/// it): fill `meta` and return where the tenant frame starts. NVGRE's key
+/// is read as VSID and FlowID when `nvgre` (the receiving port says so).
+pub fn pop_gre_ipv4(
+    packet: &[u8],
+    nvgre: bool,
+    verify_csum: bool,
+    meta: &mut TunnelMetadata,
+) -> Result<usize> {
+    let ip = ipv4::Packet::new_checked(packet)?;
+    if ip.protocol() != IpProtocol::Gre {
+        return Err(Error::new(
+            Layer::Ipv4,
+            9,
+            ErrorKind::Unsupported {
+                field: "protocol",
+                value: u8::from(ip.protocol()) as u32,
+            },
+        ));
+    }
+    if ip.more_frags() || ip.frag_offset() != 0 {
+        return Err(Error::new(
+            Layer::Ipv4,
+            6,
+            ErrorKind::Unsupported {
+                field: "fragment",
+                value: ip.frag_offset() as u32,
+            },
+        ));
+    }
+    let at = ip.header_len();
+    let g = gre::Packet::new_checked(ip.payload()).map_err(|e| e.at(at))?;
+    if verify_csum {
+        g.check().map_err(|e| e.at(at))?;
+    } else if g.version() != 0 {
+        return Err(Error::invalid(Layer::Gre, "version", at + 1, "must be 0"));
+    }
+    if g.protocol() != EtherType::TransEtherBridging {
+        return Err(Error::new(
+            Layer::Gre,
+            at + 2,
+            ErrorKind::Unsupported {
+                field: "protocol (tunlab's GRE ports carry Ethernet)",
+                value: u16::from(g.protocol()) as u32,
+            },
+        ));
+    }
+    *meta = TunnelMetadata {
+        kind: if nvgre {
+            TunnelKind::Nvgre
+        } else {
+            TunnelKind::Gre
+        },
+        src: IpAddr::V4(ip.src()),
+        dst: IpAddr::V4(ip.dst()),
+        tos: ip.tos(),
+        ttl: ip.ttl(),
+        key_present: g.has_key(),
+        csum: g.has_checksum(),
+        ..TunnelMetadata::default()
+    };
+    if nvgre {
+        let (vsid, flow) = gre::nvgre_split(g.key().unwrap_or(0));
+        meta.tun_id = vsid.get() as u64;
+        meta.flow_id = flow;
+    } else {
+        meta.tun_id = g.key().unwrap_or(0) as u64;
+    }
+    Ok(at + g.header_len())
+}
+
 /// Read a whole (reassembled) STT frame's header into `meta`; returns the
 /// header length, after which the tenant frame starts.
 pub fn stt_frame(frame: &[u8], meta: &mut TunnelMetadata) -> Result<usize> {
@@ -1285,6 +1386,42 @@ mod tests {
         assert!(
             udp_tunnel_header(TunnelKind::Gre, Vni::new(1).unwrap(), &[], &mut [0u8; 64]).is_err()
         );
+    }
+
+    #[test]
+    fn gre_socket_path_round_trip() {
+        for (nvgre, csum) in [(false, false), (false, true), (true, false)] {
+            let mut g = [0u8; 16];
+            let n = gre_header(nvgre, Some(0x00ab_cdef), csum, 0x5a, &mut g).unwrap();
+            let mut body = g[..n].to_vec();
+            body.extend_from_slice(&tenant_frame(60));
+            if csum {
+                gre::fill_checksum(&mut body);
+            }
+            let mut pkt = vec![0u8; 20 + body.len()];
+            ipv4::Repr {
+                src: "10.0.0.1".parse().unwrap(),
+                dst: "10.0.0.2".parse().unwrap(),
+                protocol: IpProtocol::Gre,
+                payload_len: body.len(),
+                tos: 0,
+                ident: 0,
+                dont_frag: true,
+                ttl: 64,
+            }
+            .emit(&mut pkt);
+            pkt[20..].copy_from_slice(&body);
+            let mut m = TunnelMetadata::default();
+            let at = pop_gre_ipv4(&pkt, nvgre, true, &mut m).unwrap();
+            assert_eq!(&pkt[at..], &tenant_frame(60)[..]);
+            assert_eq!(m.tun_id, 0x00ab_cdef);
+            assert_eq!(m.flow_id, if nvgre { 0x5a } else { 0 });
+            assert_eq!(m.csum, csum);
+            if csum {
+                pkt[40] ^= 1;
+                assert!(pop_gre_ipv4(&pkt, nvgre, true, &mut m).is_err());
+            }
+        }
     }
 
     #[test]

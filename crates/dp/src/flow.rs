@@ -165,7 +165,8 @@ fn split(s: &str, base: usize, spaces: bool) -> Vec<Tok<'_>> {
                     s: &s[start..i],
                     at: base + start,
                 });
-                start = i + 1;
+                // Unicode whitespace (a no-break space) is several bytes.
+                start = i + c.len_utf8();
             }
             _ => {}
         }
@@ -1031,6 +1032,15 @@ mod tests {
         assert!(e.msg.contains("not an IP address"));
         let e = parse("in_port=1 actions=resubmit(,300)").unwrap_err();
         assert!(e.msg.contains("at most 254"), "{e}");
+    }
+
+    #[test]
+    fn multibyte_whitespace_is_a_separator() {
+        // Found by the flow_parse fuzz target: a no-break space (2 bytes)
+        // between fields made the splitter slice inside the character.
+        let r = parse("in_port=1\u{a0}dl_vlan=5 actions=drop").unwrap();
+        assert_eq!(r.m.value.get(f::VLAN_TCI), 0x1005);
+        let _ = parse("d\u{15}2\u{a0}0sr_ actions=set");
     }
 
     #[test]

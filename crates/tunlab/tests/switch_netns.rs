@@ -16,6 +16,7 @@ mod common;
 
 use common::*;
 use std::net::UdpSocket;
+use std::process::Command;
 use std::time::Duration;
 use tunlab_netio::netns;
 
@@ -434,4 +435,126 @@ fn too_big_gets_icmp_fragmentation_needed() {
     let e1 = s1.stop();
     s2.stop();
     assert!(e1.contains("dropped too_big_icmp_sent: 1"), "{e1}");
+}
+
+/// Flows changed under load: iperf3 runs through the tunnel while rules
+/// for other ports are added and deleted and the active rules are re-added
+/// (replaced). The transfer completes, with throughput, and the switch
+/// keeps running.
+#[test]
+fn flows_changed_under_load() {
+    let l = lab();
+    let c1 = l.dir.join("n1.ctl");
+    let s1 = Switch::start(
+        l.hv1.name(),
+        &with_ctl(
+            &node_config(
+                "n1",
+                l.ta.name(),
+                "192.168.7.1",
+                "geneve",
+                "172.31.0.1",
+                "172.31.0.2",
+                6,
+                6,
+            ),
+            &c1,
+        ),
+        &l.dir,
+        "n1",
+    );
+    let s2 = Switch::start(
+        l.hv2.name(),
+        &node_config(
+            "n2",
+            l.tb.name(),
+            "192.168.7.2",
+            "geneve",
+            "172.31.0.2",
+            "172.31.0.1",
+            6,
+            6,
+        ),
+        &l.dir,
+        "n2",
+    );
+    wait_for_tap(&l.ta, "tap-n1");
+    wait_for_tap(&l.tb, "tap-n2");
+    assert!(udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 6));
+    let mut server = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            l.tb.name(),
+            "iperf3",
+            "-s",
+            "-1",
+            "-B",
+            "192.168.7.2",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("iperf3 (install-deps installs it)");
+    std::thread::sleep(Duration::from_millis(300));
+    let client = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            l.ta.name(),
+            "iperf3",
+            "-c",
+            "192.168.7.2",
+            "-t",
+            "4",
+            "-J",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut changes = 0;
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < Duration::from_millis(3500) {
+        let port = 100 + changes % 50;
+        assert!(
+            ctl(
+                &c1,
+                &[
+                    "add-flow",
+                    &format!(
+                        "priority=10,in_port={port},dl_vlan={} actions=output:10",
+                        changes % 4000
+                    )
+                ]
+            )
+            .0
+        );
+        assert!(
+            ctl(&c1, &["add-flow", "in_port=1 actions=output:10"]).0,
+            "replacing the active rule"
+        );
+        assert!(ctl(&c1, &["del-flows", &format!("in_port={port}")]).0);
+        changes += 1;
+    }
+    let out = client.wait_with_output().unwrap();
+    let _ = server.wait();
+    let json = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "iperf3 failed: {json}");
+    let bps: f64 = json
+        .split("\"sum_received\":")
+        .nth(1)
+        .and_then(|s| s.split("\"bits_per_second\":").nth(1))
+        .and_then(|s| s.split([',', '}']).next())
+        .and_then(|s| s.trim().parse().ok())
+        .expect("iperf3 JSON has sum_received.bits_per_second");
+    assert!(bps > 1e6, "throughput under flow changes: {bps} bit/s");
+    assert!(changes > 20, "only {changes} rounds of flow changes");
+    let (_, dump, _) = ctl(&c1, &["dump-flows"]);
+    assert_eq!(
+        dump.lines().count(),
+        2,
+        "only the two base rules remain: {dump}"
+    );
+    s1.stop();
+    s2.stop();
 }

@@ -24,11 +24,19 @@ pub struct CtlServer {
 }
 
 impl CtlServer {
-    /// Listen at `path` (a stale socket file is replaced), mode 0600.
+    /// Listen at `path`, mode 0600. A stale socket file (nobody answers) is
+    /// replaced; a live one is an error.
     pub fn bind(path: &Path) -> std::io::Result<CtlServer> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
+        if UnixStream::connect(path).is_ok() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                "another tunlab switch is listening there (give this node another name or control_socket)",
+            ));
+        }
+        // Nobody answers: a stale socket from a killed run.
         let _ = std::fs::remove_file(path);
         let listener = UnixListener::bind(path)?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;

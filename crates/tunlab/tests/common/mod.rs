@@ -21,6 +21,13 @@ pub struct Switch {
 impl Switch {
     pub fn start(ns: &str, config: &str, dir: &std::path::Path, name: &str) -> Switch {
         let path = dir.join(format!("{name}.toml"));
+        // Each switch gets its own control socket, so parallel tests never
+        // share /run/tunlab/NAME.ctl.
+        let config = if config.contains("control_socket") {
+            config.to_string()
+        } else {
+            with_ctl(config, &dir.join(format!("{name}.ctl")))
+        };
         std::fs::write(&path, config).unwrap();
         let child = Command::new("ip")
             .args([

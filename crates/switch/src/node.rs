@@ -165,16 +165,7 @@ impl Node {
                             under
                                 .set_tx_checksum(t.csum)
                                 .map_err(|e| perr(format!("cannot set the outer UDP checksum {}: {e}", if t.csum { "on" } else { "off" })))?;
-                            node.socks.push(SockState {
-                                csum: t.csum,
-                                kind: t.kind,
-                                local,
-                                under,
-                                rx: RecvBatch::new(32, FRAME_MAX),
-                                tx: Vec::new(),
-                                tx_used: 0,
-                            });
-                            node.socks.len() - 1
+                            node.add_socket(t.kind, t.csum, local, under)
                         }
                     };
                     Io::Tunnel { cfg: t.clone(), sock }
@@ -190,16 +181,7 @@ impl Node {
                         Some(i) => i,
                         None => {
                             let under = Underlay::raw_ipv4(local4, 47).map_err(|e| perr(format!("cannot open a raw GRE socket on {local4}: {e}")))?;
-                            node.socks.push(SockState {
-                                csum: false,
-                                kind: TunnelKind::Gre,
-                                local,
-                                under,
-                                rx: RecvBatch::new(32, FRAME_MAX),
-                                tx: Vec::new(),
-                                tx_used: 0,
-                            });
-                            node.socks.len() - 1
+                            node.add_socket(TunnelKind::Gre, false, local, under)
                         }
                     };
                     Io::Tunnel { cfg: t.clone(), sock }
@@ -224,6 +206,26 @@ impl Node {
             node.classifier.add(f.clone(), 0);
         }
         Ok(node)
+    }
+
+    /// Keep a new underlay socket with its batch buffers; returns its index.
+    fn add_socket(
+        &mut self,
+        kind: TunnelKind,
+        csum: bool,
+        local: SocketAddr,
+        under: Underlay,
+    ) -> usize {
+        self.socks.push(SockState {
+            kind,
+            csum,
+            local,
+            under,
+            rx: RecvBatch::new(32, FRAME_MAX),
+            tx: Vec::new(),
+            tx_used: 0,
+        });
+        self.socks.len() - 1
     }
 
     /// Nanoseconds since start: the datapath's notion of time.

@@ -525,6 +525,30 @@ pub struct TunnelMetadata {
     pub inner_proto: EtherType,
 }
 
+impl TunnelMetadata {
+    /// Start filling a reused slot for a new packet: outer addresses and
+    /// ports as given, everything else back to its default, without
+    /// zeroing the 252-byte options array (only its length).
+    #[inline]
+    fn begin(&mut self, kind: TunnelKind, src: IpAddr, dst: IpAddr, src_port: u16, dst_port: u16) {
+        self.kind = kind;
+        self.src = src;
+        self.dst = dst;
+        self.src_port = src_port;
+        self.dst_port = dst_port;
+        self.tos = 0;
+        self.ttl = 0;
+        self.tun_id = 0;
+        self.key_present = true;
+        self.flow_id = 0;
+        self.oam = false;
+        self.csum = false;
+        self.outer_vlan = None;
+        self.options.clear();
+        self.inner_proto = EtherType::TransEtherBridging;
+    }
+}
+
 impl Default for TunnelMetadata {
     fn default() -> TunnelMetadata {
         TunnelMetadata {
@@ -675,20 +699,10 @@ pub fn pop<B: AsRef<[u8]> + AsMut<[u8]>>(
         }
     }
     let l4b = &d[l4_at..l4_end];
-    meta.src = src;
-    meta.dst = dst;
+    meta.begin(TunnelKind::Vxlan, src, dst, 0, 0);
     meta.tos = tos;
     meta.ttl = ttl;
-    meta.src_port = 0;
-    meta.dst_port = 0;
-    meta.tun_id = 0;
-    meta.key_present = true;
-    meta.flow_id = 0;
-    meta.oam = false;
-    meta.csum = false;
     meta.outer_vlan = outer_vlan;
-    meta.options.clear();
-    meta.inner_proto = EtherType::TransEtherBridging;
     let inner_at;
     match proto {
         IpProtocol::Udp => {
@@ -879,20 +893,7 @@ pub fn pop_udp_payload(
     known_option: impl Fn(u16, OptType) -> bool,
     meta: &mut TunnelMetadata,
 ) -> Result<usize> {
-    meta.kind = kind;
-    meta.src = src.ip();
-    meta.dst = dst.ip();
-    meta.src_port = src.port();
-    meta.dst_port = dst.port();
-    meta.tos = 0;
-    meta.ttl = 0;
-    meta.key_present = true;
-    meta.flow_id = 0;
-    meta.oam = false;
-    meta.csum = false;
-    meta.outer_vlan = None;
-    meta.options.clear();
-    meta.inner_proto = EtherType::TransEtherBridging;
+    meta.begin(kind, src.ip(), dst.ip(), src.port(), dst.port());
     match kind {
         TunnelKind::Geneve => {
             let g = geneve::Packet::new_checked_known(payload, &known_option)?;

@@ -220,7 +220,16 @@ pub fn tunnel_pop(data: &[u8]) {
         };
         let mut p = PacketBuf::with_range(data.to_vec(), 0, data.len()).expect("whole buffer");
         let mut m = tunnel::TunnelMetadata::default();
-        match tunnel::pop(&mut p, &cfg, tunnel::ovn_only, &mut m) {
+        // The fast path must agree with the general one on every input.
+        let mut q = PacketBuf::with_range(data.to_vec(), 0, data.len()).expect("whole buffer");
+        let mut mq = tunnel::TunnelMetadata::default();
+        let general = tunnel::pop_general(&mut q, &cfg, tunnel::ovn_only, &mut mq);
+        let fast = tunnel::pop(&mut p, &cfg, tunnel::ovn_only, &mut m);
+        assert_eq!(fast.is_ok(), general.is_ok(), "{fast:?} vs {general:?}");
+        if fast.is_ok() {
+            assert_eq!((m, p.data()), (mq, q.data()));
+        }
+        match fast {
             Ok(Decap::Frame) => {
                 assert!(p.head() <= data.len());
                 let _ = geneve::Options::new(m.options.as_bytes()).count();

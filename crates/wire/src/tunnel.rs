@@ -628,6 +628,22 @@ pub fn pop<B: AsRef<[u8]> + AsMut<[u8]>>(
     known_option: impl Fn(u16, OptType) -> bool,
     meta: &mut TunnelMetadata,
 ) -> Result<Decap> {
+    if let Some(r) = pop_fast_udp4(p, cfg, &known_option, meta) {
+        return r;
+    }
+    pop_general(p, cfg, known_option, meta)
+}
+
+/// [`pop`] without its fast path: every outer layer through the views.
+/// Public so that tests and fuzzing can check that both give the same
+/// result on any input.
+#[doc(hidden)]
+pub fn pop_general<B: AsRef<[u8]> + AsMut<[u8]>>(
+    p: &mut PacketBuf<B>,
+    cfg: &PopConfig,
+    known_option: impl Fn(u16, OptType) -> bool,
+    meta: &mut TunnelMetadata,
+) -> Result<Decap> {
     let d = p.data();
     let eth = ethernet::Frame::new_checked(d)?;
     let mut et = eth.ethertype();
@@ -704,9 +720,13 @@ pub fn pop<B: AsRef<[u8]> + AsMut<[u8]>>(
     meta.ttl = ttl;
     meta.outer_vlan = outer_vlan;
     let inner_at;
+    // Where the tunnel payload ends: the outer IP packet's end, or for UDP
+    // the datagram's end (bytes after it are not part of the tenant frame).
+    let mut end = l4_end;
     match proto {
         IpProtocol::Udp => {
             let u = udp::Packet::new_checked(l4b).map_err(|e| e.at(l4_at))?;
+            end = l4_at + u.len() as usize;
             meta.src_port = u.src_port();
             meta.dst_port = u.dst_port();
             meta.csum = u.checksum() != 0;
@@ -834,8 +854,9 @@ pub fn pop<B: AsRef<[u8]> + AsMut<[u8]>>(
             ))
         }
     }
-    // Drop Ethernet padding after the outer IP packet, then the headers.
-    p.truncate(l4_end);
+    // Drop Ethernet padding (and bytes past the UDP datagram), then the
+    // outer headers.
+    p.truncate(end);
     p.pull(inner_at)?;
     Ok(Decap::Frame)
 }
@@ -1025,6 +1046,105 @@ pub fn pop_gre_ipv4(
         meta.tun_id = g.key().unwrap_or(0) as u64;
     }
     Ok(at + g.header_len())
+}
+
+/// The common case of [`pop`], with one length check and fixed offsets:
+/// untagged Ethernet, IPv4 without options or fragmentation, UDP to the
+/// Geneve or VXLAN port. Returns `None` for anything else (the general path
+/// then runs), and never accepts what the general path would refuse: the
+/// same version, length, fragment, checksum, flag and option checks apply.
+#[inline]
+fn pop_fast_udp4<B: AsRef<[u8]> + AsMut<[u8]>>(
+    p: &mut PacketBuf<B>,
+    cfg: &PopConfig,
+    known_option: &impl Fn(u16, OptType) -> bool,
+    meta: &mut TunnelMetadata,
+) -> Option<Result<Decap>> {
+    const IP: usize = ethernet::HEADER_LEN;
+    const L4: usize = IP + ipv4::HEADER_LEN;
+    const T: usize = L4 + udp::HEADER_LEN;
+    let d = p.data();
+    if d.len() < T + 8 || d[12] != 0x08 || d[13] != 0x00 || d[IP] != 0x45 || d[IP + 9] != 17 {
+        return None;
+    }
+    let total = be16(d, IP + 2) as usize;
+    let ulen = be16(d, L4 + 4) as usize;
+    let frag = be16(d, IP + 6);
+    if frag & 0x3fff != 0
+        || total < ipv4::HEADER_LEN + udp::HEADER_LEN
+        || IP + total > d.len()
+        || ulen < udp::HEADER_LEN
+        || ulen > total - ipv4::HEADER_LEN
+    {
+        return None;
+    }
+    let dport = be16(d, L4 + 2);
+    let kind = if dport == cfg.geneve_port {
+        TunnelKind::Geneve
+    } else if dport == cfg.vxlan_port {
+        TunnelKind::Vxlan
+    } else {
+        return None;
+    };
+    let csum = be16(d, L4 + 6);
+    if cfg.verify_csum {
+        if !checksum::verify(&d[IP..L4]) {
+            return None; // the general path reports the error
+        }
+        let pseudo = checksum::pseudo_v4(
+            [d[IP + 12], d[IP + 13], d[IP + 14], d[IP + 15]],
+            [d[IP + 16], d[IP + 17], d[IP + 18], d[IP + 19]],
+            17,
+            0,
+        );
+        if csum != 0
+            && checksum::fold(checksum::sum(pseudo + ulen as u64, &d[L4..L4 + ulen])) != 0xffff
+        {
+            return None;
+        }
+    }
+    let src = IpAddr::V4(std::net::Ipv4Addr::new(
+        d[IP + 12],
+        d[IP + 13],
+        d[IP + 14],
+        d[IP + 15],
+    ));
+    let dst = IpAddr::V4(std::net::Ipv4Addr::new(
+        d[IP + 16],
+        d[IP + 17],
+        d[IP + 18],
+        d[IP + 19],
+    ));
+    meta.begin(kind, src, dst, be16(d, L4), dport);
+    meta.tos = d[IP + 1];
+    meta.ttl = d[IP + 8];
+    meta.csum = csum != 0;
+    let tb = &d[T..L4 + ulen];
+    let inner = match kind {
+        TunnelKind::Vxlan => {
+            if tb.len() < vxlan::HEADER_LEN || tb[0] & vxlan::FLAG_I == 0 {
+                return None;
+            }
+            meta.tun_id = (crate::be32(tb, 4) >> 8) as u64;
+            T + vxlan::HEADER_LEN
+        }
+        _ => {
+            let g = match geneve::Packet::new_checked_known(tb, known_option) {
+                Ok(g) if g.version() == 0 => g,
+                _ => return None,
+            };
+            meta.tun_id = g.vni().get() as u64;
+            meta.oam = g.oam();
+            meta.inner_proto = g.protocol();
+            if meta.options.set(g.options_bytes()).is_err() {
+                return None;
+            }
+            T + g.header_len()
+        }
+    };
+    let end = L4 + ulen;
+    p.truncate(end);
+    Some(p.pull(inner).map(|_| Decap::Frame))
 }
 
 /// Read a whole (reassembled) STT frame's header into `meta`; returns the
@@ -1459,6 +1579,30 @@ mod tests {
             prop_assert_eq!(m.tun_id, key);
             prop_assert_eq!((m.tos, m.ttl), (tos, ttl));
             prop_assert_eq!(m.outer_vlan, sp.outer_vlan);
+        }
+
+        /// The fast path and the general path agree on every packet:
+        /// built ones with random fields, then with one random byte changed.
+        #[test]
+        fn fast_and_general_pop_agree(kind in any_kind(), csum in any::<bool>(), len in 14usize..300,
+                                      flip in proptest::option::of((0usize..400, any::<u8>())), verify in any::<bool>()) {
+            let sp = spec(kind, v4(), csum);
+            let mut b = encapsulated(&sp, len).data().to_vec();
+            if let Some((at, x)) = flip {
+                let at = at % b.len();
+                b[at] ^= x;
+            }
+            let cfg = PopConfig { verify_csum: verify, ..PopConfig::default() };
+            let n = b.len();
+            let (mut p1, mut p2) = (PacketBuf::with_range(b.clone(), 0, n).unwrap(), PacketBuf::with_range(b, 0, n).unwrap());
+            let (mut m1, mut m2) = (TunnelMetadata::default(), TunnelMetadata::default());
+            let r1 = pop(&mut p1, &cfg, ovn_only, &mut m1);
+            let r2 = pop_general(&mut p2, &cfg, ovn_only, &mut m2);
+            prop_assert_eq!(r1.is_ok(), r2.is_ok(), "{:?} vs {:?}", r1, r2);
+            if r1.is_ok() {
+                prop_assert_eq!(m1, m2);
+                prop_assert_eq!(p1.data(), p2.data());
+            }
         }
 
         #[test]

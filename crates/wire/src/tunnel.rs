@@ -1064,8 +1064,13 @@ fn pop_fast_udp4<B: AsRef<[u8]> + AsMut<[u8]>>(
     const L4: usize = IP + ipv4::HEADER_LEN;
     const T: usize = L4 + udp::HEADER_LEN;
     let d = p.data();
-    if d.len() < T + 8 || d[12] != 0x08 || d[13] != 0x00 || d[IP] != 0x45 || d[IP + 9] != 17 {
+    if d.len() < T + 8 || d[12] != 0x08 || d[13] != 0x00 || d[IP] != 0x45 {
         return None;
+    }
+    match d[IP + 9] {
+        17 => {}
+        47 => return pop_fast_gre4(p, cfg, meta),
+        _ => return None,
     }
     let total = be16(d, IP + 2) as usize;
     let ulen = be16(d, L4 + 4) as usize;
@@ -1145,6 +1150,83 @@ fn pop_fast_udp4<B: AsRef<[u8]> + AsMut<[u8]>>(
     let end = L4 + ulen;
     p.truncate(end);
     Some(p.pull(inner).map(|_| Decap::Frame))
+}
+
+/// The fast path for GRE and NVGRE over untagged IPv4 without options:
+/// the same checks as the general path (version always; reserved bits and
+/// the checksum when verifying), read at fixed offsets.
+#[inline]
+fn pop_fast_gre4<B: AsRef<[u8]> + AsMut<[u8]>>(
+    p: &mut PacketBuf<B>,
+    cfg: &PopConfig,
+    meta: &mut TunnelMetadata,
+) -> Option<Result<Decap>> {
+    const IP: usize = ethernet::HEADER_LEN;
+    const G: usize = IP + ipv4::HEADER_LEN;
+    let d = p.data();
+    let total = be16(d, IP + 2) as usize;
+    let frag = be16(d, IP + 6);
+    if frag & 0x3fff != 0 || total < ipv4::HEADER_LEN + gre::BASE_LEN || IP + total > d.len() {
+        return None;
+    }
+    if cfg.verify_csum && !checksum::verify(&d[IP..G]) {
+        return None;
+    }
+    let end = IP + total;
+    let tb = &d[G..end];
+    let flags = be16(tb, 0);
+    let (c, k, sq) = (
+        flags & gre::FLAG_C != 0,
+        flags & gre::FLAG_K != 0,
+        flags & gre::FLAG_S != 0,
+    );
+    let hl = gre::BASE_LEN + 4 * (c as usize + k as usize + sq as usize);
+    if tb.len() < hl || flags & gre::VERSION_MASK != 0 {
+        return None;
+    }
+    if cfg.verify_csum && (flags & (gre::FLAG_R | 0x0c00) != 0 || (c && !checksum::verify(tb))) {
+        return None;
+    }
+    let proto = be16(tb, 2);
+    let key = k.then(|| crate::be32(tb, gre::BASE_LEN + if c { 4 } else { 0 }));
+    let src = IpAddr::V4(std::net::Ipv4Addr::new(
+        d[IP + 12],
+        d[IP + 13],
+        d[IP + 14],
+        d[IP + 15],
+    ));
+    let dst = IpAddr::V4(std::net::Ipv4Addr::new(
+        d[IP + 16],
+        d[IP + 17],
+        d[IP + 18],
+        d[IP + 19],
+    ));
+    let nvgre = cfg.gre_as_nvgre && k && !c && !sq && proto == 0x6558;
+    meta.begin(
+        if nvgre {
+            TunnelKind::Nvgre
+        } else {
+            TunnelKind::Gre
+        },
+        src,
+        dst,
+        0,
+        0,
+    );
+    meta.tos = d[IP + 1];
+    meta.ttl = d[IP + 8];
+    meta.csum = c;
+    meta.inner_proto = proto.into();
+    if nvgre {
+        let (vsid, flow) = gre::nvgre_split(key.unwrap_or(0));
+        meta.tun_id = vsid.get() as u64;
+        meta.flow_id = flow;
+    } else {
+        meta.key_present = k;
+        meta.tun_id = key.unwrap_or(0) as u64;
+    }
+    p.truncate(end);
+    Some(p.pull(G + hl).map(|_| Decap::Frame))
 }
 
 /// Read a whole (reassembled) STT frame's header into `meta`; returns the
@@ -1585,14 +1667,15 @@ mod tests {
         /// built ones with random fields, then with one random byte changed.
         #[test]
         fn fast_and_general_pop_agree(kind in any_kind(), csum in any::<bool>(), len in 14usize..300,
-                                      flip in proptest::option::of((0usize..400, any::<u8>())), verify in any::<bool>()) {
+                                      flip in proptest::option::of((0usize..400, any::<u8>())), verify in any::<bool>(),
+                                      as_nvgre in any::<bool>()) {
             let sp = spec(kind, v4(), csum);
             let mut b = encapsulated(&sp, len).data().to_vec();
             if let Some((at, x)) = flip {
                 let at = at % b.len();
                 b[at] ^= x;
             }
-            let cfg = PopConfig { verify_csum: verify, ..PopConfig::default() };
+            let cfg = PopConfig { verify_csum: verify, gre_as_nvgre: as_nvgre, ..PopConfig::default() };
             let n = b.len();
             let (mut p1, mut p2) = (PacketBuf::with_range(b.clone(), 0, n).unwrap(), PacketBuf::with_range(b, 0, n).unwrap());
             let (mut m1, mut m2) = (TunnelMetadata::default(), TunnelMetadata::default());

@@ -1070,6 +1070,7 @@ fn pop_fast_udp4<B: AsRef<[u8]> + AsMut<[u8]>>(
     match d[IP + 9] {
         17 => {}
         47 => return pop_fast_gre4(p, cfg, meta),
+        6 => return pop_fast_stt4(p, cfg, meta),
         _ => return None,
     }
     let total = be16(d, IP + 2) as usize;
@@ -1227,6 +1228,74 @@ fn pop_fast_gre4<B: AsRef<[u8]> + AsMut<[u8]>>(
     }
     p.truncate(end);
     Some(p.pull(G + hl).map(|_| Decap::Frame))
+}
+
+/// The fast path for a whole (unsegmented) STT frame over untagged IPv4
+/// without options and a TCP header without options; segments and
+/// anything unusual take the general path.
+#[inline]
+fn pop_fast_stt4<B: AsRef<[u8]> + AsMut<[u8]>>(
+    p: &mut PacketBuf<B>,
+    cfg: &PopConfig,
+    meta: &mut TunnelMetadata,
+) -> Option<Result<Decap>> {
+    const IP: usize = ethernet::HEADER_LEN;
+    const L4: usize = IP + ipv4::HEADER_LEN;
+    const S: usize = L4 + tcp::HEADER_LEN;
+    let d = p.data();
+    let total = be16(d, IP + 2) as usize;
+    let frag = be16(d, IP + 6);
+    if frag & 0x3fff != 0
+        || total < ipv4::HEADER_LEN + tcp::HEADER_LEN + stt::HEADER_LEN
+        || IP + total > d.len()
+    {
+        return None;
+    }
+    let end = IP + total;
+    if d[L4 + 12] >> 4 != 5 || be16(d, L4 + 2) != cfg.stt_port {
+        return None;
+    }
+    let (frame_len, offset) = stt::split_seq(crate::be32(d, L4 + 4));
+    if offset != 0 || end - S != frame_len as usize || d[S] != stt::VERSION {
+        return None;
+    }
+    if cfg.verify_csum {
+        if !checksum::verify(&d[IP..L4]) {
+            return None;
+        }
+        let pseudo = checksum::pseudo_v4(
+            [d[IP + 12], d[IP + 13], d[IP + 14], d[IP + 15]],
+            [d[IP + 16], d[IP + 17], d[IP + 18], d[IP + 19]],
+            6,
+            (end - L4) as u16,
+        );
+        if checksum::fold(checksum::sum(pseudo, &d[L4..end])) != 0xffff {
+            return None;
+        }
+    }
+    let src = IpAddr::V4(std::net::Ipv4Addr::new(
+        d[IP + 12],
+        d[IP + 13],
+        d[IP + 14],
+        d[IP + 15],
+    ));
+    let dst = IpAddr::V4(std::net::Ipv4Addr::new(
+        d[IP + 16],
+        d[IP + 17],
+        d[IP + 18],
+        d[IP + 19],
+    ));
+    meta.begin(TunnelKind::Stt, src, dst, be16(d, L4), be16(d, L4 + 2));
+    meta.tos = d[IP + 1];
+    meta.ttl = d[IP + 8];
+    meta.csum = true;
+    meta.tun_id = ((crate::be32(d, S + 8) as u64) << 32) | crate::be32(d, S + 12) as u64;
+    let tci = be16(d, S + 6);
+    if tci & 0x1000 != 0 {
+        meta.outer_vlan = Some(Tci::from_u16(tci & 0xefff));
+    }
+    p.truncate(end);
+    Some(p.pull(S + stt::HEADER_LEN).map(|_| Decap::Frame))
 }
 
 /// Read a whole (reassembled) STT frame's header into `meta`; returns the

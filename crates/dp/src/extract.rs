@@ -125,6 +125,12 @@ fn parse_num(s: &str) -> Option<u64> {
     }
 }
 
+/// A big-endian u32 at `at` (an IPv4 address), widened for the key; the
+/// caller has checked the length.
+fn be32(b: &[u8], at: usize) -> u64 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]) as u64
+}
+
 /// Fill `key` from a tenant Ethernet frame and the port it arrived on.
 /// Never fails: a truncated header leaves the fields it would have set at 0.
 pub fn extract(frame: &[u8], in_port: u32, key: &mut FlowKey) {
@@ -158,14 +164,8 @@ pub fn extract(frame: &[u8], in_port: u32, key: &mut FlowKey) {
     let l3 = &frame[at..];
     let (proto, l4) = match et {
         0x0800 if l3.len() >= 20 => {
-            key.set(
-                f::NW_SRC,
-                u32::from_be_bytes([l3[12], l3[13], l3[14], l3[15]]) as u64,
-            );
-            key.set(
-                f::NW_DST,
-                u32::from_be_bytes([l3[16], l3[17], l3[18], l3[19]]) as u64,
-            );
+            key.set(f::NW_SRC, be32(l3, 12));
+            key.set(f::NW_DST, be32(l3, 16));
             key.set(f::NW_PROTO, l3[9] as u64);
             key.set(f::NW_TOS, l3[1] as u64);
             let ihl = ((l3[0] & 0x0f) as usize) * 4;
@@ -193,14 +193,8 @@ pub fn extract(frame: &[u8], in_port: u32, key: &mut FlowKey) {
         0x0806 if l3.len() >= 28 => {
             // OVS: nw_proto is the ARP opcode, nw_src/nw_dst the IPs.
             key.set(f::NW_PROTO, l3[7] as u64);
-            key.set(
-                f::NW_SRC,
-                u32::from_be_bytes([l3[14], l3[15], l3[16], l3[17]]) as u64,
-            );
-            key.set(
-                f::NW_DST,
-                u32::from_be_bytes([l3[24], l3[25], l3[26], l3[27]]) as u64,
-            );
+            key.set(f::NW_SRC, be32(l3, 14));
+            key.set(f::NW_DST, be32(l3, 24));
             return;
         }
         _ => return,

@@ -40,6 +40,11 @@ impl Match {
         self.value.set(p, v & m);
         self.mask.set(p, m);
     }
+    /// A 128-bit field (an IPv6 address) kept as two 64-bit halves.
+    fn set128(&mut self, hi: FieldPos, lo: FieldPos, v: u128, m: u128) {
+        self.set(hi, (v >> 64) as u64, (m >> 64) as u64);
+        self.set(lo, v as u64, m as u64);
+    }
     fn exact(&mut self, p: FieldPos, v: u64) {
         self.set(p, v, p.max());
     }
@@ -427,8 +432,7 @@ pub fn parse_flow(text: &str, ports: &dyn PortNames) -> Result<FlowRule, FlowErr
                 } else {
                     (f::IPV6_DST_HI, f::IPV6_DST_LO)
                 };
-                m.set(hi, (a >> 64) as u64, (b >> 64) as u64);
-                m.set(lo, a as u64, b as u64);
+                m.set128(hi, lo, a, b);
                 needs_v6 = Some(t);
             }
             "tun_id" | "tunnel_id" => {
@@ -455,8 +459,7 @@ pub fn parse_flow(text: &str, ports: &dyn PortNames) -> Result<FlowRule, FlowErr
                 } else {
                     (f::TUN_IPV6_DST_HI, f::TUN_IPV6_DST_LO)
                 };
-                m.set(hi, (a >> 64) as u64, (b >> 64) as u64);
-                m.set(lo, a as u64, b as u64);
+                m.set128(hi, lo, a, b);
                 tun_v6 = Some(t);
             }
             _ if k.starts_with("tun_metadata") => {

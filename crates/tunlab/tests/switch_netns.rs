@@ -27,32 +27,12 @@ fn two_nodes(kind: &str, v6: bool) {
     } else {
         ("172.31.0.1", "172.31.0.2")
     };
-    let s1 = Switch::start(
-        l.hv1.name(),
+    let (s1, s2) = start_pair(
+        &l,
         &node_config("n1", l.ta.name(), "192.168.7.1", kind, a, b, 6, 6),
-        &l.dir,
-        "n1",
-    );
-    let s2 = Switch::start(
-        l.hv2.name(),
         &node_config("n2", l.tb.name(), "192.168.7.2", kind, b, a, 6, 6),
-        &l.dir,
-        "n2",
     );
-    wait_for_tap(&l.ta, "tap-n1");
-    wait_for_tap(&l.tb, "tap-n2");
-    assert!(
-        udp_echo(&l.ta, &l.tb, "192.168.7.2", 10, 6),
-        "{kind}: UDP a->b"
-    );
-    assert!(
-        udp_echo(&l.tb, &l.ta, "192.168.7.1", 10, 6),
-        "{kind}: UDP b->a"
-    );
-    let (s, r) = tcp_transfer(&l.ta, &l.tb, "192.168.7.2");
-    assert_eq!(s, r, "{kind}: TCP a->b bytes differ");
-    let (s, r) = tcp_transfer(&l.tb, &l.ta, "192.168.7.1");
-    assert_eq!(s, r, "{kind}: TCP b->a bytes differ");
+    traffic_both_ways(&l, kind);
     let e1 = s1.stop();
     let e2 = s2.stop();
     assert!(e1.contains("port 10 t-n1 ("), "{e1}");
@@ -88,8 +68,8 @@ fn geneve_ipv6_underlay() {
 fn wrong_vni_is_dropped_and_counted() {
     let l = lab();
     // n2 accepts only VNI 7; n1 sends 6.
-    let s1 = Switch::start(
-        l.hv1.name(),
+    let (s1, s2) = start_pair(
+        &l,
         &node_config(
             "n1",
             l.ta.name(),
@@ -100,11 +80,6 @@ fn wrong_vni_is_dropped_and_counted() {
             6,
             6,
         ),
-        &l.dir,
-        "n1",
-    );
-    let s2 = Switch::start(
-        l.hv2.name(),
         &node_config(
             "n2",
             l.tb.name(),
@@ -115,11 +90,7 @@ fn wrong_vni_is_dropped_and_counted() {
             7,
             7,
         ),
-        &l.dir,
-        "n2",
     );
-    wait_for_tap(&l.ta, "tap-n1");
-    wait_for_tap(&l.tb, "tap-n2");
     assert!(!udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 4));
     let _ = s1.stop();
     let e2 = s2.stop();
@@ -150,9 +121,9 @@ fn flows_change_at_run_time_through_ctl() {
         "  \"in_port=1 actions=output:10\",\n  \"in_port=10,tun_id=6 actions=output:1\",\n",
         "",
     );
-    let s1 = Switch::start(l.hv1.name(), &n1, &l.dir, "n1");
-    let s2 = Switch::start(
-        l.hv2.name(),
+    let (s1, s2) = start_pair(
+        &l,
+        &n1,
         &with_ctl(
             &node_config(
                 "n2",
@@ -166,11 +137,7 @@ fn flows_change_at_run_time_through_ctl() {
             ),
             &l.dir.join("n2.ctl"),
         ),
-        &l.dir,
-        "n2",
     );
-    wait_for_tap(&l.ta, "tap-n1");
-    wait_for_tap(&l.tb, "tap-n2");
     assert!(
         !udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 2),
         "no flows: nothing may pass"
@@ -314,14 +281,8 @@ fn interop_with_kernel_vxlan() {
             s1.stop()
         );
     }
-    assert!(
-        udp_echo(&l.tb, &l.ta, "192.168.7.1", 10, 6),
-        "UDP kernel VXLAN -> tunlab"
-    );
-    let (s, r) = tcp_transfer(&l.ta, &l.tb, "192.168.7.2");
-    assert_eq!(s, r, "TCP tunlab -> kernel VXLAN");
-    let (s, r) = tcp_transfer(&l.tb, &l.ta, "192.168.7.1");
-    assert_eq!(s, r, "TCP kernel VXLAN -> tunlab");
+    // The first direction was checked above with diagnostics; now all of it.
+    traffic_both_ways(&l, "tunlab/kernel VXLAN");
     let e1 = s1.stop();
     assert!(!e1.contains("dropped malformed"), "{e1}");
 }
@@ -344,8 +305,8 @@ fn too_big_gets_icmp_fragmentation_needed() {
             "address = \"192.168.7.2/24\"\nmtu = 1500",
         )
     };
-    let s1 = Switch::start(
-        l.hv1.name(),
+    let (s1, s2) = start_pair(
+        &l,
         &big(node_config(
             "n1",
             l.ta.name(),
@@ -356,11 +317,6 @@ fn too_big_gets_icmp_fragmentation_needed() {
             6,
             6,
         )),
-        &l.dir,
-        "n1",
-    );
-    let s2 = Switch::start(
-        l.hv2.name(),
         &big(node_config(
             "n2",
             l.tb.name(),
@@ -371,11 +327,7 @@ fn too_big_gets_icmp_fragmentation_needed() {
             6,
             6,
         )),
-        &l.dir,
-        "n2",
     );
-    wait_for_tap(&l.ta, "tap-n1");
-    wait_for_tap(&l.tb, "tap-n2");
     assert!(
         udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 6),
         "small packets pass (and ARP is done)"
@@ -445,8 +397,8 @@ fn too_big_gets_icmp_fragmentation_needed() {
 fn flows_changed_under_load() {
     let l = lab();
     let c1 = l.dir.join("n1.ctl");
-    let s1 = Switch::start(
-        l.hv1.name(),
+    let (s1, s2) = start_pair(
+        &l,
         &with_ctl(
             &node_config(
                 "n1",
@@ -460,11 +412,6 @@ fn flows_changed_under_load() {
             ),
             &c1,
         ),
-        &l.dir,
-        "n1",
-    );
-    let s2 = Switch::start(
-        l.hv2.name(),
         &node_config(
             "n2",
             l.tb.name(),
@@ -475,11 +422,7 @@ fn flows_changed_under_load() {
             6,
             6,
         ),
-        &l.dir,
-        "n2",
     );
-    wait_for_tap(&l.ta, "tap-n1");
-    wait_for_tap(&l.tb, "tap-n2");
     assert!(udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 6));
     let mut server = Command::new("ip")
         .args([

@@ -302,3 +302,30 @@ pub fn ctl(sock: &std::path::Path, req: &[&str]) -> (bool, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// UDP echo (10 datagrams) and a 2 MB TCP transfer with a byte checksum,
+/// ta -> tb and tb -> ta; `what` names the pair in failures.
+pub fn traffic_both_ways(l: &Lab, what: &str) {
+    assert!(
+        udp_echo(&l.ta, &l.tb, "192.168.7.2", 10, 6),
+        "{what}: UDP a->b"
+    );
+    assert!(
+        udp_echo(&l.tb, &l.ta, "192.168.7.1", 10, 6),
+        "{what}: UDP b->a"
+    );
+    let (s, r) = tcp_transfer(&l.ta, &l.tb, "192.168.7.2");
+    assert_eq!(s, r, "{what}: TCP a->b bytes differ");
+    let (s, r) = tcp_transfer(&l.tb, &l.ta, "192.168.7.1");
+    assert_eq!(s, r, "{what}: TCP b->a bytes differ");
+}
+
+/// Start node n1 in hv1 and n2 in hv2 with these configurations and wait
+/// until both tenant TAPs are up.
+pub fn start_pair(l: &Lab, n1: &str, n2: &str) -> (Switch, Switch) {
+    let s1 = Switch::start(l.hv1.name(), n1, &l.dir, "n1");
+    let s2 = Switch::start(l.hv2.name(), n2, &l.dir, "n2");
+    wait_for_tap(&l.ta, "tap-n1");
+    wait_for_tap(&l.tb, "tap-n2");
+    (s1, s2)
+}

@@ -90,7 +90,10 @@ pub struct EncapSpec {
     /// or context ID (STT, 64 bits). `None` for GRE means no key field.
     pub key: Option<u64>,
     /// Outer UDP checksum (Geneve, VXLAN) or GRE checksum. STT's TCP
-    /// checksum is always written.
+    /// checksum is mandatory: `true` computes it in software, `false`
+    /// leaves it partial (the pseudo-header sum in the field, as Linux's
+    /// CHECKSUM_PARTIAL and virtio-net's NEEDS_CSUM expect) for the kernel
+    /// or NIC to complete, at [`HeaderTemplate::stt_csum_offset`].
     pub csum: bool,
     /// GRE only: write a sequence number (from [`PushMeta::seq`]).
     pub gre_seq: bool,
@@ -103,7 +106,8 @@ pub struct EncapSpec {
 
 impl EncapSpec {
     /// A spec with the usual defaults: TTL 64, DF, IANA port, source ports
-    /// 49152-65535, Ethernet payload, no checksum, no options.
+    /// 49152-65535, Ethernet payload, no options, no checksum (except
+    /// STT's, which is mandatory and computed in software by default).
     pub fn new(kind: TunnelKind, src: IpAddr, dst: IpAddr, key: Option<u64>) -> EncapSpec {
         EncapSpec {
             kind,
@@ -119,7 +123,7 @@ impl EncapSpec {
             src_port_min: 49152,
             src_port_max: 65535,
             key,
-            csum: false,
+            csum: kind == TunnelKind::Stt,
             gre_seq: false,
             geneve_options: OptionsBuf::new(),
             inner_proto: EtherType::TransEtherBridging,
@@ -375,6 +379,13 @@ impl HeaderTemplate {
         self.len as usize
     }
 
+    /// Where an STT checksum left partial (`csum: false`) must be completed:
+    /// the checksum starts at the outer TCP header (`csum_start`) and the
+    /// field is 16 bytes into it (`csum_offset`), in the pushed frame.
+    pub fn stt_csum_offset(&self) -> Option<(usize, usize)> {
+        (self.kind == TunnelKind::Stt && !self.csum).then_some((self.l4 as usize, 16))
+    }
+
     /// The outer headers as built (lengths and checksums still zero).
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len as usize]
@@ -488,8 +499,13 @@ pub fn push<B: AsRef<[u8]> + AsMut<[u8]>>(
             d[s + 1] = meta.stt_flags;
             d[s + 2] = meta.stt_l4_offset;
             put16(d, s + 4, meta.stt_mss);
-            let c = checksum::finish(checksum::sum(t.pseudo_sum + l4_len as u64, &d[l4..]));
-            put16(d, l4 + 16, c);
+            if t.csum {
+                let c = checksum::finish(checksum::sum(t.pseudo_sum + l4_len as u64, &d[l4..]));
+                put16(d, l4 + 16, c);
+            } else {
+                // Offloaded: the pseudo-header sum, not complemented.
+                put16(d, l4 + 16, checksum::fold(t.pseudo_sum + l4_len as u64));
+            }
         }
     }
     Ok(())
@@ -1178,10 +1194,12 @@ fn pop_fast_udp4<B: AsRef<[u8]> + AsMut<[u8]>>(
             meta.tun_id = g.vni().get() as u64;
             meta.oam = g.oam();
             meta.inner_proto = g.protocol();
-            if meta.options.set(g.options_bytes()).is_err() {
+            // The view checked that the options area is there and tiles.
+            let hl = geneve::HEADER_LEN + ((tb[0] & 0x3f) as usize) * 4;
+            if meta.options.set(&tb[geneve::HEADER_LEN..hl]).is_err() {
                 return None;
             }
-            T + g.header_len()
+            T + hl
         }
     };
     p.truncate(L4 + ulen);
@@ -1373,6 +1391,36 @@ mod tests {
         p
     }
 
+    /// What a NIC or the kernel does with a partial checksum.
+    fn complete_partial(d: &mut [u8], start: usize, off: usize) {
+        let c = checksum::finish(checksum::sum(0, &d[start..]));
+        d[start + off..start + off + 2].copy_from_slice(&c.to_be_bytes());
+    }
+
+    #[test]
+    fn stt_partial_checksum_is_completed_by_offload() {
+        let t = HeaderTemplate::build(&spec(TunnelKind::Stt, v4(), false)).unwrap();
+        let (start, off) = t.stt_csum_offset().unwrap();
+        assert_eq!(start, 14 + 20);
+        assert_eq!(off, 16);
+        let mut p = PacketBuf::new(vec![0u8; HEADROOM + 100], HEADROOM);
+        p.extend(&tenant_frame(100)).unwrap();
+        push(&t, &mut p, PushMeta::default()).unwrap();
+        let mut m = TunnelMetadata::default();
+        let mut q = p.clone();
+        // Partial: the receiver that verifies refuses it until completed.
+        assert!(pop(&mut q, &PopConfig::default(), ovn_only, &mut m).is_err());
+        complete_partial(p.data_mut(), start, off);
+        assert_eq!(
+            pop(&mut p, &PopConfig::default(), ovn_only, &mut m).unwrap(),
+            Decap::Frame
+        );
+        assert_eq!(p.data(), &tenant_frame(100)[..]);
+        // Computed in software: nothing left to complete.
+        let t = HeaderTemplate::build(&spec(TunnelKind::Stt, v4(), true)).unwrap();
+        assert_eq!(t.stt_csum_offset(), None);
+    }
+
     fn roundtrip(sp: &EncapSpec, inner: &[u8]) -> TunnelMetadata {
         let t = HeaderTemplate::build(sp).unwrap();
         let mut p = PacketBuf::new(vec![0u8; HEADROOM + inner.len()], HEADROOM);
@@ -1389,6 +1437,9 @@ mod tests {
         .unwrap();
         assert_eq!(p.len(), t.overhead() + inner.len());
         assert_eq!(p.head() + t.overhead(), payload_at, "payload moved");
+        if let Some((start, off)) = t.stt_csum_offset() {
+            complete_partial(p.data_mut(), start, off);
+        }
         let cfg = PopConfig {
             gre_as_nvgre: sp.kind == TunnelKind::Nvgre,
             ..PopConfig::default()
@@ -1434,6 +1485,10 @@ mod tests {
                 let mut p = PacketBuf::new(vec![0u8; HEADROOM + inner.len()], HEADROOM);
                 p.extend(&inner).unwrap();
                 push(&t, &mut p, PushMeta::default()).unwrap();
+                if let Some((start, off)) = t.stt_csum_offset() {
+                    // Left partial: what offload completes must then agree.
+                    complete_partial(p.data_mut(), start, off);
+                }
                 let s = etherparse::SlicedPacket::from_ethernet(p.data()).unwrap();
                 let Some(etherparse::NetSlice::Ipv4(ip)) = &s.net else {
                     panic!("ipv4")

@@ -4,8 +4,10 @@
 //! packet.
 
 pub mod netns;
+pub mod rst_guard;
 pub mod tap;
 pub mod udp;
 
+pub use rst_guard::RstGuard;
 pub use tap::{Tap, TapError, TapOptions};
 pub use udp::{RecvBatch, Underlay};

@@ -7,8 +7,9 @@
 //!
 //! Built so far: tenant TAP ports, Geneve/VXLAN tunnel ports over UDP
 //! sockets (IPv4 and IPv6 underlay), GRE/NVGRE ports over a raw IP socket
-//! (IPv4 underlay). STT and QinQ ports are refused at start with a message
-//! that says so.
+//! (IPv4 underlay), STT ports over a raw TCP socket (IPv4 underlay; an
+//! nftables rule keeps the host's TCP from resetting STT segments). QinQ
+//! ports are refused at start with a message that says so.
 
 use crate::config::{Config, FromFlow, PortKind, TunnelPort};
 use std::collections::HashMap;
@@ -17,9 +18,10 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::time::Instant;
 use tunlab_dp::{extract, extract_tunnel, Classifier, FlowKey, Op, Pipeline, TlvMap, TunnelSet};
 use tunlab_netio::tap::{offload, VNET_HDR_LEN};
-use tunlab_netio::{netns, RecvBatch, Tap, TapOptions, Underlay};
+use tunlab_netio::{netns, RecvBatch, RstGuard, Tap, TapOptions, Underlay};
 use tunlab_wire::geneve::{self, OptType, OptionRepr, OptionsBuf};
-use tunlab_wire::tunnel::{self, TunnelKind, TunnelMetadata};
+use tunlab_wire::stt::{self, Reassembled, Reassembler};
+use tunlab_wire::tunnel::{self, Decap, PopConfig, TunnelKind, TunnelMetadata};
 use tunlab_wire::{checksum, virtio_net, vlan, PacketBuf, Vni};
 
 /// Why the node could not start.
@@ -67,6 +69,10 @@ struct SockState {
 /// virtio-net header plus room for two VLAN tags.
 const HEADROOM: usize = 8 + geneve::MAX_OPTIONS_LEN + 2 * vlan::TAG_LEN + VNET_HDR_LEN;
 const FRAME_MAX: usize = 65536;
+/// STT frames reassembled at once (64 KiB each), and how long a partial
+/// frame may wait for its other segments.
+const STT_REASM_SLOTS: usize = 8;
+const STT_REASM_TIMEOUT_NS: u64 = 1_000_000_000;
 
 /// A running node.
 pub struct Node {
@@ -86,6 +92,12 @@ pub struct Node {
     meta: TunnelMetadata,
     frame: PacketBuf<Vec<u8>>,
     tap_buf: Vec<u8>,
+    /// STT: reassembly (allocated with the first STT port), the next
+    /// packet ID, and the rules that silence the host's TCP resets.
+    stt_reasm: Option<Reassembler>,
+    stt_packet_id: u32,
+    stt_seg: Vec<u8>,
+    rst_guards: Vec<RstGuard>,
 }
 
 impl std::fmt::Debug for Node {
@@ -116,6 +128,10 @@ impl Node {
             meta: TunnelMetadata::default(),
             frame: PacketBuf::new(vec![0u8; HEADROOM + FRAME_MAX], HEADROOM),
             tap_buf: vec![0u8; VNET_HDR_LEN + FRAME_MAX],
+            stt_reasm: None,
+            stt_packet_id: 0,
+            stt_seg: Vec::with_capacity(FRAME_MAX),
+            rst_guards: Vec::new(),
         };
         for p in &cfg.ports {
             let perr = |msg: String| StartError::Port {
@@ -123,10 +139,18 @@ impl Node {
                 msg,
             };
             let io = match &p.kind {
-                PortKind::Tap { netns: ns, address, mtu } => {
+                PortKind::Tap {
+                    netns: ns,
+                    address,
+                    mtu,
+                } => {
                     // Checksum offload only: the kernel completes segmentation
                     // before the TAP, so no super-frames reach this loop yet.
-                    let opts = TapOptions { vnet_hdr: true, multi_queue: false, offload: offload::CSUM };
+                    let opts = TapOptions {
+                        vnet_hdr: true,
+                        multi_queue: false,
+                        offload: offload::CSUM,
+                    };
                     let tap = Tap::open(&p.name, opts).map_err(|e| perr(e.to_string()))?;
                     let tunnel_mtu = default_tenant_mtu(cfg);
                     let mtu = mtu.unwrap_or(tunnel_mtu).to_string();
@@ -138,7 +162,8 @@ impl Node {
                         r.map(|_| ()).map_err(|e| perr(e.to_string()))
                     };
                     if let Some(n) = ns {
-                        netns::run(&["ip", "link", "set", &p.name, "netns", n]).map_err(|e| perr(e.to_string()))?;
+                        netns::run(&["ip", "link", "set", &p.name, "netns", n])
+                            .map_err(|e| perr(e.to_string()))?;
                     }
                     ip(&["link", "set", &p.name, "mtu", &mtu])?;
                     if let Some(a) = address {
@@ -168,31 +193,74 @@ impl Node {
                             node.add_socket(t.kind, t.csum, local, under)
                         }
                     };
-                    Io::Tunnel { cfg: t.clone(), sock }
+                    Io::Tunnel {
+                        cfg: t.clone(),
+                        sock,
+                    }
                 }
                 PortKind::Tunnel(t) if matches!(t.kind, TunnelKind::Gre | TunnelKind::Nvgre) => {
                     let IpAddr::V4(local4) = t.local_ip else {
-                        return Err(perr("GRE over an IPv6 underlay is not built yet; use an IPv4 local_ip".into()));
+                        return Err(perr(
+                            "GRE over an IPv6 underlay is not built yet; use an IPv4 local_ip"
+                                .into(),
+                        ));
                     };
                     // One raw socket for IP protocol 47 per local address,
                     // shared by GRE and NVGRE ports.
                     let local = SocketAddr::new(t.local_ip, 0);
-                    let sock = match node.socks.iter().position(|s| s.local == local && s.kind == TunnelKind::Gre) {
+                    let sock = match node
+                        .socks
+                        .iter()
+                        .position(|s| s.local == local && s.kind == TunnelKind::Gre)
+                    {
                         Some(i) => i,
                         None => {
-                            let under = Underlay::raw_ipv4(local4, 47).map_err(|e| perr(format!("cannot open a raw GRE socket on {local4}: {e}")))?;
+                            let under = Underlay::raw_ipv4(local4, 47).map_err(|e| {
+                                perr(format!("cannot open a raw GRE socket on {local4}: {e}"))
+                            })?;
                             node.add_socket(TunnelKind::Gre, false, local, under)
                         }
                     };
-                    Io::Tunnel { cfg: t.clone(), sock }
+                    Io::Tunnel {
+                        cfg: t.clone(),
+                        sock,
+                    }
                 }
                 PortKind::Tunnel(t) => {
-                    return Err(perr(format!(
-                        "{} ports are not built into the switch yet (the packet format is; its socket I/O is not)",
-                        t.kind.name()
-                    )))
+                    // STT: a raw TCP socket per local address and port.
+                    let IpAddr::V4(local4) = t.local_ip else {
+                        return Err(perr(
+                            "STT over an IPv6 underlay is not built yet; use an IPv4 local_ip"
+                                .into(),
+                        ));
+                    };
+                    let local = SocketAddr::new(t.local_ip, t.dst_port);
+                    let sock = match node
+                        .socks
+                        .iter()
+                        .position(|s| s.local == local && s.kind == TunnelKind::Stt)
+                    {
+                        Some(i) => i,
+                        None => {
+                            let guard = RstGuard::install(&node.name, t.dst_port)
+                                .map_err(|e| perr(e.to_string()))?;
+                            node.rst_guards.push(guard);
+                            let under = Underlay::raw_ipv4(local4, 6).map_err(|e| {
+                                perr(format!("cannot open a raw TCP socket on {local4}: {e}"))
+                            })?;
+                            node.stt_reasm
+                                .get_or_insert_with(|| Reassembler::new(STT_REASM_SLOTS));
+                            node.add_socket(TunnelKind::Stt, true, local, under)
+                        }
+                    };
+                    Io::Tunnel {
+                        cfg: t.clone(),
+                        sock,
+                    }
                 }
-                PortKind::QinQ { .. } => return Err(perr("qinq ports are not built into the switch yet".into())),
+                PortKind::QinQ { .. } => {
+                    return Err(perr("qinq ports are not built into the switch yet".into()))
+                }
             };
             node.by_ofport.insert(p.ofport, node.ports.len());
             node.ports.push(PortState {
@@ -369,6 +437,10 @@ impl Node {
                 self.receive_gre(si, m, &mut frame);
                 continue;
             }
+            if kind == TunnelKind::Stt {
+                self.receive_stt(si, m, &mut frame);
+                continue;
+            }
             let Some((data, stride, from)) = self.socks[si].rx.get(m) else {
                 continue;
             };
@@ -453,6 +525,94 @@ impl Node {
         };
         frame.reset(HEADROOM);
         let _ = frame.extend(&data[at..]);
+        self.ports[pi].stats.rx_packets += 1;
+        self.ports[pi].stats.rx_bytes += frame.len() as u64;
+        self.forward(in_port, frame, true);
+    }
+
+    /// One IPv4 packet from the raw TCP socket: an STT segment if it is for
+    /// the STT port (the socket also sees the host's other TCP). A whole
+    /// frame goes on at once; a segment waits in the reassembler for the
+    /// rest of its frame.
+    fn receive_stt(&mut self, si: usize, m: usize, frame: &mut PacketBuf<Vec<u8>>) {
+        let port = self.socks[si].local.port();
+        let Some((data, _, _)) = self.socks[si].rx.get(m) else {
+            return;
+        };
+        if data.len() < 20 || data[9] != 6 {
+            return;
+        }
+        let ihl = ((data[0] & 0x0f) as usize) * 4;
+        if data.len() < ihl + 4 || u16::from_be_bytes([data[ihl + 2], data[ihl + 3]]) != port {
+            return;
+        }
+        let src = IpAddr::V4(std::net::Ipv4Addr::new(
+            data[12], data[13], data[14], data[15],
+        ));
+        let Some(in_port) = self.tunnel_in_port(si, src) else {
+            self.drop("unknown_remote");
+            return;
+        };
+        // Behind a placeholder Ethernet header, the packet is what `pop`
+        // reads: one decapsulation path for whole frames and segments.
+        frame.reset(HEADROOM);
+        let _ = frame.extend(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x00]);
+        let _ = frame.extend(data);
+        let cfg = PopConfig {
+            stt_port: port,
+            ..PopConfig::default()
+        };
+        let known = self.tlv;
+        let r = tunnel::pop(
+            frame,
+            &cfg,
+            |cl, t| known.knows(cl, t) || tunnel::ovn_only(cl, t),
+            &mut self.meta,
+        );
+        match r {
+            Ok(Decap::Frame) => {}
+            Ok(Decap::SttSegment { key, seq }) => {
+                let now = self.now();
+                let Some(reasm) = self.stt_reasm.as_mut() else {
+                    return;
+                };
+                reasm.expire(now, STT_REASM_TIMEOUT_NS);
+                // The segment is copied out of the frame buffer, which the
+                // whole frame then fills.
+                self.stt_seg.clear();
+                self.stt_seg.extend_from_slice(frame.data());
+                let whole = match reasm.push(key, seq, &self.stt_seg, now) {
+                    Ok(Reassembled::Complete(f)) => f,
+                    Ok(Reassembled::Pending) => return,
+                    Err(_) => {
+                        self.drop("bad_stt_segment");
+                        return;
+                    }
+                };
+                let Ok(hl) = tunnel::stt_frame(whole, &mut self.meta) else {
+                    self.drop("malformed_tunnel_header");
+                    return;
+                };
+                // `whole` lives in the reassembler; the frame buffer is free.
+                frame.reset(HEADROOM);
+                let _ = frame.extend(&whole[hl..]);
+            }
+            Err(e) => {
+                self.drop(match e.kind {
+                    tunlab_wire::ErrorKind::Checksum { .. } => "bad_outer_checksum",
+                    _ => "malformed_tunnel_header",
+                });
+                return;
+            }
+        }
+        // STT carries the tenant's 802.1Q tag out of band: put it back.
+        if let Some(tci) = self.meta.outer_vlan.take() {
+            if vlan::push(frame, tunlab_wire::ethernet::EtherType::Vlan, tci).is_err() {
+                self.drop("vlan_push_failed");
+                return;
+            }
+        }
+        let pi = self.by_ofport[&in_port];
         self.ports[pi].stats.rx_packets += 1;
         self.ports[pi].stats.rx_bytes += frame.len() as u64;
         self.forward(in_port, frame, true);
@@ -586,6 +746,11 @@ impl Node {
                     (FromFlow::Fixed(k), None) => k,
                     (FromFlow::Flow, None) => 0,
                 };
+                if cfg.kind == TunnelKind::Stt {
+                    let (local, sock) = (cfg.local_ip, *sock);
+                    self.output_stt(pi, sock, local, remote, key, in_port, frame);
+                    return;
+                }
                 if matches!(cfg.kind, TunnelKind::Gre | TunnelKind::Nvgre) {
                     let nvgre = cfg.kind == TunnelKind::Nvgre;
                     let key32 = match (cfg.key, tun.id) {
@@ -669,6 +834,99 @@ impl Node {
         }
     }
 
+    /// Send a tenant frame as one STT frame: in one TCP segment if it fits
+    /// the underlay, else (no DF) in segments that the receiver reassembles
+    /// (§ 3.3); a DF or IPv6 packet too big gets the ICMP error instead.
+    #[allow(clippy::too_many_arguments)]
+    fn output_stt(
+        &mut self,
+        pi: usize,
+        si: usize,
+        local: IpAddr,
+        remote: IpAddr,
+        key: u64,
+        in_port: u32,
+        frame: &mut PacketBuf<Vec<u8>>,
+    ) {
+        // Outer IPv4 and TCP headers are on every segment.
+        let seg_room = self.underlay_mtu.saturating_sub(20 + tcp_len());
+        let frame_len = stt::HEADER_LEN + frame.len();
+        if frame_len > seg_room {
+            let room = seg_room.saturating_sub(stt::HEADER_LEN + 14);
+            if self.send_icmp_too_big(in_port, frame, room) {
+                return;
+            }
+        }
+        if frame_len > stt::MAX_FRAME || seg_room == 0 {
+            self.ports[pi].stats.tx_errors += 1;
+            return;
+        }
+        let sport = tunlab_wire::flowhash::source_port(
+            tunlab_wire::flowhash::hash_frame(frame.data()),
+            49152,
+            65535,
+        );
+        let tenant_len = frame.len() as u64;
+        let packet_id = self.stt_packet_id;
+        self.stt_packet_id = self.stt_packet_id.wrapping_add(1);
+        let dport = self.socks[si].local.port();
+        let Ok(d) = frame.push(stt::HEADER_LEN) else {
+            self.ports[pi].stats.tx_errors += 1;
+            return;
+        };
+        stt::Repr {
+            context_id: key,
+            ..stt::Repr::default()
+        }
+        .emit(d);
+        let s = &mut self.socks[si];
+        let mut ok = true;
+        for (off, len) in stt::segments(frame_len, seg_room) {
+            let part = &frame.data()[off..off + len];
+            let Ok(h) = tunnel::stt_segment_header(
+                local, remote, sport, dport, frame_len, off, packet_id, part,
+            ) else {
+                ok = false;
+                break;
+            };
+            if s.tx_used == s.tx.len() {
+                s.tx.push((Vec::with_capacity(FRAME_MAX), remote.into_socket(0)));
+            }
+            let (buf, dst) = &mut s.tx[s.tx_used];
+            *dst = remote.into_socket(0);
+            buf.clear();
+            buf.extend_from_slice(&h);
+            buf.extend_from_slice(part);
+            s.tx_used += 1;
+        }
+        let _ = frame.pull(stt::HEADER_LEN);
+        let p = &mut self.ports[pi];
+        if ok {
+            p.stats.tx_packets += 1;
+            p.stats.tx_bytes += tenant_len;
+        } else {
+            p.stats.tx_errors += 1;
+        }
+    }
+
+    /// If `frame` is IPv4 with DF, or IPv6, answer its sender with the ICMP
+    /// error that says the tunnel leaves `room` bytes, out of the tenant
+    /// port it came in; returns whether it did.
+    fn send_icmp_too_big(&mut self, in_port: u32, frame: &PacketBuf<Vec<u8>>, room: usize) -> bool {
+        let Some(reply) = icmp_too_big(frame.data(), room as u16) else {
+            return false;
+        };
+        self.drop("too_big_icmp_sent");
+        let mut r = PacketBuf::new(vec![0u8; HEADROOM + reply.len()], HEADROOM);
+        let _ = r.extend(&reply);
+        if let Some(&pi) = self.by_ofport.get(&in_port) {
+            if matches!(self.ports[pi].io, Io::Tap(_)) {
+                self.output(in_port, in_port, &mut r, &TunnelSet::default());
+            }
+        }
+        true
+    }
+
     /// A frame too big for the tunnel: for IPv4 with DF and for IPv6, send
     /// the sender an ICMP "fragmentation needed" / "packet too big" with the
     /// MTU the tunnel leaves (`room`), from the original destination's
@@ -683,22 +941,12 @@ impl Node {
         room: usize,
         kind: TunnelKind,
     ) {
-        match icmp_too_big(frame.data(), room as u16) {
-            Some(reply) => {
-                self.drop("too_big_icmp_sent");
-                let mut r = PacketBuf::new(vec![0u8; HEADROOM + reply.len()], HEADROOM);
-                let _ = r.extend(&reply);
-                if let Some(&pi) = self.by_ofport.get(&in_port) {
-                    if matches!(self.ports[pi].io, Io::Tap(_)) {
-                        self.output(in_port, in_port, &mut r, &TunnelSet::default());
-                    }
-                }
-            }
-            None => self.drop(if kind == TunnelKind::Vxlan {
+        if !self.send_icmp_too_big(in_port, frame, room) {
+            self.drop(if kind == TunnelKind::Vxlan {
                 "too_big_vxlan"
             } else {
                 "too_big"
-            }),
+            });
         }
     }
 
@@ -733,6 +981,11 @@ impl Node {
         v.extend(self.socks.iter().map(|s| s.under.socket().as_raw_fd()));
         v
     }
+}
+
+/// The outer TCP header STT segments carry (no options).
+const fn tcp_len() -> usize {
+    20
 }
 
 trait IntoSocket {

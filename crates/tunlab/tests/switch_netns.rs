@@ -60,6 +60,11 @@ fn nvgre_ipv4_underlay() {
 }
 
 #[test]
+fn stt_ipv4_underlay() {
+    two_nodes("stt", false);
+}
+
+#[test]
 fn geneve_ipv6_underlay() {
     two_nodes("geneve", true);
 }
@@ -287,12 +292,12 @@ fn interop_with_kernel_vxlan() {
     assert!(!e1.contains("dropped malformed"), "{e1}");
 }
 
-/// Path MTU: the tenant's interface allows 1500 but VXLAN over a 1500
-/// underlay carries 1450 bytes of tenant IP. A DF packet of 1450 passes;
-/// one of 1451 is answered with ICMP fragmentation-needed (MTU 1450), and
-/// the tenant's kernel then knows the path MTU.
-#[test]
-fn too_big_gets_icmp_fragmentation_needed() {
+/// Path MTU: the tenant's interface allows 1500, but a tunnel over a 1500
+/// underlay carries `fits` bytes of tenant IP (VXLAN 1450). A DF packet of
+/// `fits` bytes passes; one of `fits + 1` is answered with ICMP
+/// fragmentation-needed (MTU `fits`), and the tenant's kernel then knows
+/// the path MTU.
+fn too_big_gets_icmp_fragmentation_needed(kind: &str, fits: usize) {
     use std::os::fd::AsRawFd;
     let l = lab();
     let big = |c: String| {
@@ -311,7 +316,7 @@ fn too_big_gets_icmp_fragmentation_needed() {
             "n1",
             l.ta.name(),
             "192.168.7.1",
-            "vxlan",
+            kind,
             "172.31.0.1",
             "172.31.0.2",
             6,
@@ -321,7 +326,7 @@ fn too_big_gets_icmp_fragmentation_needed() {
             "n2",
             l.tb.name(),
             "192.168.7.2",
-            "vxlan",
+            kind,
             "172.31.0.2",
             "172.31.0.1",
             6,
@@ -343,7 +348,7 @@ fn too_big_gets_icmp_fragmentation_needed() {
         sizes
     });
     std::thread::sleep(Duration::from_millis(100));
-    let mtu = in_ns(l.ta.name(), || {
+    let mtu = in_ns(l.ta.name(), move || {
         let s = UdpSocket::bind("192.168.7.1:0").unwrap();
         s.connect("192.168.7.2:7002").unwrap();
         let on: nix::libc::c_int = nix::libc::IP_PMTUDISC_DO;
@@ -358,9 +363,9 @@ fn too_big_gets_icmp_fragmentation_needed() {
             )
         };
         assert_eq!(r, 0);
-        s.send(&[1u8; 1450 - 28]).unwrap(); // 1450 bytes of IP: fits
+        s.send(&vec![1u8; fits - 28]).unwrap(); // fits
         std::thread::sleep(Duration::from_millis(200));
-        let _ = s.send(&[2u8; 1451 - 28]); // one byte too big
+        let _ = s.send(&vec![2u8; fits + 1 - 28]); // one byte too big
         std::thread::sleep(Duration::from_millis(500));
         let mut mtu: nix::libc::c_int = 0;
         let mut len: nix::libc::socklen_t = 4;
@@ -379,14 +384,47 @@ fn too_big_gets_icmp_fragmentation_needed() {
     .join()
     .unwrap();
     let sizes = receiver.join().unwrap();
-    assert_eq!(sizes, vec![1450 - 28], "only the packet that fits arrives");
     assert_eq!(
-        mtu, 1450,
-        "the tenant learned the path MTU from tunlab's ICMP"
+        sizes,
+        vec![fits - 28],
+        "{kind}: only the packet that fits arrives"
+    );
+    assert_eq!(
+        mtu, fits as i32,
+        "{kind}: the tenant learned the path MTU from tunlab's ICMP"
     );
     let e1 = s1.stop();
     s2.stop();
     assert!(e1.contains("dropped too_big_icmp_sent: 1"), "{e1}");
+}
+
+#[test]
+fn too_big_vxlan() {
+    // IPv4 20 + UDP 8 + VXLAN 8 + inner Ethernet 14.
+    too_big_gets_icmp_fragmentation_needed("vxlan", 1450);
+}
+
+#[test]
+fn too_big_geneve() {
+    // No options on these flows: as VXLAN.
+    too_big_gets_icmp_fragmentation_needed("geneve", 1450);
+}
+
+#[test]
+fn too_big_gre() {
+    // IPv4 20 + GRE with key 8 + inner Ethernet 14.
+    too_big_gets_icmp_fragmentation_needed("gre", 1458);
+}
+
+#[test]
+fn too_big_nvgre() {
+    too_big_gets_icmp_fragmentation_needed("nvgre", 1458);
+}
+
+#[test]
+fn too_big_stt() {
+    // IPv4 20 + TCP 20 + STT 18 + inner Ethernet 14.
+    too_big_gets_icmp_fragmentation_needed("stt", 1428);
 }
 
 /// Flows changed under load: iperf3 runs through the tunnel while rules
@@ -500,4 +538,96 @@ fn flows_changed_under_load() {
     );
     s1.stop();
     s2.stop();
+}
+
+/// STT's own segmentation: tenants with a 9000-byte MTU send 4000-byte UDP
+/// datagrams without DF; each leaves hv1 as one STT frame split into TCP
+/// segments that fit the 1500-byte underlay, and hv2 reassembles it into
+/// the whole tenant packet.
+#[test]
+fn stt_segments_frames_larger_than_the_underlay() {
+    let l = lab();
+    let jumbo = |c: String| {
+        c.replace(
+            "address = \"192.168.7.1/24\"",
+            "address = \"192.168.7.1/24\"\nmtu = 9000",
+        )
+        .replace(
+            "address = \"192.168.7.2/24\"",
+            "address = \"192.168.7.2/24\"\nmtu = 9000",
+        )
+    };
+    let (s1, s2) = start_pair(
+        &l,
+        &jumbo(node_config(
+            "n1",
+            l.ta.name(),
+            "192.168.7.1",
+            "stt",
+            "172.31.0.1",
+            "172.31.0.2",
+            6,
+            6,
+        )),
+        &jumbo(node_config(
+            "n2",
+            l.tb.name(),
+            "192.168.7.2",
+            "stt",
+            "172.31.0.2",
+            "172.31.0.1",
+            6,
+            6,
+        )),
+    );
+    assert!(
+        udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 6),
+        "small packets pass"
+    );
+    let receiver = in_ns(l.tb.name(), || {
+        let s = UdpSocket::bind("192.168.7.2:7003").unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 9000];
+        while let Ok(n) = s.recv(&mut buf) {
+            got.push(buf[..n].to_vec());
+        }
+        got
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    in_ns(l.ta.name(), || {
+        use std::os::fd::AsRawFd;
+        let s = UdpSocket::bind("192.168.7.1:0").unwrap();
+        // No DF (Linux sets it on UDP by default): the frame is the
+        // tunnel's to segment, not the sender's to shrink.
+        let dont: nix::libc::c_int = nix::libc::IP_PMTUDISC_DONT;
+        // SAFETY: setsockopt reads one c_int from `&dont` during the call.
+        let r = unsafe {
+            nix::libc::setsockopt(
+                s.as_raw_fd(),
+                nix::libc::IPPROTO_IP,
+                nix::libc::IP_MTU_DISCOVER,
+                (&dont as *const nix::libc::c_int).cast(),
+                4,
+            )
+        };
+        assert_eq!(r, 0);
+        for i in 0..5u8 {
+            let payload: Vec<u8> = (0..4000u32).map(|b| (b as u8) ^ i).collect();
+            s.send_to(&payload, "192.168.7.2:7003").unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    })
+    .join()
+    .unwrap();
+    let got = receiver.join().unwrap();
+    assert_eq!(got.len(), 5, "every 4000-byte datagram arrives whole");
+    for (i, g) in got.iter().enumerate() {
+        let want: Vec<u8> = (0..4000u32).map(|b| (b as u8) ^ i as u8).collect();
+        assert_eq!(g, &want, "datagram {i} reassembled byte for byte");
+    }
+    let e1 = s1.stop();
+    let e2 = s2.stop();
+    assert!(!e1.contains("too_big"), "segmented, not refused: {e1}");
+    assert!(!e2.contains("bad_stt_segment"), "{e2}");
 }

@@ -993,6 +993,64 @@ pub fn gre_header(
     Ok(r.emit(out))
 }
 
+/// One STT segment's outer TCP header, for a raw IP socket that adds the
+/// IP header itself: ports, the sequence field holding the STT frame's
+/// length and this segment's offset (§ 3.2), the frame's packet ID in the
+/// acknowledgement field (the same in every segment of a frame), PSH+ACK,
+/// and the checksum over this header and `payload` (the segment's part of
+/// the STT frame) under the pseudo-header of `src` and `dst`.
+#[allow(clippy::too_many_arguments)]
+pub fn stt_segment_header(
+    src: IpAddr,
+    dst: IpAddr,
+    src_port: u16,
+    dst_port: u16,
+    frame_len: usize,
+    offset: usize,
+    packet_id: u32,
+    payload: &[u8],
+) -> Result<[u8; tcp::HEADER_LEN]> {
+    if frame_len > stt::MAX_FRAME || offset + payload.len() > frame_len {
+        return Err(Error::invalid(
+            Layer::Stt,
+            "frame length",
+            0,
+            "segment past the frame, or frame over 65535 bytes",
+        ));
+    }
+    let mut h = [0u8; tcp::HEADER_LEN];
+    tcp::Repr {
+        src_port,
+        dst_port,
+        seq: stt::seq(frame_len as u16, offset as u16),
+        ack: packet_id,
+        flags: tcp::flags::PSH | tcp::flags::ACK,
+        window: u16::MAX,
+        urgent: 0,
+    }
+    .emit(&mut h);
+    let len = tcp::HEADER_LEN + payload.len();
+    let pseudo = match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            checksum::pseudo_v4(s.octets(), d.octets(), 6, len as u16)
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            checksum::pseudo_v6(s.octets(), d.octets(), 6, len as u32)
+        }
+        _ => {
+            return Err(Error::invalid(
+                Layer::Tcp,
+                "addresses",
+                0,
+                "source and destination of different IP families",
+            ))
+        }
+    };
+    let c = checksum::finish(checksum::sum(checksum::sum(pseudo, &h), payload));
+    put16(&mut h, 16, c);
+    Ok(h)
+}
+
 /// Decapsulate a whole IPv4 packet carrying GRE (as a raw socket delivers
 /// it): fill `meta` and return where the tenant frame starts. NVGRE's key
 /// is read as VSID and FlowID when `nvgre` (the receiving port says so).
@@ -1395,6 +1453,67 @@ mod tests {
     fn complete_partial(d: &mut [u8], start: usize, off: usize) {
         let c = checksum::finish(checksum::sum(0, &d[start..]));
         d[start + off..start + off + 2].copy_from_slice(&c.to_be_bytes());
+    }
+
+    /// Segments built for a raw socket, behind an IPv4 header as the
+    /// kernel writes it, decapsulate and reassemble into the frame.
+    #[test]
+    fn stt_raw_segments_reassemble() {
+        let (src, dst): (IpAddr, IpAddr) = (v4().0, v4().1);
+        let mut frame = vec![0u8; stt::HEADER_LEN];
+        stt::Repr {
+            context_id: 0xdead_beef_0042,
+            ..stt::Repr::default()
+        }
+        .emit(&mut frame);
+        frame.extend_from_slice(&tenant_frame(3000));
+        let mut r = stt::Reassembler::new(2);
+        let mut done = None;
+        for (off, len) in stt::segments(frame.len(), 1400) {
+            let part = &frame[off..off + len];
+            let h = stt_segment_header(src, dst, 50000, stt::TCP_PORT, frame.len(), off, 9, part)
+                .unwrap();
+            let mut pkt = vec![0u8; 14];
+            pkt[12] = 0x08;
+            let mut ip = [0u8; 20];
+            let IpAddr::V4(s4) = src else { unreachable!() };
+            let IpAddr::V4(d4) = dst else { unreachable!() };
+            ipv4::Repr {
+                src: s4,
+                dst: d4,
+                protocol: IpProtocol::Tcp,
+                payload_len: 20 + len,
+                tos: 0,
+                ident: 1,
+                dont_frag: true,
+                ttl: 64,
+            }
+            .emit(&mut ip);
+            pkt.extend_from_slice(&ip);
+            pkt.extend_from_slice(&h);
+            pkt.extend_from_slice(part);
+            let n = pkt.len();
+            let mut p = PacketBuf::with_range(pkt, 0, n).unwrap();
+            let mut m = TunnelMetadata::default();
+            match pop(&mut p, &PopConfig::default(), ovn_only, &mut m).unwrap() {
+                Decap::SttSegment { key, seq } => {
+                    if let stt::Reassembled::Complete(f) = r.push(key, seq, p.data(), 0).unwrap() {
+                        let hl = stt_frame(f, &mut m).unwrap();
+                        assert_eq!(m.tun_id, 0xdead_beef_0042);
+                        done = Some(f[hl..].to_vec());
+                    }
+                }
+                Decap::Frame => panic!("a 3018-byte frame in 1400-byte segments is not whole"),
+            }
+        }
+        assert_eq!(done.unwrap(), tenant_frame(3000));
+        // A frame that fits one segment is a whole frame.
+        let h = stt_segment_header(src, dst, 1, 2, 100, 0, 0, &frame[..100]).unwrap();
+        assert_eq!(
+            stt::split_seq(u32::from_be_bytes([h[4], h[5], h[6], h[7]])),
+            (100, 0)
+        );
+        assert!(stt_segment_header(src, dst, 1, 2, 100, 90, 0, &frame[..20]).is_err());
     }
 
     #[test]

@@ -4,10 +4,12 @@
 //! packet.
 
 pub mod netns;
+pub mod packet;
 pub mod rst_guard;
 pub mod tap;
 pub mod udp;
 
+pub use packet::PacketSocket;
 pub use rst_guard::RstGuard;
 pub use tap::{Tap, TapError, TapOptions};
 pub use udp::{RecvBatch, Underlay};

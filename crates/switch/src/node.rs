@@ -8,8 +8,9 @@
 //! Built so far: tenant TAP ports, Geneve/VXLAN tunnel ports over UDP
 //! sockets (IPv4 and IPv6 underlay), GRE/NVGRE ports over a raw IP socket
 //! (IPv4 underlay), STT ports over a raw TCP socket (IPv4 underlay; an
-//! nftables rule keeps the host's TCP from resetting STT segments). QinQ
-//! ports are refused at start with a message that says so.
+//! nftables rule keeps the host's TCP from resetting STT segments), and
+//! QinQ ports over a packet socket on an underlay interface (frames leave
+//! with the tags the flows pushed; only S-tagged frames come in).
 
 use crate::config::{Config, FromFlow, PortKind, TunnelPort};
 use std::collections::HashMap;
@@ -18,7 +19,7 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::time::Instant;
 use tunlab_dp::{extract, extract_tunnel, Classifier, FlowKey, Op, Pipeline, TlvMap, TunnelSet};
 use tunlab_netio::tap::{offload, VNET_HDR_LEN};
-use tunlab_netio::{netns, RecvBatch, RstGuard, Tap, TapOptions, Underlay};
+use tunlab_netio::{netns, PacketSocket, RecvBatch, RstGuard, Tap, TapOptions, Underlay};
 use tunlab_wire::geneve::{self, OptType, OptionRepr, OptionsBuf};
 use tunlab_wire::stt::{self, Reassembled, Reassembler};
 use tunlab_wire::tunnel::{self, Decap, PopConfig, TunnelKind, TunnelMetadata};
@@ -43,7 +44,12 @@ pub struct PortStats {
 
 enum Io {
     Tap(Tap),
-    Tunnel { cfg: TunnelPort, sock: usize },
+    /// 802.1ad on an underlay interface.
+    Qinq(PacketSocket),
+    Tunnel {
+        cfg: TunnelPort,
+        sock: usize,
+    },
 }
 
 struct PortState {
@@ -258,8 +264,10 @@ impl Node {
                         sock,
                     }
                 }
-                PortKind::QinQ { .. } => {
-                    return Err(perr("qinq ports are not built into the switch yet".into()))
+                PortKind::QinQ { underlay } => {
+                    Io::Qinq(PacketSocket::open(underlay).map_err(|e| {
+                        perr(format!("cannot open a packet socket on {underlay}: {e}"))
+                    })?)
                 }
             };
             node.by_ofport.insert(p.ofport, node.ports.len());
@@ -320,6 +328,7 @@ impl Node {
         self.ports.iter().map(|p| {
             let kind = match &p.io {
                 Io::Tap(_) => "tap",
+                Io::Qinq(_) => "qinq",
                 Io::Tunnel { cfg, .. } => cfg.kind.name(),
             };
             (p.name.as_str(), p.ofport, kind, p.stats)
@@ -338,8 +347,10 @@ impl Node {
         let ready: Vec<bool> = {
             let mut fds: Vec<PollFd> = Vec::with_capacity(self.ports.len() + self.socks.len() + 1);
             for p in &self.ports {
-                if let Io::Tap(t) = &p.io {
-                    fds.push(PollFd::new(t.as_fd(), PollFlags::POLLIN));
+                match &p.io {
+                    Io::Tap(t) => fds.push(PollFd::new(t.as_fd(), PollFlags::POLLIN)),
+                    Io::Qinq(q) => fds.push(PollFd::new(q.as_fd(), PollFlags::POLLIN)),
+                    Io::Tunnel { .. } => {}
                 }
             }
             for s in &self.socks {
@@ -362,11 +373,20 @@ impl Node {
         let mut n = 0;
         let mut i = 0;
         for pi in 0..self.ports.len() {
-            if matches!(self.ports[pi].io, Io::Tap(_)) {
-                if ready[i] {
-                    n += self.drain_tap(pi)?;
+            match self.ports[pi].io {
+                Io::Tap(_) => {
+                    if ready[i] {
+                        n += self.drain_tap(pi)?;
+                    }
+                    i += 1;
                 }
-                i += 1;
+                Io::Qinq(_) => {
+                    if ready[i] {
+                        n += self.drain_qinq(pi)?;
+                    }
+                    i += 1;
+                }
+                Io::Tunnel { .. } => {}
             }
         }
         for si in 0..self.socks.len() {
@@ -385,7 +405,7 @@ impl Node {
         while n < 64 {
             let got = match &self.ports[pi].io {
                 Io::Tap(t) => t.recv(&mut self.tap_buf)?,
-                Io::Tunnel { .. } => None,
+                _ => None,
             };
             let Some(len) = got else { break };
             n += 1;
@@ -420,6 +440,33 @@ impl Node {
             } else {
                 self.forward(ofport, &mut frame, false);
             }
+            self.frame = frame;
+        }
+        Ok(n)
+    }
+
+    /// Frames from a QinQ port's underlay interface: only those whose
+    /// outermost tag is an 802.1ad S-tag are the overlay's; the rest is the
+    /// host's own underlay traffic (ARP, IP) and is left alone.
+    fn drain_qinq(&mut self, pi: usize) -> std::io::Result<usize> {
+        let mut n = 0;
+        while n < 64 {
+            let got = match &self.ports[pi].io {
+                Io::Qinq(q) => q.recv(&mut self.tap_buf)?,
+                _ => None,
+            };
+            let Some(len) = got else { break };
+            n += 1;
+            if len < 18 || self.tap_buf[12..14] != [0x88, 0xa8] {
+                continue;
+            }
+            let ofport = self.ports[pi].ofport;
+            self.ports[pi].stats.rx_packets += 1;
+            self.ports[pi].stats.rx_bytes += len as u64;
+            let mut frame = std::mem::replace(&mut self.frame, PacketBuf::new(Vec::new(), 0));
+            frame.reset(HEADROOM);
+            let _ = frame.extend(&self.tap_buf[..len]);
+            self.forward(ofport, &mut frame, false);
             self.frame = frame;
         }
         Ok(n)
@@ -700,6 +747,14 @@ impl Node {
         let tlv = self.tlv;
         let p = &mut self.ports[pi];
         match &p.io {
+            Io::Qinq(q) => {
+                if q.send(frame.data()).is_ok() {
+                    p.stats.tx_packets += 1;
+                    p.stats.tx_bytes += frame.len() as u64;
+                } else {
+                    p.stats.tx_errors += 1;
+                }
+            }
             Io::Tap(t) => {
                 let len = frame.len();
                 let hint = partial_checksum(frame.data());
@@ -975,6 +1030,7 @@ impl Node {
             .iter()
             .filter_map(|p| match &p.io {
                 Io::Tap(t) => Some(t.as_fd().as_raw_fd()),
+                Io::Qinq(q) => Some(q.as_fd().as_raw_fd()),
                 Io::Tunnel { .. } => None,
             })
             .collect();
@@ -1000,10 +1056,14 @@ impl IntoSocket for IpAddr {
 
 /// The default tenant MTU: the underlay MTU minus the largest tunnel
 /// overhead among the node's tunnel ports (outer IP, UDP and tunnel header,
-/// plus the inner Ethernet header the tenant MTU does not count).
+/// plus the inner Ethernet header the tenant MTU does not count; for QinQ
+/// the 4-byte S-tag, which a packet socket does not let past the MTU).
 pub fn default_tenant_mtu(cfg: &Config) -> u16 {
     let mut worst = 0usize;
     for p in &cfg.ports {
+        if let PortKind::QinQ { .. } = &p.kind {
+            worst = worst.max(vlan::TAG_LEN);
+        }
         if let PortKind::Tunnel(t) = &p.kind {
             let ip = if t.local_ip.is_ipv4() { 20 } else { 40 };
             let hdr = match t.kind {

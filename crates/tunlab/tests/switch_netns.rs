@@ -631,3 +631,116 @@ fn stt_segments_frames_larger_than_the_underlay() {
     assert!(!e1.contains("too_big"), "segmented, not refused: {e1}");
     assert!(!e2.contains("bad_stt_segment"), "{e2}");
 }
+
+/// One node of the QinQ article's lab: its flows exactly as printed there
+/// (port 1 the underlay, ports 2 and 6 the tenants; S-VLAN 1 and 5), with
+/// the two tenants' taps in one namespace on two subnets.
+fn qinq_article_node(name: &str, tenant_ns: &str, host: u8, underlay: &str) -> String {
+    format!(
+        r#"
+[switch]
+name = "{name}"
+flows = [
+  "in_port=1,dl_vlan=1 action=pop_vlan,output:2",
+  "in_port=2 action=push_vlan:0x88a8,mod_vlan_vid:1,output:1",
+  "in_port=1,dl_vlan=5 action=pop_vlan,output:6",
+  "in_port=6 action=push_vlan:0x88a8,mod_vlan_vid:5,output:1",
+]
+
+[[port]]
+name = "up-{name}"
+ofport = 1
+type = "qinq"
+underlay = "{underlay}"
+
+[[port]]
+name = "tap-{name}"
+ofport = 2
+type = "tap"
+netns = "{tenant_ns}"
+address = "192.168.7.{host}/24"
+
+[[port]]
+name = "tap5-{name}"
+ofport = 6
+type = "tap"
+netns = "{tenant_ns}"
+address = "192.168.8.{host}/24"
+"#
+    )
+}
+
+/// The QinQ article's flows, loaded verbatim, carry UDP and TCP both ways
+/// on S-VLAN 1 and on S-VLAN 5; frames on the wire carry the 802.1ad tag.
+#[test]
+fn qinq_article_flows_carry_traffic() {
+    let l = lab();
+    let (s1, s2) = start_pair(
+        &l,
+        &qinq_article_node("n1", l.ta.name(), 1, &l.u1),
+        &qinq_article_node("n2", l.tb.name(), 2, &l.u2),
+    );
+    wait_for_tap(&l.ta, "tap5-n1");
+    wait_for_tap(&l.tb, "tap5-n2");
+    // Watch the underlay for the S-tags while the tenants talk.
+    let cap = l.dir.join("underlay.pcap");
+    let mut dump = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            l.hv2.name(),
+            "tshark",
+            "-q",
+            "-i",
+            &l.u2,
+            "-w",
+        ])
+        .arg(&cap)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    traffic_both_ways(&l, "qinq S-VLAN 1");
+    assert!(
+        udp_echo(&l.ta, &l.tb, "192.168.8.2", 10, 6),
+        "S-VLAN 5 a->b"
+    );
+    assert!(
+        udp_echo(&l.tb, &l.ta, "192.168.8.1", 10, 6),
+        "S-VLAN 5 b->a"
+    );
+    let (s, r) = tcp_transfer(&l.ta, &l.tb, "192.168.8.2");
+    assert_eq!(s, r, "S-VLAN 5 TCP bytes differ");
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = Command::new("kill")
+        .args(["-INT", &dump.id().to_string()])
+        .status();
+    let _ = dump.wait();
+    let out = Command::new("tshark")
+        .args(["-r"])
+        .arg(&cap)
+        .args([
+            "-T",
+            "fields",
+            "-e",
+            "eth.type",
+            "-e",
+            "ieee8021ad.id",
+            "-Y",
+            "ieee8021ad",
+        ])
+        .output()
+        .unwrap();
+    let fields = String::from_utf8_lossy(&out.stdout);
+    for vid in [1, 5] {
+        assert!(
+            fields.lines().any(|l| l == format!("0x88a8\t{vid}")),
+            "S-VLAN {vid} frames on the wire: {fields:.300}"
+        );
+    }
+    let e1 = s1.stop();
+    let e2 = s2.stop();
+    assert!(e1.contains("port 1 up-n1 (qinq): rx "), "{e1}");
+    assert!(e2.contains("port 6 tap5-n2 (tap): rx "), "{e2}");
+}

@@ -71,7 +71,8 @@ pub struct Lab {
     pub tb: Netns,
     pub hv1: Netns,
     pub hv2: Netns,
-    /// The underlay veth end in hv2.
+    /// The underlay veth ends in hv1 and hv2.
+    pub u1: String,
     pub u2: String,
     pub dir: std::path::PathBuf,
 }
@@ -115,6 +116,7 @@ pub fn lab() -> Lab {
         tb,
         hv1,
         hv2,
+        u1,
         u2,
         dir,
     }

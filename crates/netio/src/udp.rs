@@ -8,7 +8,7 @@
 use nix::libc;
 use std::io;
 use std::mem::{size_of, zeroed};
-use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
+use std::net::{IpAddr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
 use std::os::fd::AsRawFd;
 
 /// The largest datagram the kernel coalesces with GRO.
@@ -24,12 +24,15 @@ pub struct RecvBatch {
     bufs: Vec<Box<[u8]>>,
     iov: Vec<libc::iovec>,
     addrs: Vec<libc::sockaddr_storage>,
-    ctrl: Vec<[u64; 8]>,
+    ctrl: Vec<[u64; 12]>,
     hdrs: Vec<libc::mmsghdr>,
     /// Per received message: bytes, and the GRO segment size (0 if the
     /// buffer holds one datagram).
     lens: Vec<usize>,
     strides: Vec<u16>,
+    /// Per received message: the address it was sent to, on sockets bound
+    /// to the wildcard address (IP_PKTINFO); `None` otherwise.
+    dsts: Vec<Option<IpAddr>>,
     n: usize,
 }
 
@@ -60,11 +63,12 @@ impl RecvBatch {
             iov: (0..slots).map(|_| unsafe { zeroed() }).collect(),
             // SAFETY: as above.
             addrs: (0..slots).map(|_| unsafe { zeroed() }).collect(),
-            ctrl: vec![[0u64; 8]; slots],
+            ctrl: vec![[0u64; 12]; slots],
             // SAFETY: as above.
             hdrs: (0..slots).map(|_| unsafe { zeroed() }).collect(),
             lens: vec![0; slots],
             strides: vec![0; slots],
+            dsts: vec![None; slots],
             n: 0,
         };
         for i in 0..slots {
@@ -93,6 +97,15 @@ impl RecvBatch {
             self.strides[i],
             sockaddr_to_std(&self.addrs[i]),
         ))
+    }
+
+    /// The local address message `i` was sent to, if the socket is bound
+    /// to the wildcard address (the tunnel's `tun_dst` on receive).
+    pub fn dst(&self, i: usize) -> Option<IpAddr> {
+        if i >= self.n {
+            return None;
+        }
+        self.dsts[i]
     }
 
     /// Mutable access to message `i`'s buffer, e.g. to decapsulate in place.
@@ -206,6 +219,27 @@ impl Underlay {
                 return Err(io::Error::last_os_error());
             }
         }
+        if local.ip().is_unspecified() {
+            // Bound to every address: ask which one each datagram was for.
+            let (level, opt) = if local.is_ipv6() {
+                (libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO)
+            } else {
+                (libc::IPPROTO_IP, libc::IP_PKTINFO)
+            };
+            // SAFETY: as above, one c_int read from `&on`.
+            let r = unsafe {
+                libc::setsockopt(
+                    sock.as_raw_fd(),
+                    level,
+                    opt,
+                    (&on as *const libc::c_int).cast(),
+                    size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            if r != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
         Ok(Underlay {
             sock,
             gro,
@@ -299,7 +333,7 @@ impl Underlay {
             b.hdrs[i].msg_hdr.msg_iov = &mut b.iov[i];
             b.hdrs[i].msg_hdr.msg_iovlen = 1;
             b.hdrs[i].msg_hdr.msg_control = b.ctrl[i].as_mut_ptr().cast();
-            b.hdrs[i].msg_hdr.msg_controllen = size_of::<[u64; 8]>() as _;
+            b.hdrs[i].msg_hdr.msg_controllen = size_of::<[u64; 12]>() as _;
             b.hdrs[i].msg_hdr.msg_flags = 0;
             b.hdrs[i].msg_len = 0;
         }
@@ -324,7 +358,7 @@ impl Underlay {
         };
         for i in 0..n {
             b.lens[i] = b.hdrs[i].msg_len as usize;
-            b.strides[i] = gro_stride(&b.hdrs[i].msg_hdr);
+            (b.strides[i], b.dsts[i]) = control_messages(&b.hdrs[i].msg_hdr);
         }
         b.n = n;
         Ok(n)
@@ -375,21 +409,35 @@ impl Underlay {
     }
 }
 
-/// The UDP_GRO control message's segment size, if present.
-fn gro_stride(h: &libc::msghdr) -> u16 {
+/// What the control messages say: the UDP_GRO segment size (0 if none)
+/// and the IP_PKTINFO / IPV6_PKTINFO destination address, if present.
+fn control_messages(h: &libc::msghdr) -> (u16, Option<IpAddr>) {
+    let (mut stride, mut dst) = (0, None);
     // SAFETY: `h` was filled by recvmmsg; the CMSG_* macros walk its
-    // control buffer within `msg_controllen` as the kernel wrote it.
+    // control buffer within `msg_controllen` as the kernel wrote it, and
+    // each payload is read unaligned as the type its level and type say.
     unsafe {
         let mut c = libc::CMSG_FIRSTHDR(h);
         while !c.is_null() {
-            if (*c).cmsg_level == SOL_UDP && (*c).cmsg_type == UDP_GRO {
-                let v = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>());
-                return v as u16;
+            let data = libc::CMSG_DATA(c);
+            match ((*c).cmsg_level, (*c).cmsg_type) {
+                (SOL_UDP, UDP_GRO) => {
+                    stride = std::ptr::read_unaligned(data.cast::<libc::c_int>()) as u16;
+                }
+                (libc::IPPROTO_IP, libc::IP_PKTINFO) => {
+                    let pi = std::ptr::read_unaligned(data.cast::<libc::in_pktinfo>());
+                    dst = Some(IpAddr::V4(u32::from_be(pi.ipi_addr.s_addr).into()));
+                }
+                (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO) => {
+                    let pi = std::ptr::read_unaligned(data.cast::<libc::in6_pktinfo>());
+                    dst = Some(IpAddr::V6(pi.ipi6_addr.s6_addr.into()));
+                }
+                _ => {}
             }
             c = libc::CMSG_NXTHDR(h, c);
         }
     }
-    0
+    (stride, dst)
 }
 
 /// The one place EINTR is retried.
@@ -441,5 +489,23 @@ mod tests {
         }
         assert_eq!(got, payloads);
         assert_eq!(rx.recv_batch(&mut b).unwrap(), 0);
+    }
+
+    /// A socket bound to the wildcard address learns each datagram's
+    /// destination; one bound to an address does not need to.
+    #[test]
+    fn wildcard_socket_reports_destination() {
+        let rx = Underlay::bind("0.0.0.0:0".parse().unwrap()).unwrap();
+        let port = rx.local_addr().unwrap().port();
+        let tx = Underlay::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let to: SocketAddr = format!("127.0.0.3:{port}").parse().unwrap();
+        assert_eq!(tx.send_batch(&[(&b"x"[..], to)]).unwrap(), 1);
+        let mut b = RecvBatch::new(4, 2048);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while rx.recv_batch(&mut b).unwrap() == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(b.dst(0), Some("127.0.0.3".parse().unwrap()));
+        assert_eq!(b.get(0).unwrap().0, b"x");
     }
 }

@@ -19,7 +19,8 @@
 //! name = "gnv0"
 //! ofport = 10
 //! type = "geneve"      # geneve | vxlan | gre | nvgre | stt | qinq
-//! local_ip = "172.16.0.1"
+//! local_ip = "172.16.0.1"    # or "0.0.0.0" / "::": every address of the host,
+//!                            # each packet's own becomes its tun_dst
 //! remote_ip = "172.16.0.2"   # or "flow": set_field:IP->tun_dst decides
 //! key = 6              # VNI/key, or "flow"
 //! csum = true

@@ -492,6 +492,11 @@ impl Node {
                 continue;
             };
             let Some(from) = from else { continue };
+            // On a wildcard-bound socket, the address it was sent to.
+            let local = match self.socks[si].rx.dst(m) {
+                Some(ip) => SocketAddr::new(ip, local.port()),
+                None => local,
+            };
             let stride = if stride == 0 {
                 data.len()
             } else {

@@ -107,6 +107,44 @@ fn wrong_vni_is_dropped_and_counted() {
     );
 }
 
+/// A packet from an outer source that no tunnel port expects is dropped
+/// and counted, whatever its VNI: n2 expects its peer at 172.31.0.9.
+#[test]
+fn unknown_remote_is_dropped_and_counted() {
+    let l = lab();
+    let (s1, s2) = start_pair(
+        &l,
+        &node_config(
+            "n1",
+            l.ta.name(),
+            "192.168.7.1",
+            "vxlan",
+            "172.31.0.1",
+            "172.31.0.2",
+            6,
+            6,
+        ),
+        &node_config(
+            "n2",
+            l.tb.name(),
+            "192.168.7.2",
+            "vxlan",
+            "172.31.0.2",
+            "172.31.0.9",
+            6,
+            6,
+        ),
+    );
+    assert!(!udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 4));
+    let _ = s1.stop();
+    let e2 = s2.stop();
+    assert!(e2.contains("dropped unknown_remote: "), "{e2}");
+    assert!(
+        e2.contains("port 1 tap-n2 (tap): rx ") && e2.contains(", tx 0 pkts 0 bytes"),
+        "{e2}"
+    );
+}
+
 #[test]
 fn flows_change_at_run_time_through_ctl() {
     let l = lab();
@@ -743,4 +781,124 @@ fn qinq_article_flows_carry_traffic() {
     let e2 = s2.stop();
     assert!(e1.contains("port 1 up-n1 (qinq): rx "), "{e1}");
     assert!(e2.contains("port 6 tap5-n2 (tap): rx "), "{e2}");
+}
+
+/// One node of the QinQ article's VXLAN/Geneve lab: tunnel port 1 takes
+/// its destination from the flow, and the host has two underlay addresses,
+/// one per tunnel. Host A's flows are the article's, verbatim; host B's are
+/// their mirror image.
+fn tun_dst_article_node(
+    name: &str,
+    kind: &str,
+    tenant_ns: &str,
+    host: u8,
+    flows: [&str; 4],
+) -> String {
+    format!(
+        r#"
+[switch]
+name = "{name}"
+flows = ["{}", "{}", "{}", "{}"]
+
+[[port]]
+name = "t-{name}"
+ofport = 1
+type = "{kind}"
+local_ip = "0.0.0.0"
+remote_ip = "flow"
+
+[[port]]
+name = "tap-{name}"
+ofport = 2
+type = "tap"
+netns = "{tenant_ns}"
+address = "192.168.7.{host}/24"
+
+[[port]]
+name = "tap5-{name}"
+ofport = 6
+type = "tap"
+netns = "{tenant_ns}"
+address = "192.168.8.{host}/24"
+"#,
+        flows[0], flows[1], flows[2], flows[3]
+    )
+}
+
+/// `n_packets` of the flow whose dump line contains `m`.
+fn flow_packets(dump: &str, m: &str) -> u64 {
+    let line = dump
+        .lines()
+        .find(|l| l.contains(m))
+        .unwrap_or_else(|| panic!("no flow with {m} in {dump}"));
+    let at = line.find("n_packets=").unwrap() + "n_packets=".len();
+    line[at..].split(',').next().unwrap().parse().unwrap()
+}
+
+fn tun_dst_article_flows(kind: &str) {
+    let l = lab();
+    for (ns, dev, a) in [
+        (&l.hv1, &l.u1, ["10.222.0.1/24", "10.222.0.5/24"]),
+        (&l.hv2, &l.u2, ["10.222.0.6/24", "10.222.0.10/24"]),
+    ] {
+        for a in a {
+            ns.ip(&["addr", "add", a, "dev", dev]).unwrap();
+        }
+    }
+    let (c1, c2) = (l.dir.join("n1.ctl"), l.dir.join("n2.ctl"));
+    let a = [
+        "in_port=1,tun_dst=10.222.0.1 action=output:2",
+        "in_port=2 action=set_field:10.222.0.6->tun_dst,output:1",
+        "in_port=1,tun_dst=10.222.0.5 action=output:6",
+        "in_port=6 action=set_field:10.222.0.10->tun_dst,output:1",
+    ];
+    let b = [
+        "in_port=1,tun_dst=10.222.0.6 action=output:2",
+        "in_port=2 action=set_field:10.222.0.1->tun_dst,output:1",
+        "in_port=1,tun_dst=10.222.0.10 action=output:6",
+        "in_port=6 action=set_field:10.222.0.5->tun_dst,output:1",
+    ];
+    let (s1, s2) = start_pair(
+        &l,
+        &with_ctl(&tun_dst_article_node("n1", kind, l.ta.name(), 1, a), &c1),
+        &with_ctl(&tun_dst_article_node("n2", kind, l.tb.name(), 2, b), &c2),
+    );
+    wait_for_tap(&l.ta, "tap5-n1");
+    wait_for_tap(&l.tb, "tap5-n2");
+    traffic_both_ways(&l, &format!("{kind} tunnel 10.222.0.1 <-> .6"));
+    let (ok, d2, e) = ctl(&c2, &["dump-flows"]);
+    assert!(ok, "{e}");
+    let before = flow_packets(&d2, "tun_dst=10.222.0.10");
+    assert!(
+        udp_echo(&l.ta, &l.tb, "192.168.8.2", 10, 6),
+        "{kind}: second tunnel a->b"
+    );
+    assert!(
+        udp_echo(&l.tb, &l.ta, "192.168.8.1", 10, 6),
+        "{kind}: second tunnel b->a"
+    );
+    // Each tenant's packets arrived on its own tunnel address and were
+    // steered by it: the rule for the first address saw the first run, the
+    // rule for the second address the second.
+    let (_, d1, _) = ctl(&c1, &["dump-flows"]);
+    let (_, d2, _) = ctl(&c2, &["dump-flows"]);
+    assert!(flow_packets(&d2, "tun_dst=10.222.0.6") > 0, "{d2}");
+    assert!(
+        flow_packets(&d2, "tun_dst=10.222.0.10") >= before + 10,
+        "{d2}"
+    );
+    assert!(flow_packets(&d1, "tun_dst=10.222.0.1") > 0, "{d1}");
+    assert!(flow_packets(&d1, "tun_dst=10.222.0.5") >= 10, "{d1}");
+    s1.stop();
+    s2.stop();
+}
+
+#[test]
+fn tun_dst_article_flows_vxlan() {
+    tun_dst_article_flows("vxlan");
+}
+
+#[test]
+fn tun_dst_article_flows_geneve() {
+    tun_dst_article_flows("geneve");
 }

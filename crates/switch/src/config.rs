@@ -183,6 +183,11 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
         file: file.to_string(),
         msg: e.to_string(),
     })?;
+    check(raw, file)
+}
+
+/// Check a configuration as read.
+fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
     let mut ports = Vec::new();
     for p in &raw.port {
         let perr = |field: &'static str, msg: String| ConfigError::Port {
@@ -352,9 +357,95 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
     Ok(cfg)
 }
 
+/// One port from `tunlab ctl add-port NAME KEY=VALUE...`, with the keys
+/// of a `[[port]]` table (`ofport=3 type=vxlan local_ip=... key=flow`),
+/// checked exactly as the configuration file's ports are. Errors name the
+/// port and the field.
+pub fn parse_port_args(args: &str) -> Result<Port, ConfigError> {
+    const WHERE: &str = "add-port";
+    let syntax = |msg: String| ConfigError::Syntax {
+        file: WHERE.into(),
+        msg,
+    };
+    let mut words = args.split_whitespace();
+    let name = words
+        .next()
+        .ok_or_else(|| syntax("give the port's name, then KEY=VALUE settings".into()))?;
+    let mut port = toml::Table::new();
+    port.insert("name".into(), toml::Value::String(name.into()));
+    for kv in words {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| syntax(format!("'{kv}' is not KEY=VALUE")))?;
+        let v = if let Ok(n) = v.parse::<i64>() {
+            toml::Value::Integer(n)
+        } else if let Ok(b) = v.parse::<bool>() {
+            toml::Value::Boolean(b)
+        } else {
+            toml::Value::String(v.into())
+        };
+        if port.insert(k.into(), v).is_some() {
+            return Err(syntax(format!("'{k}' is given twice")));
+        }
+    }
+    let mut switch = toml::Table::new();
+    switch.insert("name".into(), toml::Value::String("ctl".into()));
+    let mut doc = toml::Table::new();
+    doc.insert("switch".into(), toml::Value::Table(switch));
+    doc.insert(
+        "port".into(),
+        toml::Value::Array(vec![toml::Value::Table(port)]),
+    );
+    let raw: RawFile = toml::Value::Table(doc)
+        .try_into()
+        .map_err(|e: toml::de::Error| syntax(e.message().to_string()))?;
+    check(raw, WHERE)?
+        .ports
+        .pop()
+        .ok_or_else(|| syntax("no port".into()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn add_port_arguments() {
+        let p = parse_port_args(
+            "vx9 ofport=9 type=vxlan local_ip=10.0.0.1 remote_ip=flow key=flow csum=true",
+        )
+        .unwrap();
+        assert_eq!(p.ofport, 9);
+        let PortKind::Tunnel(t) = p.kind else {
+            panic!("tunnel")
+        };
+        assert_eq!(
+            (t.kind, t.remote_ip, t.key, t.csum),
+            (TunnelKind::Vxlan, FromFlow::Flow, FromFlow::Flow, true)
+        );
+        let e = parse_port_args(
+            "vx9 ofport=9 type=vxlan local_ip=10.0.0.1 remote_ip=10.0.0.2 key=99999999",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("port 'vx9': key: 99999999"), "{e}");
+        let e = parse_port_args("vx9 ofport=9 type=vxlan bogus=1").unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+        assert!(parse_port_args("vx9 ofport")
+            .unwrap_err()
+            .to_string()
+            .contains("'ofport' is not KEY=VALUE"));
+        assert!(parse_port_args("").is_err());
+        let p =
+            parse_port_args("tap-x ofport=3 type=tap netns=ns1 address=192.168.1.1/24 mtu=1400")
+                .unwrap();
+        assert!(matches!(
+            p.kind,
+            PortKind::Tap {
+                mtu: Some(1400),
+                ..
+            }
+        ));
+    }
 
     const GOOD: &str = r#"
 [switch]

@@ -2,12 +2,13 @@
 //! socket (mode 0600), one request line, one reply, in the spirit of
 //! ovs-ofctl / ovs-appctl.
 //!
-//! Requests: `show`, `dump-flows`, `add-flow RULE`, `del-flows [MATCH]`,
-//! `del-flows --strict RULE-MATCH`, `stats`. A reply starts with `OK` or
-//! `ERROR` on its own line; a rejected rule leaves the node's rules as they
-//! were.
+//! Requests: `show`, `add-port NAME KEY=VALUE...` (the keys of a
+//! `[[port]]` table), `del-port NAME`, `dump-flows`, `add-flow RULE`,
+//! `del-flows [MATCH]`, `del-flows --strict RULE-MATCH`, `stats`. A reply
+//! starts with `OK` or `ERROR` on its own line; a rejected rule or port
+//! leaves the node as it was.
 
-use crate::config::PortMap;
+use crate::config::parse_port_args;
 use crate::node::Node;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -52,9 +53,9 @@ impl CtlServer {
     }
 
     /// Serve every waiting client (each sends one request line).
-    pub fn serve(&self, node: &mut Node, names: &PortMap) {
+    pub fn serve(&self, node: &mut Node) {
         while let Ok((stream, _)) = self.listener.accept() {
-            let _ = serve_one(stream, node, names);
+            let _ = serve_one(stream, node);
         }
     }
 }
@@ -65,14 +66,14 @@ impl Drop for CtlServer {
     }
 }
 
-fn serve_one(stream: UnixStream, node: &mut Node, names: &PortMap) -> std::io::Result<()> {
+fn serve_one(stream: UnixStream, node: &mut Node) -> std::io::Result<()> {
     // A client gets a short while to send its line; the datapath waits for
     // no one longer than that.
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(Duration::from_millis(200)))?;
     let mut line = String::new();
     BufReader::new(&stream).read_line(&mut line)?;
-    let reply = match handle(line.trim(), node, names) {
+    let reply = match handle(line.trim(), node) {
         Ok(text) => format!("OK\n{text}"),
         Err(text) => format!("ERROR\n{text}\n"),
     };
@@ -80,10 +81,20 @@ fn serve_one(stream: UnixStream, node: &mut Node, names: &PortMap) -> std::io::R
 }
 
 /// Carry out one request; the text of the reply.
-pub fn handle(req: &str, node: &mut Node, names: &PortMap) -> Result<String, String> {
+pub fn handle(req: &str, node: &mut Node) -> Result<String, String> {
     let (cmd, arg) = req.split_once(char::is_whitespace).unwrap_or((req, ""));
     let arg = arg.trim();
+    let names = &node.port_map();
     match cmd {
+        "add-port" => {
+            let port = parse_port_args(arg).map_err(|e| e.to_string())?;
+            node.add_port(&port).map_err(|e| e.to_string())?;
+            Ok(String::new())
+        }
+        "del-port" => {
+            node.remove_port(arg)?;
+            Ok(String::new())
+        }
         "show" => {
             let mut s = format!("node {}\n", node.name);
             for (name, ofport, kind, _) in node.ports() {
@@ -157,10 +168,10 @@ pub fn handle(req: &str, node: &mut Node, names: &PortMap) -> Result<String, Str
             Ok(s)
         }
         "" => {
-            Err("empty request (show, dump-flows, add-flow RULE, del-flows [MATCH], stats)".into())
+            Err("empty request (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE, del-flows [MATCH], stats)".into())
         }
         other => Err(format!(
-            "unknown request '{other}' (show, dump-flows, add-flow RULE, del-flows [MATCH], stats)"
+            "unknown request '{other}' (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE, del-flows [MATCH], stats)"
         )),
     }
 }

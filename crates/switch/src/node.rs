@@ -12,7 +12,7 @@
 //! QinQ ports over a packet socket on an underlay interface (frames leave
 //! with the tags the flows pushed; only S-tagged frames come in).
 
-use crate::config::{Config, FromFlow, PortKind, TunnelPort};
+use crate::config::{Config, FromFlow, Port, PortKind, PortMap, TunnelPort};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd};
@@ -104,6 +104,8 @@ pub struct Node {
     stt_packet_id: u32,
     stt_seg: Vec<u8>,
     rst_guards: Vec<RstGuard>,
+    /// The ports' configuration, for the default tenant MTU.
+    port_cfgs: Vec<Port>,
 }
 
 impl std::fmt::Debug for Node {
@@ -138,150 +140,220 @@ impl Node {
             stt_packet_id: 0,
             stt_seg: Vec::with_capacity(FRAME_MAX),
             rst_guards: Vec::new(),
+            port_cfgs: Vec::new(),
         };
+        node.port_cfgs = cfg.ports.clone();
         for p in &cfg.ports {
-            let perr = |msg: String| StartError::Port {
-                port: p.name.clone(),
-                msg,
-            };
-            let io = match &p.kind {
-                PortKind::Tap {
-                    netns: ns,
-                    address,
-                    mtu,
-                } => {
-                    // Checksum offload only: the kernel completes segmentation
-                    // before the TAP, so no super-frames reach this loop yet.
-                    let opts = TapOptions {
-                        vnet_hdr: true,
-                        multi_queue: false,
-                        offload: offload::CSUM,
-                    };
-                    let tap = Tap::open(&p.name, opts).map_err(|e| perr(e.to_string()))?;
-                    let tunnel_mtu = default_tenant_mtu(cfg);
-                    let mtu = mtu.unwrap_or(tunnel_mtu).to_string();
-                    let ip = |args: &[&str]| -> Result<(), StartError> {
-                        let r = match ns {
-                            Some(n) => netns::ip(n, args),
-                            None => netns::run(&[&["ip"][..], args].concat()),
-                        };
-                        r.map(|_| ()).map_err(|e| perr(e.to_string()))
-                    };
-                    if let Some(n) = ns {
-                        netns::run(&["ip", "link", "set", &p.name, "netns", n])
-                            .map_err(|e| perr(e.to_string()))?;
-                    }
-                    ip(&["link", "set", &p.name, "mtu", &mtu])?;
-                    if let Some(a) = address {
-                        ip(&["addr", "add", a, "dev", &p.name])?;
-                    }
-                    ip(&["link", "set", &p.name, "up"])?;
-                    Io::Tap(tap)
-                }
-                PortKind::Tunnel(t) if matches!(t.kind, TunnelKind::Geneve | TunnelKind::Vxlan) => {
-                    let local = SocketAddr::new(t.local_ip, t.dst_port);
-                    let sock = match node.socks.iter().position(|s| s.local == local) {
-                        Some(i) if node.socks[i].kind == t.kind && node.socks[i].csum == t.csum => i,
-                        Some(i) if node.socks[i].kind == t.kind => {
-                            return Err(perr(format!("{local} is shared with a port whose csum setting differs; one UDP socket has one setting")))
-                        }
-                        Some(i) => {
-                            return Err(perr(format!(
-                                "{local} already carries {}; one UDP port carries one tunnel type",
-                                node.socks[i].kind.name()
-                            )))
-                        }
-                        None => {
-                            let under = Underlay::bind(local).map_err(|e| perr(format!("cannot bind {local}: {e}")))?;
-                            under
-                                .set_tx_checksum(t.csum)
-                                .map_err(|e| perr(format!("cannot set the outer UDP checksum {}: {e}", if t.csum { "on" } else { "off" })))?;
-                            node.add_socket(t.kind, t.csum, local, under)
-                        }
-                    };
-                    Io::Tunnel {
-                        cfg: t.clone(),
-                        sock,
-                    }
-                }
-                PortKind::Tunnel(t) if matches!(t.kind, TunnelKind::Gre | TunnelKind::Nvgre) => {
-                    let IpAddr::V4(local4) = t.local_ip else {
-                        return Err(perr(
-                            "GRE over an IPv6 underlay is not built yet; use an IPv4 local_ip"
-                                .into(),
-                        ));
-                    };
-                    // One raw socket for IP protocol 47 per local address,
-                    // shared by GRE and NVGRE ports.
-                    let local = SocketAddr::new(t.local_ip, 0);
-                    let sock = match node
-                        .socks
-                        .iter()
-                        .position(|s| s.local == local && s.kind == TunnelKind::Gre)
-                    {
-                        Some(i) => i,
-                        None => {
-                            let under = Underlay::raw_ipv4(local4, 47).map_err(|e| {
-                                perr(format!("cannot open a raw GRE socket on {local4}: {e}"))
-                            })?;
-                            node.add_socket(TunnelKind::Gre, false, local, under)
-                        }
-                    };
-                    Io::Tunnel {
-                        cfg: t.clone(),
-                        sock,
-                    }
-                }
-                PortKind::Tunnel(t) => {
-                    // STT: a raw TCP socket per local address and port.
-                    let IpAddr::V4(local4) = t.local_ip else {
-                        return Err(perr(
-                            "STT over an IPv6 underlay is not built yet; use an IPv4 local_ip"
-                                .into(),
-                        ));
-                    };
-                    let local = SocketAddr::new(t.local_ip, t.dst_port);
-                    let sock = match node
-                        .socks
-                        .iter()
-                        .position(|s| s.local == local && s.kind == TunnelKind::Stt)
-                    {
-                        Some(i) => i,
-                        None => {
-                            let guard = RstGuard::install(&node.name, t.dst_port)
-                                .map_err(|e| perr(e.to_string()))?;
-                            node.rst_guards.push(guard);
-                            let under = Underlay::raw_ipv4(local4, 6).map_err(|e| {
-                                perr(format!("cannot open a raw TCP socket on {local4}: {e}"))
-                            })?;
-                            node.stt_reasm
-                                .get_or_insert_with(|| Reassembler::new(STT_REASM_SLOTS));
-                            node.add_socket(TunnelKind::Stt, true, local, under)
-                        }
-                    };
-                    Io::Tunnel {
-                        cfg: t.clone(),
-                        sock,
-                    }
-                }
-                PortKind::QinQ { underlay } => {
-                    Io::Qinq(PacketSocket::open(underlay).map_err(|e| {
-                        perr(format!("cannot open a packet socket on {underlay}: {e}"))
-                    })?)
-                }
-            };
-            node.by_ofport.insert(p.ofport, node.ports.len());
-            node.ports.push(PortState {
-                name: p.name.clone(),
-                ofport: p.ofport,
-                io,
-                stats: PortStats::default(),
-            });
+            node.open_port(p)?;
         }
         for f in &cfg.flows {
             node.classifier.add(f.clone(), 0);
         }
         Ok(node)
+    }
+
+    /// Open one port's device or socket and make it part of the node.
+    fn open_port(&mut self, p: &Port) -> Result<(), StartError> {
+        let perr = |msg: String| StartError::Port {
+            port: p.name.clone(),
+            msg,
+        };
+        let io = match &p.kind {
+            PortKind::Tap {
+                netns: ns,
+                address,
+                mtu,
+            } => {
+                // Checksum offload only: the kernel completes segmentation
+                // before the TAP, so no super-frames reach this loop yet.
+                let opts = TapOptions {
+                    vnet_hdr: true,
+                    multi_queue: false,
+                    offload: offload::CSUM,
+                };
+                let tap = Tap::open(&p.name, opts).map_err(|e| perr(e.to_string()))?;
+                let tunnel_mtu = default_tenant_mtu(self.underlay_mtu as u16, &self.port_cfgs);
+                let mtu = mtu.unwrap_or(tunnel_mtu).to_string();
+                let ip = |args: &[&str]| -> Result<(), StartError> {
+                    let r = match ns {
+                        Some(n) => netns::ip(n, args),
+                        None => netns::run(&[&["ip"][..], args].concat()),
+                    };
+                    r.map(|_| ()).map_err(|e| perr(e.to_string()))
+                };
+                if let Some(n) = ns {
+                    netns::run(&["ip", "link", "set", &p.name, "netns", n])
+                        .map_err(|e| perr(e.to_string()))?;
+                }
+                ip(&["link", "set", &p.name, "mtu", &mtu])?;
+                if let Some(a) = address {
+                    ip(&["addr", "add", a, "dev", &p.name])?;
+                }
+                ip(&["link", "set", &p.name, "up"])?;
+                Io::Tap(tap)
+            }
+            PortKind::Tunnel(t) if matches!(t.kind, TunnelKind::Geneve | TunnelKind::Vxlan) => {
+                let local = SocketAddr::new(t.local_ip, t.dst_port);
+                let sock = match self.socks.iter().position(|s| s.local == local) {
+                    Some(i) if self.socks[i].kind == t.kind && self.socks[i].csum == t.csum => i,
+                    Some(i) if self.socks[i].kind == t.kind => {
+                        return Err(perr(format!("{local} is shared with a port whose csum setting differs; one UDP socket has one setting")))
+                    }
+                    Some(i) => {
+                        return Err(perr(format!(
+                            "{local} already carries {}; one UDP port carries one tunnel type",
+                            self.socks[i].kind.name()
+                        )))
+                    }
+                    None => {
+                        let under = Underlay::bind(local).map_err(|e| perr(format!("cannot bind {local}: {e}")))?;
+                        under
+                            .set_tx_checksum(t.csum)
+                            .map_err(|e| perr(format!("cannot set the outer UDP checksum {}: {e}", if t.csum { "on" } else { "off" })))?;
+                        self.add_socket(t.kind, t.csum, local, under)
+                    }
+                };
+                Io::Tunnel {
+                    cfg: t.clone(),
+                    sock,
+                }
+            }
+            PortKind::Tunnel(t) if matches!(t.kind, TunnelKind::Gre | TunnelKind::Nvgre) => {
+                let IpAddr::V4(local4) = t.local_ip else {
+                    return Err(perr(
+                        "GRE over an IPv6 underlay is not built yet; use an IPv4 local_ip".into(),
+                    ));
+                };
+                // One raw socket for IP protocol 47 per local address,
+                // shared by GRE and NVGRE ports.
+                let local = SocketAddr::new(t.local_ip, 0);
+                let sock = match self
+                    .socks
+                    .iter()
+                    .position(|s| s.local == local && s.kind == TunnelKind::Gre)
+                {
+                    Some(i) => i,
+                    None => {
+                        let under = Underlay::raw_ipv4(local4, 47).map_err(|e| {
+                            perr(format!("cannot open a raw GRE socket on {local4}: {e}"))
+                        })?;
+                        self.add_socket(TunnelKind::Gre, false, local, under)
+                    }
+                };
+                Io::Tunnel {
+                    cfg: t.clone(),
+                    sock,
+                }
+            }
+            PortKind::Tunnel(t) => {
+                // STT: a raw TCP socket per local address and port.
+                let IpAddr::V4(local4) = t.local_ip else {
+                    return Err(perr(
+                        "STT over an IPv6 underlay is not built yet; use an IPv4 local_ip".into(),
+                    ));
+                };
+                let local = SocketAddr::new(t.local_ip, t.dst_port);
+                let sock = match self
+                    .socks
+                    .iter()
+                    .position(|s| s.local == local && s.kind == TunnelKind::Stt)
+                {
+                    Some(i) => i,
+                    None => {
+                        let guard = RstGuard::install(&self.name, t.dst_port)
+                            .map_err(|e| perr(e.to_string()))?;
+                        self.rst_guards.push(guard);
+                        let under = Underlay::raw_ipv4(local4, 6).map_err(|e| {
+                            perr(format!("cannot open a raw TCP socket on {local4}: {e}"))
+                        })?;
+                        self.stt_reasm
+                            .get_or_insert_with(|| Reassembler::new(STT_REASM_SLOTS));
+                        self.add_socket(TunnelKind::Stt, true, local, under)
+                    }
+                };
+                Io::Tunnel {
+                    cfg: t.clone(),
+                    sock,
+                }
+            }
+            PortKind::QinQ { underlay } => Io::Qinq(
+                PacketSocket::open(underlay)
+                    .map_err(|e| perr(format!("cannot open a packet socket on {underlay}: {e}")))?,
+            ),
+        };
+        self.by_ofport.insert(p.ofport, self.ports.len());
+        self.ports.push(PortState {
+            name: p.name.clone(),
+            ofport: p.ofport,
+            io,
+            stats: PortStats::default(),
+        });
+        Ok(())
+    }
+
+    /// Add a port while running (`tunlab ctl add-port`): refused if its
+    /// name or number is taken; nothing else changes.
+    pub fn add_port(&mut self, p: &Port) -> Result<(), StartError> {
+        if let Some(o) = self
+            .port_cfgs
+            .iter()
+            .find(|o| o.name == p.name || o.ofport == p.ofport)
+        {
+            return Err(StartError::Port {
+                port: p.name.clone(),
+                msg: format!("clashes with port '{}' (ofport {})", o.name, o.ofport),
+            });
+        }
+        self.port_cfgs.push(p.clone());
+        if let Err(e) = self.open_port(p) {
+            self.port_cfgs.pop();
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Remove a port by name while running (`tunlab ctl del-port`): its
+    /// device or socket closes (a TAP the switch created disappears), its
+    /// counters go; rules that name it stay, as in OVS, and match nothing.
+    pub fn remove_port(&mut self, name: &str) -> Result<(), String> {
+        let Some(pi) = self.ports.iter().position(|p| p.name == name) else {
+            return Err(format!("no port named '{name}'"));
+        };
+        let gone = self.ports.remove(pi);
+        self.port_cfgs.retain(|p| p.name != name);
+        if let Io::Tunnel { sock, .. } = gone.io {
+            let shared = self
+                .ports
+                .iter()
+                .any(|p| matches!(p.io, Io::Tunnel { sock: s, .. } if s == sock));
+            if !shared {
+                self.socks.remove(sock);
+                for p in &mut self.ports {
+                    if let Io::Tunnel { sock: s, .. } = &mut p.io {
+                        if *s > sock {
+                            *s -= 1;
+                        }
+                    }
+                }
+            }
+        }
+        self.by_ofport = self
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.ofport, i))
+            .collect();
+        Ok(())
+    }
+
+    /// Names and numbers of the ports, for flow rules that name ports.
+    pub fn port_map(&self) -> PortMap {
+        PortMap(
+            self.ports
+                .iter()
+                .map(|p| (p.name.clone(), p.ofport))
+                .collect(),
+        )
     }
 
     /// Keep a new underlay socket with its batch buffers; returns its index.
@@ -1063,9 +1135,9 @@ impl IntoSocket for IpAddr {
 /// overhead among the node's tunnel ports (outer IP, UDP and tunnel header,
 /// plus the inner Ethernet header the tenant MTU does not count; for QinQ
 /// the 4-byte S-tag, which a packet socket does not let past the MTU).
-pub fn default_tenant_mtu(cfg: &Config) -> u16 {
+pub fn default_tenant_mtu(underlay_mtu: u16, ports: &[Port]) -> u16 {
     let mut worst = 0usize;
-    for p in &cfg.ports {
+    for p in ports {
         if let PortKind::QinQ { .. } = &p.kind {
             worst = worst.max(vlan::TAG_LEN);
         }
@@ -1081,7 +1153,7 @@ pub fn default_tenant_mtu(cfg: &Config) -> u16 {
             worst = worst.max(ip + hdr + 14);
         }
     }
-    cfg.underlay_mtu.saturating_sub(worst as u16)
+    underlay_mtu.saturating_sub(worst as u16)
 }
 
 /// Build the ICMP error for a frame too big for the tunnel: IPv4 with DF
@@ -1349,6 +1421,6 @@ mod tests {
         let text = "[switch]\nname='x'\n[[port]]\nname='g'\nofport=1\ntype='geneve'\nlocal_ip='10.0.0.1'\nremote_ip='flow'\n";
         let cfg = crate::config::parse(text, "t").unwrap();
         // 1500 - (IPv4 20 + UDP 8 + Geneve 8 + option 8 + inner Ethernet 14)
-        assert_eq!(default_tenant_mtu(&cfg), 1442);
+        assert_eq!(default_tenant_mtu(cfg.underlay_mtu, &cfg.ports), 1442);
     }
 }

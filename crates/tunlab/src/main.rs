@@ -45,8 +45,9 @@ enum Command {
         #[arg(long)]
         config: PathBuf,
     },
-    /// Talk to a running switch, like ovs-ofctl: show, dump-flows,
-    /// add-flow RULE, del-flows [--strict] [MATCH], stats.
+    /// Talk to a running switch, like ovs-vsctl / ovs-ofctl: show,
+    /// add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE,
+    /// del-flows [--strict] [MATCH], stats.
     Ctl {
         /// The node's control socket (default /run/tunlab/NODE.ctl).
         #[arg(long, conflicts_with = "node")]
@@ -154,7 +155,6 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let names = cfg.port_map();
     eprintln!(
         "tunlab switch: node '{}' running ({} ports, {} flows), control socket {}",
         node.name,
@@ -165,7 +165,7 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
     while !STOP.load(std::sync::atomic::Ordering::Relaxed) {
         use std::os::fd::AsFd;
         match node.poll_once(100, Some(ctl.listener().as_fd())) {
-            Ok((_, true)) => ctl.serve(&mut node, &names),
+            Ok((_, true)) => ctl.serve(&mut node),
             Ok(_) => {}
             Err(e) => {
                 eprintln!("tunlab switch: {e}");

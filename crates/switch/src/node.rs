@@ -821,6 +821,17 @@ impl Node {
             self.drop("no_such_port");
             return;
         };
+        if matches!(self.ports[pi].io, Io::Qinq(_)) && frame.len() > self.underlay_mtu + 14 {
+            // The tags count against the underlay MTU; the tenant hears
+            // about what is left for its IP packet.
+            let (tags, plain) = untagged(frame.data());
+            let room = self.underlay_mtu.saturating_sub(tags);
+            let plain = PacketBuf::with_range(plain.clone(), 0, plain.len());
+            if !plain.is_some_and(|pb| self.send_icmp_too_big(in_port, &pb, room)) {
+                self.drop("too_big");
+            }
+            return;
+        }
         let tlv = self.tlv;
         let p = &mut self.ports[pi];
         match &p.io {
@@ -1242,6 +1253,23 @@ fn icmp_too_big(frame: &[u8], mtu: u16) -> Option<Vec<u8>> {
         _ => return None,
     }
     Some(out)
+}
+
+/// The frame without its 802.1Q/802.1ad tags, and how many bytes of tags
+/// it had.
+fn untagged(frame: &[u8]) -> (usize, Vec<u8>) {
+    let mut at = 12;
+    while frame.len() >= at + 4
+        && matches!(
+            u16::from_be_bytes([frame[at], frame[at + 1]]),
+            0x8100 | 0x88a8
+        )
+    {
+        at += 4;
+    }
+    let mut out = frame[..12.min(frame.len())].to_vec();
+    out.extend_from_slice(frame.get(at..).unwrap_or(&[]));
+    (at - 12, out)
 }
 
 /// The outermost tag's TCI, or 0 if untagged (a new tag inherits it).

@@ -348,29 +348,36 @@ fn too_big_gets_icmp_fragmentation_needed(kind: &str, fits: usize) {
             "address = \"192.168.7.2/24\"\nmtu = 1500",
         )
     };
-    let (s1, s2) = start_pair(
-        &l,
-        &big(node_config(
-            "n1",
-            l.ta.name(),
-            "192.168.7.1",
-            kind,
-            "172.31.0.1",
-            "172.31.0.2",
-            6,
-            6,
-        )),
-        &big(node_config(
-            "n2",
-            l.tb.name(),
-            "192.168.7.2",
-            kind,
-            "172.31.0.2",
-            "172.31.0.1",
-            6,
-            6,
-        )),
-    );
+    let (n1, n2) = if kind == "qinq" {
+        (
+            qinq_article_node("n1", l.ta.name(), 1, &l.u1),
+            qinq_article_node("n2", l.tb.name(), 2, &l.u2),
+        )
+    } else {
+        (
+            node_config(
+                "n1",
+                l.ta.name(),
+                "192.168.7.1",
+                kind,
+                "172.31.0.1",
+                "172.31.0.2",
+                6,
+                6,
+            ),
+            node_config(
+                "n2",
+                l.tb.name(),
+                "192.168.7.2",
+                kind,
+                "172.31.0.2",
+                "172.31.0.1",
+                6,
+                6,
+            ),
+        )
+    };
+    let (s1, s2) = start_pair(&l, &big(n1), &big(n2));
     assert!(
         udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 6),
         "small packets pass (and ARP is done)"
@@ -457,6 +464,12 @@ fn too_big_gre() {
 #[test]
 fn too_big_nvgre() {
     too_big_gets_icmp_fragmentation_needed("nvgre", 1458);
+}
+
+#[test]
+fn too_big_qinq() {
+    // The 4-byte S-tag counts against the underlay's 1500.
+    too_big_gets_icmp_fragmentation_needed("qinq", 1496);
 }
 
 #[test]

@@ -308,6 +308,27 @@ pub fn ctl(sock: &std::path::Path, req: &[&str]) -> (bool, String, String) {
 /// UDP echo (10 datagrams) and a 2 MB TCP transfer with a byte checksum,
 /// ta -> tb and tb -> ta; `what` names the pair in failures.
 pub fn traffic_both_ways(l: &Lab, what: &str) {
+    for (from, to) in [(&l.ta, "192.168.7.2"), (&l.tb, "192.168.7.1")] {
+        let ok = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                from.name(),
+                "ping",
+                "-q",
+                "-c",
+                "3",
+                "-i",
+                "0.2",
+                "-W",
+                "2",
+                to,
+            ])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "{what}: ping {to} from {}", from.name());
+    }
     assert!(
         udp_echo(&l.ta, &l.tb, "192.168.7.2", 10, 6),
         "{what}: UDP a->b"

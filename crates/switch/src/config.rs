@@ -14,6 +14,7 @@
 //! netns = "tenant-a"   # optional: move it there...
 //! address = "192.168.1.1/24"  # ...and give it this address
 //! mtu = 1450           # optional: default underlay_mtu - tunnel overhead
+//! queues = 2           # optional: multi-queue TAP (1..16, default 1)
 //!
 //! [[port]]             # a tunnel port
 //! name = "gnv0"
@@ -91,6 +92,7 @@ struct RawPort {
     netns: Option<String>,
     address: Option<String>,
     mtu: Option<u16>,
+    queues: Option<u16>,
     local_ip: Option<String>,
     remote_ip: Option<String>,
     key: Option<toml::Value>,
@@ -98,6 +100,9 @@ struct RawPort {
     csum: Option<bool>,
     underlay: Option<String>,
 }
+
+/// The most queues a tenant TAP may have.
+pub const MAX_QUEUES: u16 = 16;
 
 /// Fixed or decided per packet by the flow (`set_field`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,6 +129,9 @@ pub enum PortKind {
         netns: Option<String>,
         address: Option<String>,
         mtu: Option<u16>,
+        /// Queues of a multi-queue TAP (the kernel spreads the tenant's
+        /// flows over them by hash).
+        queues: u16,
     },
     Tunnel(TunnelPort),
     /// 802.1ad over an underlay interface: frames leave with their tags.
@@ -228,6 +236,16 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
                 netns: p.netns.clone(),
                 address: p.address.clone(),
                 mtu: p.mtu,
+                queues: match p.queues {
+                    None => 1,
+                    Some(q @ 1..=MAX_QUEUES) => q,
+                    Some(q) => {
+                        return Err(perr(
+                            "queues",
+                            format!("{q} is not between 1 and {MAX_QUEUES}"),
+                        ))
+                    }
+                },
             },
             "qinq" => PortKind::QinQ {
                 underlay: p.underlay.clone().ok_or_else(|| {
@@ -326,6 +344,9 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
                 })
             }
         };
+        if p.queues.is_some() && !matches!(kind, PortKind::Tap { .. }) {
+            return Err(perr("queues", "only tap ports have queues".into()));
+        }
         ports.push(Port {
             name: p.name.clone(),
             ofport: p.ofport,

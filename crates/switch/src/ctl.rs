@@ -155,6 +155,11 @@ pub fn handle(req: &str, node: &mut Node) -> Result<String, String> {
                     "port {ofport} {name} ({kind}): rx {} pkts {} bytes, tx {} pkts {} bytes, tx errors {}\n",
                     st.rx_packets, st.rx_bytes, st.tx_packets, st.tx_bytes, st.tx_errors
                 ));
+                let q = node.queue_rx(name);
+                if q.len() > 1 {
+                    let per: Vec<String> = q.iter().map(u64::to_string).collect();
+                    s.push_str(&format!("  rx per queue: {}\n", per.join(" ")));
+                }
             }
             let mut drops: Vec<_> = node.drops.iter().collect();
             drops.sort();

@@ -43,7 +43,8 @@ pub struct PortStats {
 }
 
 enum Io {
-    Tap(Tap),
+    /// A tenant TAP: one descriptor per queue.
+    Tap(Vec<Tap>),
     /// 802.1ad on an underlay interface.
     Qinq(PacketSocket),
     Tunnel {
@@ -57,6 +58,8 @@ struct PortState {
     ofport: u32,
     io: Io,
     stats: PortStats,
+    /// Frames received per TAP queue.
+    queue_rx: Vec<u64>,
 }
 
 struct SockState {
@@ -163,15 +166,20 @@ impl Node {
                 netns: ns,
                 address,
                 mtu,
+                queues,
             } => {
                 // Checksum offload only: the kernel completes segmentation
                 // before the TAP, so no super-frames reach this loop yet.
+                // Always multi-queue, so that queues can be added for threads.
                 let opts = TapOptions {
                     vnet_hdr: true,
-                    multi_queue: false,
+                    multi_queue: true,
                     offload: offload::CSUM,
                 };
-                let tap = Tap::open(&p.name, opts).map_err(|e| perr(e.to_string()))?;
+                let mut tap = Vec::with_capacity(*queues as usize);
+                for _ in 0..*queues {
+                    tap.push(Tap::open(&p.name, opts).map_err(|e| perr(e.to_string()))?);
+                }
                 let tunnel_mtu = default_tenant_mtu(self.underlay_mtu as u16, &self.port_cfgs);
                 let mtu = mtu.unwrap_or(tunnel_mtu).to_string();
                 let ip = |args: &[&str]| -> Result<(), StartError> {
@@ -282,11 +290,16 @@ impl Node {
             ),
         };
         self.by_ofport.insert(p.ofport, self.ports.len());
+        let queues = match &io {
+            Io::Tap(qs) => qs.len(),
+            _ => 0,
+        };
         self.ports.push(PortState {
             name: p.name.clone(),
             ofport: p.ofport,
             io,
             stats: PortStats::default(),
+            queue_rx: vec![0; queues],
         });
         Ok(())
     }
@@ -395,6 +408,14 @@ impl Node {
         *self.drops.entry(why).or_insert(0) += 1;
     }
 
+    /// Frames received on each queue of a TAP port (empty for others).
+    pub fn queue_rx(&self, name: &str) -> &[u64] {
+        self.ports
+            .iter()
+            .find(|p| p.name == name)
+            .map_or(&[], |p| &p.queue_rx[..])
+    }
+
     /// Ports: name, ofport, kind, counters.
     pub fn ports(&self) -> impl Iterator<Item = (&str, u32, &'static str, PortStats)> {
         self.ports.iter().map(|p| {
@@ -420,7 +441,11 @@ impl Node {
             let mut fds: Vec<PollFd> = Vec::with_capacity(self.ports.len() + self.socks.len() + 1);
             for p in &self.ports {
                 match &p.io {
-                    Io::Tap(t) => fds.push(PollFd::new(t.as_fd(), PollFlags::POLLIN)),
+                    Io::Tap(qs) => {
+                        for t in qs {
+                            fds.push(PollFd::new(t.as_fd(), PollFlags::POLLIN));
+                        }
+                    }
                     Io::Qinq(q) => fds.push(PollFd::new(q.as_fd(), PollFlags::POLLIN)),
                     Io::Tunnel { .. } => {}
                 }
@@ -445,12 +470,14 @@ impl Node {
         let mut n = 0;
         let mut i = 0;
         for pi in 0..self.ports.len() {
-            match self.ports[pi].io {
-                Io::Tap(_) => {
-                    if ready[i] {
-                        n += self.drain_tap(pi)?;
+            match &self.ports[pi].io {
+                Io::Tap(qs) => {
+                    for q in 0..qs.len() {
+                        if ready[i] {
+                            n += self.drain_tap(pi, q)?;
+                        }
+                        i += 1;
                     }
-                    i += 1;
                 }
                 Io::Qinq(_) => {
                     if ready[i] {
@@ -472,15 +499,18 @@ impl Node {
         Ok((n, extra_ready))
     }
 
-    fn drain_tap(&mut self, pi: usize) -> std::io::Result<usize> {
+    fn drain_tap(&mut self, pi: usize, q: usize) -> std::io::Result<usize> {
         let mut n = 0;
         while n < 64 {
             let got = match &self.ports[pi].io {
-                Io::Tap(t) => t.recv(&mut self.tap_buf)?,
+                Io::Tap(qs) => qs[q].recv(&mut self.tap_buf)?,
                 _ => None,
             };
             let Some(len) = got else { break };
             n += 1;
+            if let Some(c) = self.ports[pi].queue_rx.get_mut(q) {
+                *c += 1;
+            }
             if len < VNET_HDR_LEN {
                 self.drop("short_frame");
                 continue;
@@ -843,7 +873,12 @@ impl Node {
                     p.stats.tx_errors += 1;
                 }
             }
-            Io::Tap(t) => {
+            Io::Tap(qs) => {
+                // Any queue reaches the tenant; one per flow keeps order.
+                let t = match qs.len() {
+                    1 => &qs[0],
+                    n => &qs[tunlab_wire::flowhash::hash_frame(frame.data()) as usize % n],
+                };
                 let len = frame.len();
                 let hint = partial_checksum(frame.data());
                 let ok = match frame.push(VNET_HDR_LEN) {
@@ -1117,10 +1152,11 @@ impl Node {
             .ports
             .iter()
             .filter_map(|p| match &p.io {
-                Io::Tap(t) => Some(t.as_fd().as_raw_fd()),
-                Io::Qinq(q) => Some(q.as_fd().as_raw_fd()),
+                Io::Tap(qs) => Some(qs.iter().map(|t| t.as_fd().as_raw_fd()).collect::<Vec<_>>()),
+                Io::Qinq(q) => Some(vec![q.as_fd().as_raw_fd()]),
                 Io::Tunnel { .. } => None,
             })
+            .flatten()
             .collect();
         v.extend(self.socks.iter().map(|s| s.under.socket().as_raw_fd()));
         v

@@ -1024,3 +1024,53 @@ fn ports_added_and_removed_at_run_time() {
         "rules to the removed port count their drops: {e1}"
     );
 }
+
+/// Multi-queue tenant TAPs: with four queues the kernel spreads the
+/// tenant's connections over them, and the switch serves every queue.
+#[test]
+fn multi_queue_taps_spread_flows() {
+    let l = lab();
+    let four = |c: String| c.replace("type = \"tap\"\n", "type = \"tap\"\nqueues = 4\n");
+    let c1 = l.dir.join("n1.ctl");
+    let (s1, s2) = start_pair(
+        &l,
+        &with_ctl(
+            &four(node_config(
+                "n1",
+                l.ta.name(),
+                "192.168.7.1",
+                "geneve",
+                "172.31.0.1",
+                "172.31.0.2",
+                6,
+                6,
+            )),
+            &c1,
+        ),
+        &four(node_config(
+            "n2",
+            l.tb.name(),
+            "192.168.7.2",
+            "geneve",
+            "172.31.0.2",
+            "172.31.0.1",
+            6,
+            6,
+        )),
+    );
+    traffic_both_ways(&l, "geneve, 4-queue taps");
+    for _ in 0..6 {
+        let (s, r) = tcp_transfer(&l.ta, &l.tb, "192.168.7.2");
+        assert_eq!(s, r);
+    }
+    let (ok, stats, err) = ctl(&c1, &["stats"]);
+    assert!(ok, "{err}");
+    let per = stats
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("rx per queue: "))
+        .unwrap_or_else(|| panic!("no per-queue counters: {stats}"));
+    let busy = per.split(' ').filter(|n| *n != "0").count();
+    assert!(busy >= 2, "connections spread over the queues: {per}");
+    s1.stop();
+    s2.stop();
+}

@@ -277,6 +277,38 @@ impl Underlay {
         })
     }
 
+    /// Let the kernel fragment outer packets larger than the path MTU
+    /// (clear DF), as the kernel's Geneve and GRE devices do by default;
+    /// without it the kernel refuses such a send with EMSGSIZE.
+    pub fn allow_fragmentation(&self) -> io::Result<()> {
+        let (level, opt, val) = match self.sock.local_addr()? {
+            SocketAddr::V4(_) => (
+                libc::IPPROTO_IP,
+                libc::IP_MTU_DISCOVER,
+                libc::IP_PMTUDISC_DONT,
+            ),
+            SocketAddr::V6(_) => (
+                libc::IPPROTO_IPV6,
+                libc::IPV6_MTU_DISCOVER,
+                libc::IPV6_PMTUDISC_DONT,
+            ),
+        };
+        // SAFETY: setsockopt reads one c_int from `&val` during the call.
+        let r = unsafe {
+            libc::setsockopt(
+                self.sock.as_raw_fd(),
+                level,
+                opt,
+                (&val as *const libc::c_int).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// Is this a raw IP socket (receive includes the IPv4 header)?
     pub fn is_raw(&self) -> bool {
         self.raw

@@ -112,7 +112,7 @@ pub enum FromFlow<T> {
 }
 
 /// A tunnel port's settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TunnelPort {
     pub kind: TunnelKind,
     pub local_ip: IpAddr,

@@ -166,6 +166,11 @@ pub fn handle(req: &str, node: &mut Node) -> Result<String, String> {
             for (why, n) in drops {
                 s.push_str(&format!("dropped {why}: {n}\n"));
             }
+            let mut frag: Vec<_> = node.outer_fragmented.iter().collect();
+            frag.sort();
+            for (kind, n) in frag {
+                s.push_str(&format!("sent in fragmented outer packets ({kind}): {n}\n"));
+            }
             let (hits, misses) = node.cache_stats();
             s.push_str(&format!(
                 "exact-match cache: {hits} hits, {misses} misses\n"

@@ -95,6 +95,8 @@ pub struct Node {
     socks: Vec<SockState>,
     /// Drops by reason.
     pub drops: HashMap<&'static str, u64>,
+    /// Frames sent in fragmented outer packets, by tunnel kind.
+    pub outer_fragmented: HashMap<&'static str, u64>,
     started: Instant,
     ops: Vec<Op>,
     key: FlowKey,
@@ -133,6 +135,7 @@ impl Node {
             by_ofport: HashMap::new(),
             socks: Vec::new(),
             drops: HashMap::new(),
+            outer_fragmented: HashMap::new(),
             started: Instant::now(),
             ops: Vec::new(),
             key: FlowKey::default(),
@@ -218,13 +221,15 @@ impl Node {
                         under
                             .set_tx_checksum(t.csum)
                             .map_err(|e| perr(format!("cannot set the outer UDP checksum {}: {e}", if t.csum { "on" } else { "off" })))?;
+                        // Geneve may fragment its outer packet; VXLAN never
+                        // sends one too big (RFC 7348 § 4.3), so keeps DF.
+                        if t.kind == TunnelKind::Geneve {
+                            under.allow_fragmentation().map_err(|e| perr(format!("cannot clear DF: {e}")))?;
+                        }
                         self.add_socket(t.kind, t.csum, local, under)
                     }
                 };
-                Io::Tunnel {
-                    cfg: t.clone(),
-                    sock,
-                }
+                Io::Tunnel { cfg: *t, sock }
             }
             PortKind::Tunnel(t) if matches!(t.kind, TunnelKind::Gre | TunnelKind::Nvgre) => {
                 let IpAddr::V4(local4) = t.local_ip else {
@@ -245,13 +250,13 @@ impl Node {
                         let under = Underlay::raw_ipv4(local4, 47).map_err(|e| {
                             perr(format!("cannot open a raw GRE socket on {local4}: {e}"))
                         })?;
+                        under
+                            .allow_fragmentation()
+                            .map_err(|e| perr(format!("cannot clear DF: {e}")))?;
                         self.add_socket(TunnelKind::Gre, false, local, under)
                     }
                 };
-                Io::Tunnel {
-                    cfg: t.clone(),
-                    sock,
-                }
+                Io::Tunnel { cfg: *t, sock }
             }
             PortKind::Tunnel(t) => {
                 // STT: a raw TCP socket per local address and port.
@@ -279,10 +284,7 @@ impl Node {
                         self.add_socket(TunnelKind::Stt, true, local, under)
                     }
                 };
-                Io::Tunnel {
-                    cfg: t.clone(),
-                    sock,
-                }
+                Io::Tunnel { cfg: *t, sock }
             }
             PortKind::QinQ { underlay } => Io::Qinq(
                 PacketSocket::open(underlay)
@@ -908,6 +910,8 @@ impl Node {
                 }
             }
             Io::Tunnel { cfg, sock } => {
+                // Copies: the port may need `self` again (ICMP replies).
+                let (cfg, sock) = (*cfg, *sock);
                 let remote = match (cfg.remote_ip, tun.dst) {
                     (FromFlow::Fixed(ip), _) => ip,
                     (FromFlow::Flow, Some(ip)) => ip,
@@ -925,7 +929,7 @@ impl Node {
                     (FromFlow::Flow, None) => 0,
                 };
                 if cfg.kind == TunnelKind::Stt {
-                    let (local, sock) = (cfg.local_ip, *sock);
+                    let (local, sock) = (cfg.local_ip, sock);
                     self.output_stt(pi, sock, local, remote, key, in_port, frame);
                     return;
                 }
@@ -939,16 +943,17 @@ impl Node {
                     let flow_id = tunlab_wire::flowhash::hash_frame(frame.data()) as u8;
                     let Ok(n) = tunnel::gre_header(nvgre, key32, cfg.csum, flow_id, &mut hdr)
                     else {
-                        p.stats.tx_errors += 1;
+                        self.ports[pi].stats.tx_errors += 1;
                         return;
                     };
                     if 20 + n + frame.len() > self.underlay_mtu {
                         let room = self.underlay_mtu.saturating_sub(20 + n + 14);
-                        self.too_big(in_port, frame, room, TunnelKind::Gre);
-                        return;
+                        if self.too_big(in_port, frame, room, cfg.kind) {
+                            return;
+                        }
                     }
                     let csum = cfg.csum && !nvgre;
-                    let s = &mut self.socks[*sock];
+                    let s = &mut self.socks[sock];
                     if s.tx_used == s.tx.len() {
                         s.tx.push((Vec::with_capacity(FRAME_MAX), remote.into_socket(0)));
                     }
@@ -961,8 +966,8 @@ impl Node {
                         tunlab_wire::gre::fill_checksum(buf);
                     }
                     s.tx_used += 1;
-                    p.stats.tx_packets += 1;
-                    p.stats.tx_bytes += frame.len() as u64;
+                    self.ports[pi].stats.tx_packets += 1;
+                    self.ports[pi].stats.tx_bytes += frame.len() as u64;
                     return;
                 }
                 let mut opts = OptionsBuf::new();
@@ -981,12 +986,12 @@ impl Node {
                 // fit the underlay.
                 let outer = if remote.is_ipv4() { 20 } else { 40 } + 8 + 8 + opts.len();
                 if outer + frame.len() > self.underlay_mtu {
-                    let kind = cfg.kind;
                     let room = self.underlay_mtu.saturating_sub(outer + 14);
-                    self.too_big(in_port, frame, room, kind);
-                    return;
+                    if self.too_big(in_port, frame, room, cfg.kind) {
+                        return;
+                    }
                 }
-                let s = &mut self.socks[*sock];
+                let s = &mut self.socks[sock];
                 if s.tx_used == s.tx.len() {
                     s.tx.push((
                         Vec::with_capacity(FRAME_MAX),
@@ -1003,10 +1008,10 @@ impl Node {
                         buf.truncate(n);
                         buf.extend_from_slice(frame.data());
                         s.tx_used += 1;
-                        p.stats.tx_packets += 1;
-                        p.stats.tx_bytes += frame.len() as u64;
+                        self.ports[pi].stats.tx_packets += 1;
+                        self.ports[pi].stats.tx_bytes += frame.len() as u64;
                     }
-                    Err(_) => p.stats.tx_errors += 1,
+                    Err(_) => self.ports[pi].stats.tx_errors += 1,
                 }
             }
         }
@@ -1109,23 +1114,26 @@ impl Node {
     /// the sender an ICMP "fragmentation needed" / "packet too big" with the
     /// MTU the tunnel leaves (`room`), from the original destination's
     /// address (as Linux's bridged VXLAN does), out of the port it came in.
-    /// Otherwise Geneve lets the kernel fragment the outer packet, and
-    /// VXLAN, whose outer header must not be fragmented (RFC 7348 § 4.3),
-    /// drops it.
+    /// Otherwise Geneve and GRE send it anyway and the kernel fragments the
+    /// outer packet (their sockets do not set DF), while VXLAN, whose outer
+    /// header must not be fragmented (RFC 7348 § 4.3), drops it. Returns
+    /// whether the frame was dealt with here (answered or dropped).
     fn too_big(
         &mut self,
         in_port: u32,
         frame: &mut PacketBuf<Vec<u8>>,
         room: usize,
         kind: TunnelKind,
-    ) {
-        if !self.send_icmp_too_big(in_port, frame, room) {
-            self.drop(if kind == TunnelKind::Vxlan {
-                "too_big_vxlan"
-            } else {
-                "too_big"
-            });
+    ) -> bool {
+        if self.send_icmp_too_big(in_port, frame, room) {
+            return true;
         }
+        if kind == TunnelKind::Vxlan {
+            self.drop("too_big_vxlan");
+            return true;
+        }
+        *self.outer_fragmented.entry(kind.name()).or_insert(0) += 1;
+        false
     }
 
     fn flush_sends(&mut self) {

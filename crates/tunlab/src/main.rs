@@ -173,16 +173,9 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
             }
         }
     }
-    for (name, ofport, kind, s) in node.ports() {
-        eprintln!(
-            "port {ofport} {name} ({kind}): rx {} pkts {} bytes, tx {} pkts {} bytes, tx errors {}",
-            s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes, s.tx_errors
-        );
-    }
-    let mut drops: Vec<_> = node.drops.iter().collect();
-    drops.sort();
-    for (why, n) in drops {
-        eprintln!("dropped {why}: {n}");
+    // The last word is what `tunlab ctl stats` would have said.
+    if let Ok(stats) = tunlab_switch::ctl::handle("stats", &mut node) {
+        eprint!("{stats}");
     }
     ExitCode::SUCCESS
 }

@@ -382,6 +382,37 @@ fn too_big_gets_icmp_fragmentation_needed(kind: &str, fits: usize) {
         udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 6),
         "small packets pass (and ARP is done)"
     );
+    // First without DF (before the tenant learns a path MTU and starts
+    // fragmenting itself): Geneve and GRE fragment the outer packet, STT
+    // segments the frame; VXLAN (RFC 7348 § 4.3) and QinQ cannot, and
+    // count a drop.
+    let receiver = in_ns(l.tb.name(), || {
+        let s = UdpSocket::bind("192.168.7.2:7004").unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut buf = [0u8; 2000];
+        s.recv(&mut buf).ok()
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    in_ns(l.ta.name(), move || {
+        let s = UdpSocket::bind("192.168.7.1:0").unwrap();
+        s.connect("192.168.7.2:7004").unwrap();
+        let dont: nix::libc::c_int = nix::libc::IP_PMTUDISC_DONT;
+        // SAFETY: setsockopt reads one c_int from `&dont` during the call.
+        let r = unsafe {
+            nix::libc::setsockopt(
+                s.as_raw_fd(),
+                nix::libc::IPPROTO_IP,
+                nix::libc::IP_MTU_DISCOVER,
+                (&dont as *const nix::libc::c_int).cast(),
+                4,
+            )
+        };
+        assert_eq!(r, 0);
+        s.send(&vec![3u8; fits + 1 - 28]).unwrap();
+    })
+    .join()
+    .unwrap();
+    let got = receiver.join().unwrap();
     let receiver = in_ns(l.tb.name(), || {
         let s = UdpSocket::bind("192.168.7.2:7002").unwrap();
         s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
@@ -441,6 +472,28 @@ fn too_big_gets_icmp_fragmentation_needed(kind: &str, fits: usize) {
     let e1 = s1.stop();
     s2.stop();
     assert!(e1.contains("dropped too_big_icmp_sent: 1"), "{e1}");
+    match kind {
+        "vxlan" => {
+            assert_eq!(got, None, "VXLAN must not fragment");
+            assert!(e1.contains("dropped too_big_vxlan: 1"), "{e1}");
+        }
+        "qinq" => {
+            assert_eq!(got, None, "QinQ has no outer header to fragment");
+            assert!(e1.contains("dropped too_big: 1"), "{e1}");
+        }
+        "stt" => assert_eq!(got, Some(fits + 1 - 28), "STT segments it"),
+        _ => {
+            assert_eq!(
+                got,
+                Some(fits + 1 - 28),
+                "{kind}: the outer packet is fragmented"
+            );
+            assert!(
+                e1.contains(&format!("sent in fragmented outer packets ({kind}): 1")),
+                "{e1}"
+            );
+        }
+    }
 }
 
 #[test]

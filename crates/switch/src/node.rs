@@ -795,6 +795,12 @@ impl Node {
 
     /// Classify a frame and carry out the actions.
     fn forward(&mut self, in_port: u32, frame: &mut PacketBuf<Vec<u8>>, tunnelled: bool) {
+        if frame.len() < 14 {
+            // A tunnel header with (almost) nothing behind it, or a runt
+            // from a tenant: no Ethernet frame to switch.
+            self.drop("short_frame");
+            return;
+        }
         extract(frame.data(), in_port, &mut self.key);
         if tunnelled {
             extract_tunnel(&self.meta, &self.tlv, &mut self.key);

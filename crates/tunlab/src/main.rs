@@ -5,12 +5,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tunlab::{capture, decode};
 
+mod bench;
+
 /// tunlab: overlay tunnels (Geneve, VXLAN, GRE/NVGRE, STT, QinQ) in userspace.
 ///
-/// Built so far: the packet formats and their decoder, and the switch with
-/// tenant TAP ports, Geneve, VXLAN, GRE and NVGRE tunnel ports and its
-/// control socket (`ctl`). STT and QinQ switch ports, the lab (`bench`) and
-/// the generator (`gen`) are not built yet.
+/// Built so far: the packet formats and their decoder, the switch with
+/// tenant TAP ports, Geneve, VXLAN, GRE, NVGRE, STT and QinQ ports and its
+/// control socket (`ctl`), and the lab (`bench`) with the kernel and tunlab
+/// variants. The lab's Open vSwitch variants, HTML/PNG reports and the
+/// generator (`gen`) are not built yet.
 #[derive(Debug, Parser)]
 #[command(name = "tunlab", version)]
 struct Cli {
@@ -33,13 +36,47 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Rebuild the reference articles' two-hypervisor experiments in network
+    /// namespaces and compare datapaths side by side: no tunnel, the
+    /// kernel's VXLAN, tunlab's switch per encapsulation.
+    ///
+    /// Each test is sampled several times; a set whose standard deviation
+    /// exceeds 5 % of its mean is rerun, up to 6 times, and marked
+    /// unsettled if it never settles (pbench-uperf's rule). Results go to
+    /// OUT/results.json with every sample and the environment.
+    Bench {
+        /// quick (the default, a few minutes) or full (the whole matrix).
+        #[arg(long, default_value = "quick")]
+        profile: String,
+        /// Only these variants, comma-separated (e.g. none,kernel-vxlan,tunlab-geneve-ovn).
+        #[arg(long, value_delimiter = ',')]
+        variants: Vec<String>,
+        /// Only these tests, comma-separated, named KIND-SIZEB-Ni[@RATEG]
+        /// (e.g. tcp_rr-1024B-8i, tcp_stream-16384B-1i@2G).
+        #[arg(long, value_delimiter = ',')]
+        tests: Vec<String>,
+        /// Samples per set (default: 3 quick, 5 full).
+        #[arg(long)]
+        samples: Option<usize>,
+        /// Seconds per sample (default: 2 quick, 10 full).
+        #[arg(long)]
+        seconds: Option<u32>,
+        /// The variant the others are compared against.
+        #[arg(long, default_value = "kernel-vxlan")]
+        baseline: String,
+        /// The results folder (default tunlab-results/UNIX-TIME).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Remove the namespaces a killed run left behind, and exit.
+        #[arg(long)]
+        cleanup: bool,
+    },
     /// Run one overlay node: open its tenant TAP ports and tunnel ports,
     /// load its flow rules, and switch packets until interrupted.
     ///
-    /// Built: TAP tenant ports; Geneve and VXLAN tunnel ports over UDP
-    /// (IPv4 or IPv6 underlay); GRE and NVGRE over raw IP (IPv4). STT and
-    /// QinQ ports are refused with a message. Drop counters by reason are
-    /// printed on exit.
+    /// Ports: multi-queue TAP tenant ports; Geneve and VXLAN over UDP (IPv4
+    /// or IPv6 underlay); GRE and NVGRE over raw IP and STT over raw TCP
+    /// (IPv4); QinQ on an underlay interface. Counters are printed on exit.
     Switch {
         /// The node's configuration (TOML; see crates/switch/src/config.rs).
         #[arg(long)]
@@ -66,6 +103,31 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Decode { file, json } => run_decode(&file, json),
         Command::Switch { config } => run_switch(&config),
+        Command::Bench {
+            profile,
+            variants,
+            tests,
+            samples,
+            seconds,
+            baseline,
+            out,
+            cleanup,
+        } => {
+            if cleanup {
+                let n = tunlab_lab::host::cleanup();
+                println!("tunlab bench: removed {n} namespaces left by killed runs");
+                return ExitCode::SUCCESS;
+            }
+            bench::run(bench::Args {
+                profile,
+                variants,
+                tests,
+                samples,
+                seconds,
+                baseline,
+                out,
+            })
+        }
         Command::Ctl {
             socket,
             node,

@@ -1,0 +1,338 @@
+//! One `tunlab bench`: for each variant a fresh topology, the variant set
+//! up on it, every test sampled under the pbench rule, everything torn
+//! down; then `results.json` and the tables.
+
+use crate::host::Host;
+use crate::stats::{settle, Rule, Summary};
+use crate::traffic::{run_sample, Kind, Peers, Sample, Test, INTERRUPTED};
+use crate::variant::{self, Topology, Variant};
+use crate::LabError;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+/// What to run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    pub profile: String,
+    pub variants: Vec<Variant>,
+    pub tests: Vec<Test>,
+    pub seconds: u32,
+    pub rule: Rule,
+}
+
+fn t(kind: Kind, size: usize, instances: usize) -> Test {
+    Test {
+        kind,
+        size,
+        instances,
+        rate_gbit: None,
+    }
+}
+
+impl Plan {
+    /// `quick`: a representative subset that finishes in about five
+    /// minutes here; `full`: the whole matrix of the articles and of
+    /// pbench-uperf.
+    pub fn profile(name: &str) -> Result<Plan, LabError> {
+        match name {
+            "quick" => Ok(Plan {
+                profile: name.into(),
+                variants: Variant::ALL.to_vec(),
+                tests: vec![
+                    t(Kind::TcpStream, 16384, 1),
+                    t(Kind::TcpRr, 64, 1),
+                    t(Kind::UdpStream, 64, 1),
+                    Test {
+                        rate_gbit: Some(2.0),
+                        ..t(Kind::TcpStream, 16384, 1)
+                    },
+                ],
+                seconds: 2,
+                rule: Rule::pbench(3),
+            }),
+            "full" => {
+                let mut tests = Vec::new();
+                for kind in Kind::ALL {
+                    for size in [64, 1024, 16384] {
+                        for n in [1, 8, 64] {
+                            tests.push(t(kind, size, n));
+                        }
+                    }
+                }
+                tests.push(Test {
+                    rate_gbit: Some(2.0),
+                    ..t(Kind::TcpStream, 16384, 1)
+                });
+                Ok(Plan {
+                    profile: name.into(),
+                    variants: Variant::ALL.to_vec(),
+                    tests,
+                    seconds: 10,
+                    rule: Rule::pbench(5),
+                })
+            }
+            other => Err(LabError::Usage {
+                what: "--profile",
+                msg: format!("'{other}' is not a profile; valid: quick, full"),
+            }),
+        }
+    }
+}
+
+/// One test's results on one variant.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TestResult {
+    pub test: String,
+    pub spec: Test,
+    pub unit: String,
+    /// The primary figure over the kept samples.
+    pub summary: Summary,
+    pub samples: Vec<Sample>,
+    pub attempts: usize,
+    pub settled: bool,
+    pub error: Option<String>,
+}
+
+/// One variant's results, or why it did not run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VariantResult {
+    pub variant: String,
+    /// ok, skipped (software missing) or failed (set-up failed).
+    pub status: String,
+    pub reason: Option<String>,
+    pub tenant_mtu: u16,
+    pub notes: Vec<String>,
+    /// `ethtool -k` of the interfaces involved: host1 underlay, tenant 1.
+    pub offloads: Vec<(String, String)>,
+    pub tests: Vec<TestResult>,
+}
+
+/// Where and with what the run happened.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Environment {
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cpus: usize,
+    pub underlay_mtu: u16,
+    pub tunlab: String,
+    pub iperf3: String,
+    pub sockperf: String,
+}
+
+/// Everything a run produced (`results.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Results {
+    pub plan: Plan,
+    pub environment: Environment,
+    pub topology: String,
+    pub variants: Vec<VariantResult>,
+    pub interrupted: bool,
+}
+
+pub const TOPOLOGY: &str = "\
+ netns t1 (tenant)    netns h1 (host)                      netns h2 (host)    netns t2 (tenant)
+ 192.168.30.1 ─────── [datapath] ─ under 172.30.0.1 ═══ 172.30.0.2 under ─ [datapath] ─────── 192.168.30.2
+                                    veth, MTU 1500";
+
+fn first_line(args: &[&str]) -> String {
+    std::process::Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .ok()
+        .map(|o| {
+            let s = if o.stdout.is_empty() {
+                o.stderr
+            } else {
+                o.stdout
+            };
+            String::from_utf8_lossy(&s)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string()
+        })
+        .unwrap_or_else(|| "not found".into())
+}
+
+pub fn environment() -> Environment {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    Environment {
+        kernel: first_line(&["uname", "-r"]),
+        cpu_model: cpuinfo
+            .lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split(':').nth(1))
+            .unwrap_or("unknown")
+            .trim()
+            .to_string(),
+        cpus: crate::cpu::cpus(),
+        underlay_mtu: variant::UNDERLAY_MTU,
+        tunlab: env!("CARGO_PKG_VERSION").to_string(),
+        iperf3: first_line(&["iperf3", "--version"]),
+        sockperf: first_line(&["sockperf", "--version"]),
+    }
+}
+
+/// Tools every variant needs, with the install command.
+pub fn missing_tools() -> Option<String> {
+    for (bin, pkg) in [
+        ("iperf3", "iperf3"),
+        ("sockperf", "sockperf"),
+        ("ping", "iputils-ping"),
+        ("ss", "iproute2"),
+    ] {
+        if !variant::on_path(bin) {
+            return Some(format!("{bin} not found: apt-get install {pkg}"));
+        }
+    }
+    None
+}
+
+fn offloads(h: &Host, dev: &str) -> String {
+    h.run(&["ethtool", "-k", dev])
+        .map(|s| {
+            s.lines()
+                .filter(|l| l.contains(": on"))
+                .map(|l| l.split(':').next().unwrap_or("").trim().to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_else(|e| format!("ethtool failed: {e}"))
+}
+
+/// Run the plan; `tunlab` is the binary the switch variants run, `out` the
+/// results folder. Progress goes to `progress`.
+pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> {
+    if let Some(m) = missing_tools() {
+        return Err(LabError::Setup(m));
+    }
+    let dir = variant::run_dir(out)?;
+    let total = (plan.variants.len() * plan.tests.len() * plan.rule.samples) as u64;
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} samples, ETA {eta} {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    let mut results = Results {
+        plan: plan.clone(),
+        environment: environment(),
+        topology: TOPOLOGY.into(),
+        variants: Vec::new(),
+        interrupted: false,
+    };
+    for (n, &v) in plan.variants.iter().enumerate() {
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            results.interrupted = true;
+            break;
+        }
+        let mut vr = VariantResult {
+            variant: v.name().into(),
+            status: "ok".into(),
+            reason: None,
+            tenant_mtu: v.tenant_mtu(),
+            notes: Vec::new(),
+            offloads: Vec::new(),
+            tests: Vec::new(),
+        };
+        if let Some(m) = v.missing() {
+            vr.status = "skipped".into();
+            vr.reason = Some(m);
+            bar.inc((plan.tests.len() * plan.rule.samples) as u64);
+            results.variants.push(vr);
+            continue;
+        }
+        bar.set_message(format!("{}: setting up", v.name()));
+        let topo = Topology::build(n)?;
+        let running = match variant::setup(v, &topo, tunlab, &dir) {
+            Ok(r) => r,
+            Err(e) => {
+                vr.status = "failed".into();
+                vr.reason = Some(format!("set-up: {e}"));
+                bar.inc((plan.tests.len() * plan.rule.samples) as u64);
+                results.variants.push(vr);
+                continue;
+            }
+        };
+        vr.notes = running.notes.clone();
+        vr.offloads = vec![
+            ("h1:under".into(), offloads(&topo.h[0], "under")),
+            (
+                format!("t1:{}", running.tenant_if),
+                offloads(&topo.t[0], running.tenant_if),
+            ),
+        ];
+        let peers = Peers {
+            client: &topo.t[0],
+            server: &topo.t[1],
+            server_ip: variant::TENANT[1],
+            server_if: running.tenant_if,
+        };
+        for test in &plan.tests {
+            let name = test.name();
+            bar.set_message(format!("{} {name}", v.name()));
+            let s = settle(
+                plan.rule,
+                |s| test.primary(s),
+                |attempt, _| {
+                    if attempt > 1 {
+                        bar.set_message(format!(
+                            "{} {name} (rerun {attempt}: spread over {}%)",
+                            v.name(),
+                            plan.rule.max_cv_pct
+                        ));
+                    }
+                    let r = run_sample(peers, test, plan.seconds, &running.pids);
+                    bar.inc(if attempt == 1 { 1 } else { 0 });
+                    r
+                },
+            );
+            if s.samples.len() < plan.rule.samples {
+                bar.inc((plan.rule.samples - s.samples.len()) as u64);
+            }
+            if let Some(e) = &s.error {
+                let log = dir.join(format!("{}-{name}.failed.txt", v.name()));
+                let _ = std::fs::write(&log, e);
+            }
+            let xs: Vec<f64> = s.samples.iter().map(|x| test.primary(x)).collect();
+            vr.tests.push(TestResult {
+                test: name,
+                spec: *test,
+                unit: test.unit().into(),
+                summary: Summary::of(&xs),
+                samples: s.samples,
+                attempts: s.attempts,
+                settled: s.settled,
+                error: s.error,
+            });
+            if INTERRUPTED.load(Ordering::SeqCst) {
+                results.interrupted = true;
+                break;
+            }
+        }
+        drop(running);
+        drop(topo);
+        results.variants.push(vr);
+    }
+    bar.finish_and_clear();
+    let path = dir.join("results.json");
+    let json =
+        serde_json::to_string_pretty(&results).map_err(|e| LabError::Setup(e.to_string()))?;
+    std::fs::write(&path, json).map_err(|err| LabError::Io {
+        path: path.display().to_string(),
+        err,
+    })?;
+    Ok(results)
+}
+
+/// The default results folder: `tunlab-results/<unix time>`.
+pub fn default_out() -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    PathBuf::from("tunlab-results").join(secs.to_string())
+}

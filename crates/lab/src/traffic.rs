@@ -1,0 +1,596 @@
+//! The tests of the articles and of pbench-uperf, run with trusted tools:
+//! iperf3 for streams (`-J` JSON), sockperf for request/response. One
+//! sample runs `instances` client/server pairs at once (separate
+//! processes, as pbench's instances are) and sums their figures.
+
+use crate::cpu::{Snapshot, Usage};
+use crate::host::Host;
+use serde::{Deserialize, Serialize};
+use std::process::Child;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Set by SIGINT/SIGTERM: running tools are stopped and the bench ends.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// What a test does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    TcpStream,
+    TcpMaerts,
+    TcpBidirec,
+    TcpRr,
+    UdpRr,
+    UdpStream,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 6] = [
+        Kind::TcpStream,
+        Kind::TcpMaerts,
+        Kind::TcpBidirec,
+        Kind::TcpRr,
+        Kind::UdpRr,
+        Kind::UdpStream,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::TcpStream => "tcp_stream",
+            Kind::TcpMaerts => "tcp_maerts",
+            Kind::TcpBidirec => "tcp_bidirec",
+            Kind::TcpRr => "tcp_rr",
+            Kind::UdpRr => "udp_rr",
+            Kind::UdpStream => "udp_stream",
+        }
+    }
+
+    pub fn is_rr(self) -> bool {
+        matches!(self, Kind::TcpRr | Kind::UdpRr)
+    }
+}
+
+/// One test: kind, message size, instances, and for the fixed-rate CPU
+/// test of the QinQ article a target rate in Gbit/s across all instances.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Test {
+    pub kind: Kind,
+    pub size: usize,
+    pub instances: usize,
+    pub rate_gbit: Option<f64>,
+}
+
+impl Test {
+    /// `tcp_rr-1024B-8i`, `tcp_stream-16384B-1i@2G`.
+    pub fn name(&self) -> String {
+        let mut s = format!("{}-{}B-{}i", self.kind.name(), self.size, self.instances);
+        if let Some(r) = self.rate_gbit {
+            s.push_str(&format!("@{r}G"));
+        }
+        s
+    }
+
+    /// Parse a test name as [`Test::name`] prints it.
+    pub fn parse(s: &str) -> Result<Test, String> {
+        let valid = || {
+            format!(
+                "'{s}' is not a test: write KIND-SIZEB-Ni[@RATEG], KIND one of {}, e.g. tcp_rr-1024B-8i or tcp_stream-16384B-1i@2G",
+                Kind::ALL.map(Kind::name).join(", ")
+            )
+        };
+        let (body, rate) = match s.split_once('@') {
+            Some((b, r)) => {
+                let g = r
+                    .strip_suffix('G')
+                    .and_then(|g| g.parse::<f64>().ok())
+                    .filter(|g| *g > 0.0);
+                (b, Some(g.ok_or_else(valid)?))
+            }
+            None => (s, None),
+        };
+        let mut parts = body.split('-');
+        let (Some(k), Some(sz), Some(n), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(valid());
+        };
+        let kind = Kind::ALL
+            .into_iter()
+            .find(|x| x.name() == k)
+            .ok_or_else(valid)?;
+        let size = sz
+            .strip_suffix('B')
+            .and_then(|x| x.parse().ok())
+            .filter(|x| (1..=65000).contains(x))
+            .ok_or_else(valid)?;
+        let instances = n
+            .strip_suffix('i')
+            .and_then(|x| x.parse().ok())
+            .filter(|x| (1..=128).contains(x))
+            .ok_or_else(valid)?;
+        if rate.is_some() && kind.is_rr() {
+            return Err(format!("'{s}': a target rate applies to stream tests only"));
+        }
+        Ok(Test {
+            kind,
+            size,
+            instances,
+            rate_gbit: rate,
+        })
+    }
+
+    /// The figure a sample set is judged and compared by.
+    pub fn primary(&self, s: &Sample) -> f64 {
+        match self.kind {
+            Kind::TcpRr | Kind::UdpRr => s.trans_s.unwrap_or(0.0),
+            // At a fixed rate every variant moves the same bytes: CPU is
+            // what differs.
+            _ if self.rate_gbit.is_some() => s.cpu.system_pct,
+            Kind::UdpStream => s.rx_pps.unwrap_or(0.0),
+            _ => s.gbit_s.unwrap_or(0.0),
+        }
+    }
+
+    /// The primary figure's unit.
+    pub fn unit(&self) -> &'static str {
+        match self.kind {
+            Kind::TcpRr | Kind::UdpRr => "trans/s",
+            _ if self.rate_gbit.is_some() => "CPU %",
+            Kind::UdpStream => "pps",
+            _ => "Gbit/s",
+        }
+    }
+}
+
+/// The figures of one sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Received payload throughput across instances (both ways for bidirec).
+    pub gbit_s: Option<f64>,
+    pub trans_s: Option<f64>,
+    /// Round-trip latency in µs (sockperf reports half of it).
+    pub rtt_mean_us: Option<f64>,
+    pub rtt_p50_us: Option<f64>,
+    pub rtt_p99_us: Option<f64>,
+    pub udp_loss_pct: Option<f64>,
+    /// UDP datagrams received per second.
+    pub rx_pps: Option<f64>,
+    pub tcp_retransmits: Option<u64>,
+    pub cpu: Usage,
+    /// CPU µs per KB moved, across the machine (netperf's service demand).
+    pub service_demand_us_per_kb: Option<f64>,
+    pub seconds: f64,
+    /// What the server tenant's interface counted (all frames, headers
+    /// included), in Gbit/s: an independent check of the tool's figure.
+    pub iface_rx_gbit_s: Option<f64>,
+}
+
+/// Where the server tenant listens.
+#[derive(Debug, Clone, Copy)]
+pub struct Peers<'a> {
+    pub client: &'a Host,
+    pub server: &'a Host,
+    pub server_ip: &'a str,
+    /// The server tenant's interface (for its byte counters).
+    pub server_if: &'a str,
+}
+
+fn rx_bytes(h: &Host, dev: &str) -> Option<u64> {
+    h.run(&["cat", &format!("/sys/class/net/{dev}/statistics/rx_bytes")])
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Servers of each sample listen on fresh ports: a server killed with its
+/// connection open leaves the port in TIME_WAIT, and sockperf does not
+/// reuse such a port.
+static NEXT_PORT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+const PORTS_FROM: u16 = 20000;
+const PORTS_SPAN: u16 = 20000;
+
+fn take_ports(n: usize) -> u16 {
+    let at = NEXT_PORT.fetch_add(n as u16, Ordering::SeqCst) % PORTS_SPAN;
+    if at as usize + n > PORTS_SPAN as usize {
+        NEXT_PORT.store(n as u16, Ordering::SeqCst);
+        return PORTS_FROM;
+    }
+    PORTS_FROM + at
+}
+
+/// Run one sample of `test` for `secs` seconds; `pids` are the datapath
+/// processes whose CPU is reported. The error carries the tool's output.
+pub fn run_sample(p: Peers<'_>, test: &Test, secs: u32, pids: &[u32]) -> Result<Sample, String> {
+    let mut servers: Vec<Child> = Vec::new();
+    let base = take_ports(test.instances);
+    let result = (|| {
+        for i in 0..test.instances {
+            let port = (base + i as u16).to_string();
+            let args: Vec<&str> = if test.kind.is_rr() {
+                let mut a = vec!["sockperf", "server", "-i", p.server_ip, "-p", &port];
+                if test.kind == Kind::TcpRr {
+                    a.push("--tcp");
+                }
+                a
+            } else {
+                vec!["iperf3", "-s", "-1", "-B", p.server_ip, "-p", &port]
+            };
+            servers.push(p.server.spawn(&args).map_err(|e| e.to_string())?);
+        }
+        wait_listening(p.server, test, base)?;
+        let rx0 = rx_bytes(p.server, p.server_if);
+        let cpu = Snapshot::take(pids);
+        let started = Instant::now();
+        let mut clients = Vec::new();
+        for i in 0..test.instances {
+            let port = (base + i as u16).to_string();
+            let args = client_args(test, p.server_ip, &port, secs);
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            clients.push(p.client.spawn(&a).map_err(|e| e.to_string())?);
+        }
+        let deadline = Duration::from_secs(secs as u64 + 20);
+        let mut outs = Vec::new();
+        for c in clients {
+            outs.push(wait_output(c, started, deadline)?);
+        }
+        let usage = cpu.usage();
+        let seconds = started.elapsed().as_secs_f64();
+        let rx1 = rx_bytes(p.server, p.server_if);
+        let mut s = combine(test, &outs, usage, seconds)?;
+        // The tools run a little shorter than the whole sample (start-up),
+        // so this slightly underestimates; tests allow for it.
+        if let (Some(a), Some(b)) = (rx0, rx1) {
+            s.iface_rx_gbit_s = Some(b.saturating_sub(a) as f64 * 8.0 / seconds / 1e9);
+        }
+        Ok(s)
+    })();
+    for mut s in servers {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+    result
+}
+
+fn client_args(t: &Test, ip: &str, port: &str, secs: u32) -> Vec<String> {
+    let mut a: Vec<String>;
+    if t.kind.is_rr() {
+        a = [
+            "sockperf",
+            "ping-pong",
+            "-i",
+            ip,
+            "-p",
+            port,
+            "-t",
+            &secs.to_string(),
+            "-m",
+            &t.size.to_string(),
+        ]
+        .map(String::from)
+        .to_vec();
+        if t.kind == Kind::TcpRr {
+            a.push("--tcp".into());
+        }
+        return a;
+    }
+    a = [
+        "iperf3",
+        "-c",
+        ip,
+        "-p",
+        port,
+        "-t",
+        &secs.to_string(),
+        "-l",
+        &t.size.to_string(),
+        "-J",
+    ]
+    .map(String::from)
+    .to_vec();
+    match t.kind {
+        Kind::TcpMaerts => a.push("-R".into()),
+        Kind::TcpBidirec => a.push("--bidir".into()),
+        Kind::UdpStream => a.extend(["-u".into(), "-b".into(), "0".into()]),
+        _ => {}
+    }
+    if let Some(r) = t.rate_gbit {
+        // The target is for all instances together.
+        let each = r * 1e9 / t.instances as f64;
+        a.extend(["-b".into(), format!("{}", each.round() as u64)]);
+    }
+    a
+}
+
+/// Wait until every server's port is open on the server host.
+fn wait_listening(h: &Host, t: &Test, base: u16) -> Result<(), String> {
+    let end = Instant::now() + Duration::from_secs(5);
+    let flag = if t.kind == Kind::UdpRr {
+        "-lun"
+    } else {
+        "-ltn"
+    };
+    loop {
+        let out = h.run(&["ss", "-H", flag]).unwrap_or_default();
+        let open = (0..t.instances)
+            .filter(|i| out.contains(&format!(":{} ", base + *i as u16)))
+            .count();
+        if open == t.instances {
+            return Ok(());
+        }
+        if Instant::now() > end {
+            return Err(format!(
+                "{}: only {open} of {} servers listening after 5 s",
+                h.role, t.instances
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn wait_output(mut c: Child, started: Instant, deadline: Duration) -> Result<String, String> {
+    loop {
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            let _ = c.kill();
+            let _ = c.wait();
+            return Err("interrupted".into());
+        }
+        match c.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if started.elapsed() > deadline => {
+                let _ = c.kill();
+                let out = c.wait_with_output().map_err(|e| e.to_string())?;
+                return Err(format!(
+                    "timed out after {deadline:?}; output: {}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    let out = c.wait_with_output().map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        return Err(format!(
+            "exited with {}: {}{}",
+            out.status,
+            text,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(text)
+}
+
+/// Sum the instances' figures into one sample.
+fn combine(t: &Test, outs: &[String], cpu: Usage, seconds: f64) -> Result<Sample, String> {
+    let mut s = Sample {
+        gbit_s: None,
+        trans_s: None,
+        rtt_mean_us: None,
+        rtt_p50_us: None,
+        rtt_p99_us: None,
+        udp_loss_pct: None,
+        rx_pps: None,
+        tcp_retransmits: None,
+        cpu,
+        service_demand_us_per_kb: None,
+        seconds,
+        iface_rx_gbit_s: None,
+    };
+    let bytes;
+    if t.kind.is_rr() {
+        let (mut tps, mut lat, mut p50, mut p99) = (0.0, 0.0, 0.0, 0.0);
+        for o in outs {
+            let r = parse_sockperf(o)?;
+            tps += r.trans_s;
+            lat += r.rtt_mean_us;
+            p50 += r.rtt_p50_us;
+            p99 = f64::max(p99, r.rtt_p99_us);
+        }
+        let n = outs.len().max(1) as f64;
+        s.trans_s = Some(tps);
+        s.rtt_mean_us = Some(lat / n);
+        s.rtt_p50_us = Some(p50 / n);
+        s.rtt_p99_us = Some(p99);
+        bytes = tps * seconds * 2.0 * t.size as f64;
+    } else {
+        let (mut bps, mut retr, mut pkts, mut lost, mut secs) = (0.0, 0u64, 0u64, 0u64, 0.0f64);
+        for o in outs {
+            let r = parse_iperf3(o, t.kind)?;
+            bps += r.bits_per_second;
+            retr += r.retransmits;
+            pkts += r.packets;
+            lost += r.lost;
+            secs = secs.max(r.seconds);
+        }
+        s.gbit_s = Some(bps / 1e9);
+        bytes = bps / 8.0 * secs;
+        if t.kind == Kind::UdpStream {
+            s.udp_loss_pct = Some(if pkts > 0 {
+                100.0 * lost as f64 / pkts as f64
+            } else {
+                0.0
+            });
+            s.rx_pps = Some((pkts - lost.min(pkts)) as f64 / secs.max(1e-6));
+        } else {
+            s.tcp_retransmits = Some(retr);
+        }
+    }
+    if bytes > 0.0 {
+        s.service_demand_us_per_kb = Some(cpu.system_busy_s * 1e6 / (bytes / 1024.0));
+    }
+    Ok(s)
+}
+
+/// What one iperf3 run reported.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Iperf3 {
+    /// Received payload bits per second (both directions for --bidir).
+    pub bits_per_second: f64,
+    pub retransmits: u64,
+    pub packets: u64,
+    pub lost: u64,
+    pub seconds: f64,
+}
+
+/// Read iperf3's `-J` output.
+pub fn parse_iperf3(json: &str, kind: Kind) -> Result<Iperf3, String> {
+    let v: serde_json::Value = serde_json::from_str(json)
+        .map_err(|e| format!("iperf3 printed no JSON ({e}): {json:.200}"))?;
+    if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
+        return Err(format!("iperf3: {e}"));
+    }
+    let end = v.get("end").ok_or("iperf3 JSON has no \"end\" section")?;
+    let num = |sec: &str, f: &str| end.get(sec).and_then(|s| s.get(f)).and_then(|x| x.as_f64());
+    if kind == Kind::UdpStream {
+        let packets = num("sum", "packets").ok_or("iperf3 UDP JSON lacks end.sum.packets")? as u64;
+        let lost = num("sum", "lost_packets").unwrap_or(0.0) as u64;
+        let seconds = num("sum", "seconds").unwrap_or(0.0);
+        let bps = num("sum", "bits_per_second").unwrap_or(0.0);
+        // iperf3's UDP rate is the sender's; what arrived is what counts.
+        let rx = if packets > 0 {
+            bps * (packets - lost.min(packets)) as f64 / packets as f64
+        } else {
+            0.0
+        };
+        return Ok(Iperf3 {
+            bits_per_second: rx,
+            retransmits: 0,
+            packets,
+            lost,
+            seconds,
+        });
+    }
+    let mut bps =
+        num("sum_received", "bits_per_second").ok_or("iperf3 JSON lacks end.sum_received")?;
+    let seconds = num("sum_received", "seconds").unwrap_or(0.0);
+    let mut retransmits = num("sum_sent", "retransmits").unwrap_or(0.0) as u64;
+    if kind == Kind::TcpBidirec {
+        bps += num("sum_received_bidir_reverse", "bits_per_second").unwrap_or(0.0);
+        retransmits += num("sum_sent_bidir_reverse", "retransmits").unwrap_or(0.0) as u64;
+    }
+    Ok(Iperf3 {
+        bits_per_second: bps,
+        retransmits,
+        packets: 0,
+        lost: 0,
+        seconds,
+    })
+}
+
+/// What one sockperf ping-pong run reported (latencies as round trips).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sockperf {
+    pub trans_s: f64,
+    pub rtt_mean_us: f64,
+    pub rtt_p50_us: f64,
+    pub rtt_p99_us: f64,
+}
+
+/// Read sockperf's ping-pong summary: the valid-duration run time and
+/// received messages give transactions/s; its latencies are half round
+/// trips and are doubled.
+pub fn parse_sockperf(out: &str) -> Result<Sockperf, String> {
+    let clean: String = out.replace("\u{1b}[2;35m", "").replace("\u{1b}[0m", "");
+    let field = |line: &str, key: &str| -> Option<f64> {
+        let at = line.find(key)? + key.len();
+        let rest = line[at..].trim_start();
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        rest[..end].parse().ok()
+    };
+    let valid = clean
+        .lines()
+        .find(|l| l.contains("[Valid Duration]"))
+        .ok_or_else(|| format!("sockperf printed no [Valid Duration] line: {clean:.300}"))?;
+    let run = field(valid, "RunTime=").ok_or("sockperf: no RunTime")?;
+    let got = field(valid, "ReceivedMessages=").ok_or("sockperf: no ReceivedMessages")?;
+    let mean = clean
+        .lines()
+        .find_map(|l| field(l, "avg-latency="))
+        .ok_or("sockperf: no avg-latency")?;
+    let pct = |p: &str| {
+        clean
+            .lines()
+            .find(|l| l.contains(&format!("percentile {p}")))
+            .and_then(|l| field(l, "="))
+    };
+    if run <= 0.0 {
+        return Err("sockperf: zero run time".into());
+    }
+    Ok(Sockperf {
+        trans_s: got / run,
+        rtt_mean_us: 2.0 * mean,
+        rtt_p50_us: 2.0 * pct("50.000").unwrap_or(mean),
+        rtt_p99_us: 2.0 * pct("99.000").unwrap_or(mean),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_names_round_trip_and_bad_ones_name_the_valid_forms() {
+        for s in [
+            "tcp_rr-1024B-8i",
+            "udp_stream-64B-1i",
+            "tcp_stream-16384B-1i@2G",
+        ] {
+            assert_eq!(Test::parse(s).unwrap().name(), s);
+        }
+        let e = Test::parse("tcp_rrr-1B-1i").unwrap_err();
+        assert!(
+            e.contains("tcp_stream, tcp_maerts") && e.contains("tcp_rr-1024B-8i"),
+            "{e}"
+        );
+        assert!(Test::parse("tcp_rr-0B-1i").is_err());
+        assert!(Test::parse("tcp_rr-64B-1i@2G")
+            .unwrap_err()
+            .contains("stream tests only"));
+        assert!(Test::parse("tcp_stream-64B").is_err());
+    }
+
+    #[test]
+    fn sockperf_summary_is_read_as_round_trips() {
+        let out = "sockperf: [Total Run] RunTime=1.001 sec; Warm up time=400 msec; SentMessages=73427; ReceivedMessages=73426\n\
+            sockperf: [Valid Duration] RunTime=0.550 sec; SentMessages=41196; ReceivedMessages=41196\n\
+            sockperf: \u{1b}[2;35m====> avg-latency=6.635 (std-dev=20.251)\u{1b}[0m\n\
+            sockperf: ---> percentile 99.000 =   14.349\n\
+            sockperf: ---> percentile 50.000 =    6.182\n";
+        let r = parse_sockperf(out).unwrap();
+        assert!((r.trans_s - 41196.0 / 0.550).abs() < 1e-6);
+        assert!((r.rtt_mean_us - 13.27).abs() < 1e-9);
+        assert!((r.rtt_p50_us - 12.364).abs() < 1e-9);
+        assert!((r.rtt_p99_us - 28.698).abs() < 1e-9);
+        assert!(parse_sockperf("sockperf: error").is_err());
+    }
+
+    #[test]
+    fn iperf3_json_is_read_per_kind() {
+        let tcp = r#"{"end":{"sum_sent":{"retransmits":3,"bits_per_second":2e9},"sum_received":{"bits_per_second":1.5e9,"seconds":2.0},
+            "sum_received_bidir_reverse":{"bits_per_second":1e9},"sum_sent_bidir_reverse":{"retransmits":1}}}"#;
+        let r = parse_iperf3(tcp, Kind::TcpStream).unwrap();
+        assert_eq!(
+            (r.bits_per_second, r.retransmits, r.seconds),
+            (1.5e9, 3, 2.0)
+        );
+        let r = parse_iperf3(tcp, Kind::TcpBidirec).unwrap();
+        assert_eq!((r.bits_per_second, r.retransmits), (2.5e9, 4));
+        let udp = r#"{"end":{"sum":{"bits_per_second":1e8,"packets":1000,"lost_packets":10,"seconds":2.0}}}"#;
+        let r = parse_iperf3(udp, Kind::UdpStream).unwrap();
+        assert_eq!((r.packets, r.lost), (1000, 10));
+        assert!((r.bits_per_second - 0.99e8).abs() < 1.0);
+        let e = parse_iperf3(
+            r#"{"error":"unable to connect to server"}"#,
+            Kind::TcpStream,
+        )
+        .unwrap_err();
+        assert!(e.contains("unable to connect"), "{e}");
+        assert!(parse_iperf3("garbage", Kind::TcpStream).is_err());
+    }
+}

@@ -1,0 +1,370 @@
+//! The datapaths compared, each set up on a fresh topology and torn down
+//! after its tests: the kernel bridging the tenant onto the underlay (no
+//! tunnel), the kernel's VXLAN device, and tunlab's switch per
+//! encapsulation. Open vSwitch variants are not built into the lab yet.
+
+use crate::host::Host;
+use crate::LabError;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::Duration;
+
+/// Underlay and tenant addresses of the two sides.
+pub const UNDER: [&str; 2] = ["172.30.0.1", "172.30.0.2"];
+pub const TENANT: [&str; 2] = ["192.168.30.1", "192.168.30.2"];
+pub const UNDERLAY_MTU: u16 = 1500;
+
+/// One datapath to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Variant {
+    None,
+    KernelVxlan,
+    TunlabGeneve,
+    TunlabGeneveOvn,
+    TunlabVxlan,
+    TunlabGre,
+    TunlabNvgre,
+    TunlabStt,
+    TunlabQinq,
+}
+
+/// Variants the issue names that the lab does not run yet.
+pub const NOT_BUILT: [&str; 6] = [
+    "ovs-bridge",
+    "ovs-vxlan",
+    "ovs-geneve",
+    "ovs-geneve-ovn",
+    "ovs-gre",
+    "ovs-qinq",
+];
+
+impl Variant {
+    pub const ALL: [Variant; 9] = [
+        Variant::None,
+        Variant::KernelVxlan,
+        Variant::TunlabGeneve,
+        Variant::TunlabGeneveOvn,
+        Variant::TunlabVxlan,
+        Variant::TunlabGre,
+        Variant::TunlabNvgre,
+        Variant::TunlabStt,
+        Variant::TunlabQinq,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::None => "none",
+            Variant::KernelVxlan => "kernel-vxlan",
+            Variant::TunlabGeneve => "tunlab-geneve",
+            Variant::TunlabGeneveOvn => "tunlab-geneve-ovn",
+            Variant::TunlabVxlan => "tunlab-vxlan",
+            Variant::TunlabGre => "tunlab-gre",
+            Variant::TunlabNvgre => "tunlab-nvgre",
+            Variant::TunlabStt => "tunlab-stt",
+            Variant::TunlabQinq => "tunlab-qinq",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Variant, String> {
+        if let Some(v) = Variant::ALL.into_iter().find(|v| v.name() == s) {
+            return Ok(v);
+        }
+        if NOT_BUILT.contains(&s) {
+            return Err(format!(
+                "variant '{s}': the Open vSwitch variants are not built into the lab yet"
+            ));
+        }
+        Err(format!(
+            "'{s}' is not a variant; valid: {}",
+            Variant::ALL.map(Variant::name).join(", ")
+        ))
+    }
+
+    /// tunlab's port type for the tunlab variants.
+    fn tunlab_kind(self) -> Option<&'static str> {
+        Some(match self {
+            Variant::TunlabGeneve | Variant::TunlabGeneveOvn => "geneve",
+            Variant::TunlabVxlan => "vxlan",
+            Variant::TunlabGre => "gre",
+            Variant::TunlabNvgre => "nvgre",
+            Variant::TunlabStt => "stt",
+            Variant::TunlabQinq => "qinq",
+            _ => return None,
+        })
+    }
+
+    /// Bytes of the tenant's IP MTU the encapsulation takes from the
+    /// 1500-byte underlay (inner Ethernet counted where it is carried).
+    pub fn overhead(self) -> u16 {
+        match self {
+            Variant::None => 0,
+            Variant::KernelVxlan | Variant::TunlabVxlan | Variant::TunlabGeneve => 50,
+            Variant::TunlabGeneveOvn => 58,
+            Variant::TunlabGre | Variant::TunlabNvgre => 42,
+            Variant::TunlabStt => 72,
+            Variant::TunlabQinq => 4,
+        }
+    }
+
+    pub fn tenant_mtu(self) -> u16 {
+        UNDERLAY_MTU - self.overhead()
+    }
+
+    /// What is missing to run this variant, with the install command.
+    pub fn missing(self) -> Option<String> {
+        let need: &[(&str, &str)] = match self {
+            Variant::TunlabStt => &[("nft", "nftables")],
+            _ => &[],
+        };
+        need.iter()
+            .find(|(bin, _)| !on_path(bin))
+            .map(|(bin, pkg)| format!("{bin} not found: apt-get install {pkg}"))
+    }
+}
+
+pub fn on_path(bin: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
+}
+
+/// The lab's namespaces: two hosts joined by a veth underlay, a tenant
+/// behind each.
+#[derive(Debug)]
+pub struct Topology {
+    pub h: [Host; 2],
+    pub t: [Host; 2],
+}
+
+impl Topology {
+    /// Fresh namespaces and the underlay veth (`under` on both hosts).
+    pub fn build(n: usize) -> Result<Topology, LabError> {
+        let topo = Topology {
+            h: [Host::create("h1", 4 * n)?, Host::create("h2", 4 * n + 1)?],
+            t: [
+                Host::create("t1", 4 * n + 2)?,
+                Host::create("t2", 4 * n + 3)?,
+            ],
+        };
+        topo.h[0].ip(&[
+            "link",
+            "add",
+            "under",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "under",
+            "netns",
+            topo.h[1].name(),
+        ])?;
+        for h in &topo.h {
+            h.ip(&[
+                "link",
+                "set",
+                "under",
+                "mtu",
+                &UNDERLAY_MTU.to_string(),
+                "up",
+            ])?;
+        }
+        Ok(topo)
+    }
+}
+
+/// A variant set up on a topology: the daemons to stop and the processes
+/// whose CPU is the datapath's.
+#[derive(Debug)]
+pub struct Running {
+    pub variant: Variant,
+    daemons: Vec<Child>,
+    pub pids: Vec<u32>,
+    pub tenant_if: &'static str,
+    pub notes: Vec<String>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        for d in &mut self.daemons {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(d.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        for d in &mut self.daemons {
+            let _ = d.wait();
+        }
+    }
+}
+
+/// Set `v` up on `topo`; `tunlab` is the binary to run the switch with and
+/// `dir` a folder for its configuration files.
+pub fn setup(v: Variant, topo: &Topology, tunlab: &Path, dir: &Path) -> Result<Running, LabError> {
+    let mut r = Running {
+        variant: v,
+        daemons: Vec::new(),
+        pids: Vec::new(),
+        tenant_if: "eth0",
+        notes: Vec::new(),
+    };
+    match v {
+        Variant::None | Variant::KernelVxlan => {
+            for i in 0..2 {
+                let (h, t) = (&topo.h[i], &topo.t[i]);
+                h.ip(&[
+                    "link",
+                    "add",
+                    "ten",
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    "eth0",
+                    "netns",
+                    t.name(),
+                ])?;
+                h.ip(&["link", "add", "br0", "type", "bridge"])?;
+                if v == Variant::None {
+                    h.ip(&["link", "set", "under", "master", "br0"])?;
+                } else {
+                    h.ip(&["addr", "add", &format!("{}/24", UNDER[i]), "dev", "under"])?;
+                    h.ip(&[
+                        "link",
+                        "add",
+                        "vx0",
+                        "type",
+                        "vxlan",
+                        "id",
+                        "42",
+                        "local",
+                        UNDER[i],
+                        "remote",
+                        UNDER[1 - i],
+                        "dstport",
+                        "4789",
+                    ])?;
+                    h.ip(&["link", "set", "vx0", "master", "br0", "up"])?;
+                }
+                h.ip(&["link", "set", "ten", "master", "br0", "up"])?;
+                h.ip(&["link", "set", "br0", "up"])?;
+                t.ip(&["addr", "add", &format!("{}/24", TENANT[i]), "dev", "eth0"])?;
+                t.ip(&[
+                    "link",
+                    "set",
+                    "eth0",
+                    "mtu",
+                    &v.tenant_mtu().to_string(),
+                    "up",
+                ])?;
+            }
+            if v == Variant::KernelVxlan {
+                r.notes.push(
+                    "kernel VXLAN sends an outer UDP checksum by default on this kernel".into(),
+                );
+            }
+        }
+        _ => {
+            let kind = v
+                .tunlab_kind()
+                .ok_or_else(|| LabError::Setup(format!("{}: no tunlab kind", v.name())))?;
+            for (i, tenant) in topo.t.iter().enumerate() {
+                let cfg = tunlab_config(v, kind, i, tenant.name());
+                let path = dir.join(format!("{}-n{}.toml", v.name(), i + 1));
+                std::fs::write(&path, cfg).map_err(|err| LabError::Io {
+                    path: path.display().to_string(),
+                    err,
+                })?;
+                if kind != "qinq" {
+                    topo.h[i].ip(&["addr", "add", &format!("{}/24", UNDER[i]), "dev", "under"])?;
+                }
+                let exe = tunlab.display().to_string();
+                let p = path.display().to_string();
+                let child = topo.h[i].spawn(&[&exe, "switch", "--config", &p])?;
+                r.pids.push(child.id());
+                r.daemons.push(child);
+            }
+            r.tenant_if = "tap0";
+            for t in &topo.t {
+                t.wait_for_link("tap0", Duration::from_secs(10))?;
+            }
+            // The switch runs under `ip netns exec`: its pid is the child's
+            // after exec, the one whose CPU counts.
+        }
+    }
+    check_mtu(v, topo)?;
+    Ok(r)
+}
+
+/// One node's configuration for a tunlab variant.
+fn tunlab_config(v: Variant, kind: &str, i: usize, tenant_ns: &str) -> String {
+    let name = format!("bench{}", i + 1);
+    let (flows, tlv) = match v {
+        Variant::TunlabQinq => (
+            // The QinQ article's flows: S-VLAN 1 on the underlay.
+            r#""in_port=1,dl_vlan=1 action=pop_vlan,output:2", "in_port=2 action=push_vlan:0x88a8,mod_vlan_vid:1,output:1""#.to_string(),
+            String::new(),
+        ),
+        Variant::TunlabGeneveOvn => (
+            // OVN's option: ingress logical port 3, egress 2, matched on receive.
+            r#""in_port=2 actions=set_field:0x30002->tun_metadata0,output:1", "in_port=1,tun_metadata0=0x30002 actions=output:2""#.to_string(),
+            r#"tlv_map = ["{class=0x0102,type=0x80,len=4}->tun_metadata0"]"#.to_string(),
+        ),
+        _ => (r#""in_port=2 actions=output:1", "in_port=1 actions=output:2""#.to_string(), String::new()),
+    };
+    let uplink = if kind == "qinq" {
+        "type = \"qinq\"\nunderlay = \"under\"".to_string()
+    } else {
+        format!(
+            "type = \"{kind}\"\nlocal_ip = \"{}\"\nremote_ip = \"{}\"\nkey = 42",
+            UNDER[i],
+            UNDER[1 - i]
+        )
+    };
+    format!(
+        "[switch]\nname = \"{name}\"\ncontrol_socket = \"/run/tunlab/lab-{pid}-{name}.ctl\"\nunderlay_mtu = {UNDERLAY_MTU}\n{tlv}\nflows = [{flows}]\n\n\
+         [[port]]\nname = \"up\"\nofport = 1\n{uplink}\n\n\
+         [[port]]\nname = \"tap0\"\nofport = 2\ntype = \"tap\"\nnetns = \"{tenant_ns}\"\naddress = \"{}/24\"\nmtu = {}\n",
+        TENANT[i],
+        v.tenant_mtu(),
+        pid = std::process::id(),
+    )
+}
+
+/// The tenant MTU is right: a DF ping of exactly the MTU passes, both ways.
+fn check_mtu(v: Variant, topo: &Topology) -> Result<(), LabError> {
+    let size = (v.tenant_mtu() - 28).to_string();
+    for (from, to) in [(&topo.t[0], TENANT[1]), (&topo.t[1], TENANT[0])] {
+        let mut ok = false;
+        for _ in 0..10 {
+            if from
+                .run(&[
+                    "ping", "-q", "-c", "1", "-W", "1", "-M", "do", "-s", &size, to,
+                ])
+                .is_ok()
+            {
+                ok = true;
+                break;
+            }
+        }
+        if !ok {
+            return Err(LabError::Setup(format!(
+                "{}: a DF ping of {} bytes (the tenant MTU {}) from {} to {to} does not pass",
+                v.name(),
+                v.tenant_mtu(),
+                v.tenant_mtu(),
+                from.role
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A per-run folder for configuration files and failed tools' output.
+pub fn run_dir(out: &Path) -> Result<PathBuf, LabError> {
+    std::fs::create_dir_all(out).map_err(|err| LabError::Io {
+        path: out.display().to_string(),
+        err,
+    })?;
+    Ok(out.to_path_buf())
+}

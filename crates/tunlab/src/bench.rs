@@ -1,0 +1,112 @@
+//! `tunlab bench`: turn the command line into a plan, run it, print the
+//! tables. Ctrl-C stops the running tools, tears everything down and
+//! still writes what was measured.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use tunlab_lab::run::{self, Plan};
+use tunlab_lab::traffic::{Test, INTERRUPTED};
+use tunlab_lab::variant::Variant;
+
+#[derive(Debug)]
+pub struct Args {
+    pub profile: String,
+    pub variants: Vec<String>,
+    pub tests: Vec<String>,
+    pub samples: Option<usize>,
+    pub seconds: Option<u32>,
+    pub baseline: String,
+    pub out: Option<PathBuf>,
+}
+
+extern "C" fn on_interrupt(_: nix::libc::c_int) {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn plan(a: &Args) -> Result<Plan, String> {
+    let mut plan = Plan::profile(&a.profile).map_err(|e| e.to_string())?;
+    if !a.variants.is_empty() {
+        plan.variants = a
+            .variants
+            .iter()
+            .map(|v| Variant::parse(v))
+            .collect::<Result<_, _>>()?;
+    }
+    if !a.tests.is_empty() {
+        plan.tests = a
+            .tests
+            .iter()
+            .map(|t| Test::parse(t))
+            .collect::<Result<_, _>>()?;
+    }
+    if let Some(n) = a.samples {
+        if n == 0 || n > 50 {
+            return Err(format!("--samples: {n} is not between 1 and 50"));
+        }
+        plan.rule.samples = n;
+    }
+    if let Some(s) = a.seconds {
+        if s == 0 || s > 3600 {
+            return Err(format!("--seconds: {s} is not between 1 and 3600"));
+        }
+        plan.seconds = s;
+    }
+    Variant::parse(&a.baseline).map_err(|e| format!("--baseline: {e}"))?;
+    Ok(plan)
+}
+
+pub fn run(a: Args) -> ExitCode {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    let plan = match plan(&a) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("tunlab bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let tunlab = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("tunlab bench: cannot find the tunlab binary: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // SAFETY: the handler only stores to an atomic, which is
+    // async-signal-safe.
+    unsafe {
+        let _ = signal(Signal::SIGINT, SigHandler::Handler(on_interrupt));
+        let _ = signal(Signal::SIGTERM, SigHandler::Handler(on_interrupt));
+    }
+    let out = a.out.clone().unwrap_or_else(run::default_out);
+    println!("{}\n", run::TOPOLOGY);
+    println!(
+        "profile {}: {} variants x {} tests, {} samples of {} s each (rerun while the spread is over {}%, at most {} sets)",
+        plan.profile,
+        plan.variants.len(),
+        plan.tests.len(),
+        plan.rule.samples,
+        plan.seconds,
+        plan.rule.max_cv_pct,
+        plan.rule.max_attempts
+    );
+    let results = match run::run(&plan, &tunlab, &out) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("tunlab bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!(
+        "{}",
+        tunlab_lab::report::tables(&results, Some(&a.baseline))
+    );
+    println!(
+        "every sample and the environment: {}",
+        out.join("results.json").display()
+    );
+    if results.interrupted {
+        eprintln!("tunlab bench: interrupted; the results above are partial");
+        return ExitCode::from(130);
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,281 @@
+//! `tunlab bench` end to end: every variant is built, measured with a
+//! short test and torn down; figures are plausible and agree with an
+//! independent count; a failing tool is reported as failed and the run goes
+//! on; Ctrl-C leaves no namespace or process behind. Needs root and the
+//! traffic tools (scripts/install-deps).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn tunlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tunlab"))
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tunlab-bench-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn results(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("results.json")).expect("results.json written");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Bench runs in this file one at a time: the leftover check looks for the
+/// lab's traffic tools by their addresses, which every run shares.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Namespaces and processes the bench run `child_pid` (results in `dir`)
+/// could leave: its namespaces, switches started with configurations in
+/// its folder, traffic tools on the lab's tenant addresses.
+fn leftovers(child_pid: u32, dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with(&format!("tl-bench-{child_pid}-")))
+        .map(str::to_string)
+        .collect();
+    let ps = Command::new("ps")
+        .args(["-eo", "pid,args"])
+        .output()
+        .unwrap();
+    for l in String::from_utf8_lossy(&ps.stdout).lines() {
+        let tool = (l.contains("iperf3") || l.contains("sockperf")) && l.contains("192.168.30.");
+        if tool || l.contains(&dir.display().to_string()) {
+            v.push(l.to_string());
+        }
+    }
+    v
+}
+
+fn run(args: &[&str], dir: &Path) -> (Output, u32) {
+    let child = tunlab()
+        .arg("bench")
+        .args(args)
+        .arg("--out")
+        .arg(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    (child.wait_with_output().unwrap(), pid)
+}
+
+#[test]
+fn every_variant_is_built_measured_and_torn_down() {
+    let _one = serial();
+    let dir = out_dir("all");
+    let (o, pid) = run(
+        &[
+            "--tests",
+            "tcp_stream-16384B-1i",
+            "--samples",
+            "1",
+            "--seconds",
+            "1",
+        ],
+        &dir,
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        text.contains("192.168.30.1 ─") && text.contains("tcp_stream-16384B-1i"),
+        "{text}"
+    );
+    let r = results(&dir);
+    let variants = r["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 9, "{text}");
+    for v in variants {
+        let name = v["variant"].as_str().unwrap();
+        assert_eq!(v["status"], "ok", "{name}: {}", v["reason"]);
+        let t = &v["tests"][0];
+        assert!(t["error"].is_null(), "{name}: {}", t["error"]);
+        let s = &t["samples"][0];
+        let tool = s["gbit_s"].as_f64().unwrap();
+        let iface = s["iface_rx_gbit_s"].as_f64().unwrap();
+        // Plausible: something moved, and no more than a veth can carry here.
+        assert!(tool > 0.01 && tool < 200.0, "{name}: {tool} Gbit/s");
+        // Consistent: the tenant interface counted what iperf3 reported,
+        // plus headers and minus start-up time (within a factor of 2).
+        assert!(
+            iface > tool * 0.5 && iface < tool * 2.0,
+            "{name}: iperf3 {tool} vs interface {iface} Gbit/s"
+        );
+        assert!(s["cpu"]["system_pct"].as_f64().unwrap() > 0.0, "{name}");
+        if name.starts_with("tunlab-") {
+            assert!(
+                s["cpu"]["datapath_pct"].as_f64().unwrap() > 0.0,
+                "{name}: the switch's own CPU"
+            );
+        }
+    }
+    assert_eq!(r["environment"]["underlay_mtu"], 1500);
+    assert!(
+        leftovers(pid, &dir).is_empty(),
+        "{:?}",
+        leftovers(pid, &dir)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failing_tool_is_reported_and_the_run_goes_on() {
+    let _one = serial();
+    let dir = out_dir("failing");
+    // A sockperf that always fails, first on PATH.
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("sockperf");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'sockperf: planted failure' >&2\nexit 3\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let child = tunlab()
+        .env("PATH", path)
+        .args([
+            "bench",
+            "--variants",
+            "none",
+            "--tests",
+            "tcp_rr-64B-1i,udp_stream-64B-1i",
+            "--samples",
+            "1",
+            "--seconds",
+            "1",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&child.stdout);
+    assert!(child.status.success(), "{text}");
+    assert!(text.contains("FAILED"), "{text}");
+    let r = results(&dir);
+    let tests = r["variants"][0]["tests"].as_array().unwrap();
+    assert!(
+        tests[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("planted failure")
+            || tests[0]["error"]
+                .as_str()
+                .unwrap()
+                .contains("servers listening"),
+        "{}",
+        tests[0]["error"]
+    );
+    assert!(
+        tests[1]["error"].is_null(),
+        "the next test still ran: {}",
+        tests[1]["error"]
+    );
+    assert!(tests[1]["samples"][0]["rx_pps"].as_f64().unwrap() > 0.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_arguments_name_the_valid_ones() {
+    let o = tunlab()
+        .args(["bench", "--variants", "tunlab-vxlann"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        e.contains("'tunlab-vxlann' is not a variant; valid: none, kernel-vxlan"),
+        "{e}"
+    );
+    let o = tunlab()
+        .args(["bench", "--variants", "ovs-geneve"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not built into the lab yet"));
+    let o = tunlab()
+        .args(["bench", "--tests", "tcp_rr-64B"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("KIND-SIZEB-Ni"));
+    let o = tunlab()
+        .args(["bench", "--profile", "huge"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("valid: quick, full"));
+}
+
+#[test]
+fn interrupt_leaves_nothing_behind() {
+    let _one = serial();
+    let dir = out_dir("sigint");
+    let child = tunlab()
+        .args([
+            "bench",
+            "--variants",
+            "tunlab-geneve,none",
+            "--tests",
+            "tcp_stream-16384B-1i",
+            "--samples",
+            "3",
+            "--seconds",
+            "5",
+            "--out",
+        ])
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait until the switch runs and traffic flows, then Ctrl-C.
+    let end = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < end
+        && !Command::new("pgrep")
+            .args(["-f", "iperf3 -c 192.168.30.2"])
+            .status()
+            .unwrap()
+            .success()
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("interrupted"));
+    assert!(results(&dir)["interrupted"].as_bool().unwrap());
+    assert!(
+        leftovers(pid, &dir).is_empty(),
+        "{:?}",
+        leftovers(pid, &dir)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

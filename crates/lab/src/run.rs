@@ -36,13 +36,22 @@ impl Plan {
     /// pbench-uperf.
     pub fn profile(name: &str) -> Result<Plan, LabError> {
         match name {
+            // All nine variants and four tests took 14 minutes here (sets on
+            // this shared machine often need reruns): quick keeps one
+            // variant per family and the three headline tests.
             "quick" => Ok(Plan {
                 profile: name.into(),
-                variants: Variant::ALL.to_vec(),
+                variants: vec![
+                    Variant::None,
+                    Variant::KernelVxlan,
+                    Variant::TunlabGeneveOvn,
+                    Variant::TunlabVxlan,
+                    Variant::TunlabStt,
+                    Variant::TunlabQinq,
+                ],
                 tests: vec![
                     t(Kind::TcpStream, 16384, 1),
                     t(Kind::TcpRr, 64, 1),
-                    t(Kind::UdpStream, 64, 1),
                     Test {
                         rate_gbit: Some(2.0),
                         ..t(Kind::TcpStream, 16384, 1)

@@ -1200,3 +1200,50 @@ fn malformed_packets_are_dropped_and_counted() {
         "nothing malformed reached a device: {e1}"
     );
 }
+
+/// A tenant TAP that already exists (created by someone else, persistent,
+/// multi-queue) is attached by name rather than created.
+#[test]
+fn existing_tap_is_attached_by_name() {
+    let l = lab();
+    l.hv1
+        .ip(&[
+            "tuntap",
+            "add",
+            "dev",
+            "tap-n1",
+            "mode",
+            "tap",
+            "multi_queue",
+            "vnet_hdr",
+        ])
+        .unwrap();
+    let (s1, s2) = start_pair(
+        &l,
+        &node_config(
+            "n1",
+            l.ta.name(),
+            "192.168.7.1",
+            "vxlan",
+            "172.31.0.1",
+            "172.31.0.2",
+            6,
+            6,
+        ),
+        &node_config(
+            "n2",
+            l.tb.name(),
+            "192.168.7.2",
+            "vxlan",
+            "172.31.0.2",
+            "172.31.0.1",
+            6,
+            6,
+        ),
+    );
+    traffic_both_ways(&l, "vxlan over an attached tap");
+    s1.stop();
+    s2.stop();
+    // Persistent: it outlives the switch (and goes with the namespace).
+    assert!(l.ta.ip(&["link", "show", "tap-n1"]).is_ok());
+}

@@ -17,6 +17,7 @@
 
 pub mod cpu;
 pub mod host;
+pub mod ovs;
 pub mod report;
 pub mod run;
 pub mod stats;

@@ -48,6 +48,7 @@ impl Plan {
                     Variant::TunlabVxlan,
                     Variant::TunlabStt,
                     Variant::TunlabQinq,
+                    Variant::OvsGeneveOvn,
                 ],
                 tests: vec![
                     t(Kind::TcpStream, 16384, 1),

@@ -1,9 +1,11 @@
 //! The datapaths compared, each set up on a fresh topology and torn down
 //! after its tests: the kernel bridging the tenant onto the underlay (no
-//! tunnel), the kernel's VXLAN device, and tunlab's switch per
-//! encapsulation. Open vSwitch variants are not built into the lab yet.
+//! tunnel), the kernel's VXLAN device, Open vSwitch's userspace datapath
+//! (one instance per host namespace) and tunlab's switch, per
+//! encapsulation.
 
 use crate::host::Host;
+use crate::ovs::Ovs;
 use crate::LabError;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -28,20 +30,16 @@ pub enum Variant {
     TunlabNvgre,
     TunlabStt,
     TunlabQinq,
+    OvsBridge,
+    OvsVxlan,
+    OvsGeneve,
+    OvsGeneveOvn,
+    OvsGre,
+    OvsQinq,
 }
 
-/// Variants the issue names that the lab does not run yet.
-pub const NOT_BUILT: [&str; 6] = [
-    "ovs-bridge",
-    "ovs-vxlan",
-    "ovs-geneve",
-    "ovs-geneve-ovn",
-    "ovs-gre",
-    "ovs-qinq",
-];
-
 impl Variant {
-    pub const ALL: [Variant; 9] = [
+    pub const ALL: [Variant; 15] = [
         Variant::None,
         Variant::KernelVxlan,
         Variant::TunlabGeneve,
@@ -51,6 +49,12 @@ impl Variant {
         Variant::TunlabNvgre,
         Variant::TunlabStt,
         Variant::TunlabQinq,
+        Variant::OvsBridge,
+        Variant::OvsVxlan,
+        Variant::OvsGeneve,
+        Variant::OvsGeneveOvn,
+        Variant::OvsGre,
+        Variant::OvsQinq,
     ];
 
     pub fn name(self) -> &'static str {
@@ -64,17 +68,18 @@ impl Variant {
             Variant::TunlabNvgre => "tunlab-nvgre",
             Variant::TunlabStt => "tunlab-stt",
             Variant::TunlabQinq => "tunlab-qinq",
+            Variant::OvsBridge => "ovs-bridge",
+            Variant::OvsVxlan => "ovs-vxlan",
+            Variant::OvsGeneve => "ovs-geneve",
+            Variant::OvsGeneveOvn => "ovs-geneve-ovn",
+            Variant::OvsGre => "ovs-gre",
+            Variant::OvsQinq => "ovs-qinq",
         }
     }
 
     pub fn parse(s: &str) -> Result<Variant, String> {
         if let Some(v) = Variant::ALL.into_iter().find(|v| v.name() == s) {
             return Ok(v);
-        }
-        if NOT_BUILT.contains(&s) {
-            return Err(format!(
-                "variant '{s}': the Open vSwitch variants are not built into the lab yet"
-            ));
         }
         Err(format!(
             "'{s}' is not a variant; valid: {}",
@@ -99,13 +104,21 @@ impl Variant {
     /// 1500-byte underlay (inner Ethernet counted where it is carried).
     pub fn overhead(self) -> u16 {
         match self {
-            Variant::None => 0,
-            Variant::KernelVxlan | Variant::TunlabVxlan | Variant::TunlabGeneve => 50,
-            Variant::TunlabGeneveOvn => 58,
-            Variant::TunlabGre | Variant::TunlabNvgre => 42,
+            Variant::None | Variant::OvsBridge => 0,
+            Variant::KernelVxlan
+            | Variant::TunlabVxlan
+            | Variant::TunlabGeneve
+            | Variant::OvsVxlan
+            | Variant::OvsGeneve => 50,
+            Variant::TunlabGeneveOvn | Variant::OvsGeneveOvn => 58,
+            Variant::TunlabGre | Variant::TunlabNvgre | Variant::OvsGre => 42,
             Variant::TunlabStt => 72,
-            Variant::TunlabQinq => 4,
+            Variant::TunlabQinq | Variant::OvsQinq => 4,
         }
+    }
+
+    pub fn is_ovs(self) -> bool {
+        self.name().starts_with("ovs-")
     }
 
     pub fn tenant_mtu(self) -> u16 {
@@ -116,6 +129,10 @@ impl Variant {
     pub fn missing(self) -> Option<String> {
         let need: &[(&str, &str)] = match self {
             Variant::TunlabStt => &[("nft", "nftables")],
+            v if v.is_ovs() => &[
+                ("ovs-vswitchd", "openvswitch-switch"),
+                ("ethtool", "ethtool"),
+            ],
             _ => &[],
         };
         need.iter()
@@ -179,6 +196,8 @@ impl Topology {
 pub struct Running {
     pub variant: Variant,
     daemons: Vec<Child>,
+    /// Open vSwitch instances (stopped on drop, before the namespaces go).
+    ovs: Vec<Ovs>,
     pub pids: Vec<u32>,
     pub tenant_if: &'static str,
     pub notes: Vec<String>,
@@ -204,6 +223,7 @@ pub fn setup(v: Variant, topo: &Topology, tunlab: &Path, dir: &Path) -> Result<R
     let mut r = Running {
         variant: v,
         daemons: Vec::new(),
+        ovs: Vec::new(),
         pids: Vec::new(),
         tenant_if: "eth0",
         notes: Vec::new(),
@@ -264,6 +284,16 @@ pub fn setup(v: Variant, topo: &Topology, tunlab: &Path, dir: &Path) -> Result<R
                 );
             }
         }
+        v if v.is_ovs() => {
+            for i in 0..2 {
+                let ovs = setup_ovs(v, topo, i, &dir.join(format!("{}-h{}", v.name(), i + 1)))?;
+                r.pids.extend(ovs.vswitchd_pid());
+                r.ovs.push(ovs);
+            }
+            r.notes.push(
+                "Open vSwitch netdev: tenant tx checksum and TSO offload off (its userspace datapath forwards unfinished checksums otherwise); no outer UDP checksum".into(),
+            );
+        }
         _ => {
             let kind = v
                 .tunlab_kind()
@@ -294,6 +324,119 @@ pub fn setup(v: Variant, topo: &Topology, tunlab: &Path, dir: &Path) -> Result<R
     }
     check_mtu(v, topo)?;
     Ok(r)
+}
+
+/// Host `i` of an Open vSwitch variant: ovsdb-server and ovs-vswitchd in
+/// the host namespace, the tenant's veth on `br-int` (ofport 2); the
+/// uplink (ofport 1) is the underlay itself (bridge, QinQ) or a tunnel port
+/// whose underlay address lives on `br-phy`, as OVS's userspace tunnels
+/// need.
+fn setup_ovs(v: Variant, topo: &Topology, i: usize, dir: &Path) -> Result<Ovs, LabError> {
+    let (h, t) = (&topo.h[i], &topo.t[i]);
+    let ovs = Ovs::start(h.name(), dir)?;
+    h.ip(&[
+        "link",
+        "add",
+        "ten",
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "eth0",
+        "netns",
+        t.name(),
+    ])?;
+    h.ip(&["link", "set", "ten", "up"])?;
+    t.ip(&["addr", "add", &format!("{}/24", TENANT[i]), "dev", "eth0"])?;
+    t.ip(&[
+        "link",
+        "set",
+        "eth0",
+        "mtu",
+        &v.tenant_mtu().to_string(),
+        "up",
+    ])?;
+    t.run(&["ethtool", "-K", "eth0", "tx", "off", "tso", "off"])?;
+    let netdev = ["--", "set", "bridge", "br-int", "datapath_type=netdev"];
+    let mut br = vec!["add-br", "br-int"];
+    br.extend_from_slice(&netdev);
+    ovs.vsctl(&br)?;
+    let uplink: Vec<String> = match v {
+        Variant::OvsBridge | Variant::OvsQinq => vec!["under".into()],
+        _ => {
+            let kind = match v {
+                Variant::OvsVxlan => "vxlan",
+                Variant::OvsGre => "gre",
+                _ => "geneve",
+            };
+            ovs.vsctl(&[
+                "add-br",
+                "br-phy",
+                "--",
+                "set",
+                "bridge",
+                "br-phy",
+                "datapath_type=netdev",
+                "--",
+                "add-port",
+                "br-phy",
+                "under",
+            ])?;
+            h.ip(&["addr", "add", &format!("{}/24", UNDER[i]), "dev", "br-phy"])?;
+            h.ip(&["link", "set", "br-phy", "up"])?;
+            vec![
+                "tun0".into(),
+                "--".into(),
+                "set".into(),
+                "interface".into(),
+                "tun0".into(),
+                format!("type={kind}"),
+                format!("options:remote_ip={}", UNDER[1 - i]),
+                "options:key=42".into(),
+            ]
+        }
+    };
+    let mut add = vec!["add-port", "br-int"];
+    add.extend(uplink.iter().map(String::as_str));
+    add.extend(["--", "set", "interface", &uplink[0], "ofport_request=1"]);
+    ovs.vsctl(&add)?;
+    ovs.vsctl(&[
+        "add-port",
+        "br-int",
+        "ten",
+        "--",
+        "set",
+        "interface",
+        "ten",
+        "ofport_request=2",
+    ])?;
+    let flows: &[&str] = match v {
+        // The QinQ article's flows; push_vlan needs OpenFlow 1.3.
+        Variant::OvsQinq => &[
+            "in_port=1,dl_vlan=1 action=pop_vlan,output:2",
+            "in_port=2 action=push_vlan:0x88a8,mod_vlan_vid:1,output:1",
+        ],
+        Variant::OvsGeneveOvn => {
+            ovs.ofctl(&[
+                "add-tlv-map",
+                "br-int",
+                "{class=0x0102,type=0x80,len=4}->tun_metadata0",
+            ])?;
+            &[
+                "in_port=2 actions=set_field:0x30002->tun_metadata0,output:1",
+                "in_port=1,tun_metadata0=0x30002 actions=output:2",
+            ]
+        }
+        // The rest keep the bridge's default NORMAL flow.
+        _ => &[],
+    };
+    if !flows.is_empty() {
+        ovs.ofctl(&["-O", "OpenFlow13", "del-flows", "br-int"])?;
+        for f in flows {
+            ovs.ofctl(&["-O", "OpenFlow13", "add-flow", "br-int", f])?;
+        }
+    }
+    Ok(ovs)
 }
 
 /// One node's configuration for a tunlab variant.

@@ -11,8 +11,8 @@ mod bench;
 ///
 /// Built so far: the packet formats and their decoder, the switch with
 /// tenant TAP ports, Geneve, VXLAN, GRE, NVGRE, STT and QinQ ports and its
-/// control socket (`ctl`), and the lab (`bench`) with the kernel and tunlab
-/// variants. The lab's Open vSwitch variants, HTML/PNG reports and the
+/// control socket (`ctl`), and the lab (`bench`) with the kernel, Open
+/// vSwitch and tunlab variants. The lab's HTML/PNG reports and the
 /// generator (`gen`) are not built yet.
 #[derive(Debug, Parser)]
 #[command(name = "tunlab", version)]
@@ -38,7 +38,8 @@ enum Command {
     },
     /// Rebuild the reference articles' two-hypervisor experiments in network
     /// namespaces and compare datapaths side by side: no tunnel, the
-    /// kernel's VXLAN, tunlab's switch per encapsulation.
+    /// kernel's VXLAN, Open vSwitch's userspace datapath and tunlab's
+    /// switch, per encapsulation.
     ///
     /// Each test is sampled several times; a set whose standard deviation
     /// exceeds 5 % of its mean is rerun, up to 6 times, and marked

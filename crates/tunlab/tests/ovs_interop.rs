@@ -8,126 +8,21 @@
 //! ```
 //!
 //! ovsdb-server and ovs-vswitchd run inside hv2 with their own database and
-//! run directory (never touching a system instance) and are stopped on drop.
+//! run directory (never touching a system instance) and are stopped on drop
+//! (`tunlab_lab::ovs::Ovs`, which the lab's OVS variants use too).
 //! The OVS side's tenant has `tx off tso off`: OVS's userspace datapath
 //! forwards unfinished checksums otherwise.
 
 mod common;
 
 use common::*;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use tunlab_lab::ovs::Ovs;
 use tunlab_netio::netns;
-
-/// An Open vSwitch instance inside a namespace.
-struct Ovs {
-    ns: String,
-    dir: PathBuf,
-}
-
-impl Ovs {
-    fn start(ns: &str, dir: &Path) -> Ovs {
-        let dir = dir.join("ovs");
-        std::fs::create_dir_all(&dir).unwrap();
-        let db = dir.join("conf.db");
-        let s = |p: &str| dir.join(p).display().to_string();
-        let sh = |args: &[&str]| {
-            let out = Command::new("ip")
-                .args(["netns", "exec", ns])
-                .args(args)
-                .env("OVS_RUNDIR", &dir)
-                .env("OVS_LOGDIR", &dir)
-                .env("OVS_DBDIR", &dir)
-                .env("OVS_SYSCONFDIR", &dir)
-                .output()
-                .expect("run an Open vSwitch tool (is openvswitch-switch installed?)");
-            assert!(
-                out.status.success(),
-                "{args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        sh(&[
-            "ovsdb-tool",
-            "create",
-            &db.display().to_string(),
-            "/usr/share/openvswitch/vswitch.ovsschema",
-        ]);
-        let ovs = Ovs {
-            ns: ns.to_string(),
-            dir: dir.clone(),
-        };
-        sh(&[
-            "ovsdb-server",
-            &db.display().to_string(),
-            &format!("--remote=punix:{}", s("db.sock")),
-            &format!("--pidfile={}", s("ovsdb-server.pid")),
-            "--detach",
-            &format!("--log-file={}", s("ovsdb-server.log")),
-        ]);
-        ovs.vsctl(&["--no-wait", "init"]);
-        sh(&[
-            "ovs-vswitchd",
-            &format!("unix:{}", s("db.sock")),
-            &format!("--pidfile={}", s("ovs-vswitchd.pid")),
-            "--detach",
-            &format!("--log-file={}", s("ovs-vswitchd.log")),
-        ]);
-        ovs
-    }
-
-    fn run(&self, tool: &str, args: &[&str]) -> String {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &self.ns, tool])
-            .args(args)
-            .env("OVS_RUNDIR", &self.dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{tool} {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn vsctl(&self, args: &[&str]) -> String {
-        let db = format!("--db=unix:{}", self.dir.join("db.sock").display());
-        let mut v = vec![db.as_str()];
-        v.extend_from_slice(args);
-        self.run("ovs-vsctl", &v)
-    }
-
-    fn ofctl(&self, args: &[&str]) -> String {
-        self.run("ovs-ofctl", args)
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("ovs-vswitchd.log")).unwrap_or_default()
-    }
-}
-
-impl Drop for Ovs {
-    fn drop(&mut self) {
-        for p in ["ovs-vswitchd.pid", "ovsdb-server.pid"] {
-            if let Ok(pid) = std::fs::read_to_string(self.dir.join(p)) {
-                if let Ok(pid) = pid.trim().parse::<i32>() {
-                    let _ = nix::sys::signal::kill(
-                        nix::unistd::Pid::from_raw(pid),
-                        nix::sys::signal::Signal::SIGTERM,
-                    );
-                }
-            }
-        }
-        // Give them a moment so that the namespace can go.
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-}
 
 /// hv2: OVS with br-phy holding the underlay address and br-int holding a
 /// tunnel port (ofport 10) and the tenant's veth (ofport 1).
 fn ovs_side(l: &Lab, kind: &str) -> Ovs {
-    let ovs = Ovs::start(l.hv2.name(), &l.dir);
+    let ovs = Ovs::start(l.hv2.name(), &l.dir).unwrap();
     l.hv2.ip(&["addr", "flush", "dev", &l.u2]).unwrap();
     ovs.vsctl(&[
         "add-br",
@@ -141,7 +36,8 @@ fn ovs_side(l: &Lab, kind: &str) -> Ovs {
         "add-port",
         "br-phy",
         &l.u2,
-    ]);
+    ])
+    .unwrap();
     l.hv2
         .ip(&["addr", "add", "172.31.0.2/24", "dev", "br-phy"])
         .unwrap();
@@ -166,7 +62,8 @@ fn ovs_side(l: &Lab, kind: &str) -> Ovs {
         "options:remote_ip=172.31.0.1",
         "options:key=6",
         "ofport_request=10",
-    ]);
+    ])
+    .unwrap();
     netns::run(&[
         "ip",
         "-n",
@@ -193,7 +90,8 @@ fn ovs_side(l: &Lab, kind: &str) -> Ovs {
         "interface",
         "tbh",
         "ofport_request=1",
-    ]);
+    ])
+    .unwrap();
     l.tb.ip(&["addr", "add", "192.168.7.2/24", "dev", "tbe"])
         .unwrap();
     l.tb.ip(&["link", "set", "tbe", "mtu", "1442", "up"])
@@ -267,18 +165,21 @@ fn ovs_geneve_ovn_option() {
         "add-tlv-map",
         "br-int",
         "{class=0x0102,type=0x80,len=4}->tun_metadata0",
-    ]);
-    ovs.ofctl(&["del-flows", "br-int"]);
+    ])
+    .unwrap();
+    ovs.ofctl(&["del-flows", "br-int"]).unwrap();
     ovs.ofctl(&[
         "add-flow",
         "br-int",
         "in_port=10,tun_metadata0=0x30002 actions=output:1",
-    ]);
+    ])
+    .unwrap();
     ovs.ofctl(&[
         "add-flow",
         "br-int",
         "in_port=1 actions=set_field:0x20003->tun_metadata0,output:10",
-    ]);
+    ])
+    .unwrap();
     let cfg = node_config(
         "n1",
         l.ta.name(),
@@ -308,7 +209,7 @@ fn ovs_geneve_ovn_option() {
     let s1 = Switch::start(l.hv1.name(), &cfg, &l.dir, "n1");
     wait_for_tap(&l.ta, "tap-n1");
     traffic_both_ways(&l, "tunlab/OVS");
-    let dump = ovs.ofctl(&["dump-flows", "br-int"]);
+    let dump = ovs.ofctl(&["dump-flows", "br-int"]).unwrap();
     assert!(
         dump.contains("tun_metadata0=0x30002") && !dump.contains("n_packets=0,"),
         "{dump}"

@@ -709,7 +709,7 @@ impl Node {
             self.drop("unknown_remote");
             return;
         };
-        // Behind a placeholder Ethernet header, the packet is what `pop`
+        // Behind a stand-in Ethernet header, the packet is what `pop`
         // reads: one decapsulation path for whole frames and segments.
         frame.reset(HEADROOM);
         let _ = frame.extend(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x00]);

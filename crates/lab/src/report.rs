@@ -180,8 +180,3 @@ fn grid(rows: &[Vec<String>]) -> String {
     }
     out
 }
-
-/// The summary of one test's primary figure.
-pub fn summarize(samples: &[f64]) -> Summary {
-    Summary::of(samples)
-}

@@ -7,6 +7,7 @@
 //! was on the wire. Frames this socket sent are not received back
 //! (`PACKET_IGNORE_OUTGOING`).
 
+use crate::udp::set_int_opt;
 use nix::libc;
 use std::io;
 use std::mem::{size_of, zeroed};
@@ -51,19 +52,7 @@ impl PacketSocket {
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let on: libc::c_int = 1;
         for opt in [libc::PACKET_AUXDATA, PACKET_IGNORE_OUTGOING] {
-            // SAFETY: setsockopt reads one c_int from `&on` during the call.
-            let r = unsafe {
-                libc::setsockopt(
-                    raw,
-                    libc::SOL_PACKET,
-                    opt,
-                    (&on as *const libc::c_int).cast(),
-                    size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            if r != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            set_int_opt(raw, libc::SOL_PACKET, opt, on)?;
         }
         // SAFETY: sockaddr_ll is a plain C struct; all-zero is valid.
         let mut sll: libc::sockaddr_ll = unsafe { zeroed() };

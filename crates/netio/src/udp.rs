@@ -190,34 +190,12 @@ impl Underlay {
         let sock = UdpSocket::bind(local)?;
         sock.set_nonblocking(true)?;
         let on: libc::c_int = 1;
-        // SAFETY: setsockopt reads `size_of::<c_int>()` bytes from `&on`,
-        // which lives for the call.
-        let gro = unsafe {
-            libc::setsockopt(
-                sock.as_raw_fd(),
-                SOL_UDP,
-                UDP_GRO,
-                (&on as *const libc::c_int).cast(),
-                size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        } == 0;
+        let gro = set_int_opt(sock.as_raw_fd(), SOL_UDP, UDP_GRO, on).is_ok();
         if local.is_ipv6() {
             // RFC 6935: over IPv6 a zero UDP checksum is accepted only by
             // sockets that opt in; tunnel peers (OVS, tunlab with csum off)
             // send zero.
-            // SAFETY: as above, one c_int read from `&on`.
-            let r = unsafe {
-                libc::setsockopt(
-                    sock.as_raw_fd(),
-                    SOL_UDP,
-                    UDP_NO_CHECK6_RX,
-                    (&on as *const libc::c_int).cast(),
-                    size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            if r != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            set_int_opt(sock.as_raw_fd(), SOL_UDP, UDP_NO_CHECK6_RX, on)?;
         }
         if local.ip().is_unspecified() {
             // Bound to every address: ask which one each datagram was for.
@@ -226,19 +204,7 @@ impl Underlay {
             } else {
                 (libc::IPPROTO_IP, libc::IP_PKTINFO)
             };
-            // SAFETY: as above, one c_int read from `&on`.
-            let r = unsafe {
-                libc::setsockopt(
-                    sock.as_raw_fd(),
-                    level,
-                    opt,
-                    (&on as *const libc::c_int).cast(),
-                    size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            if r != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            set_int_opt(sock.as_raw_fd(), level, opt, on)?;
         }
         Ok(Underlay {
             sock,
@@ -293,20 +259,7 @@ impl Underlay {
                 libc::IPV6_PMTUDISC_DONT,
             ),
         };
-        // SAFETY: setsockopt reads one c_int from `&val` during the call.
-        let r = unsafe {
-            libc::setsockopt(
-                self.sock.as_raw_fd(),
-                level,
-                opt,
-                (&val as *const libc::c_int).cast(),
-                size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if r != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        set_int_opt(self.sock.as_raw_fd(), level, opt, val)
     }
 
     /// Is this a raw IP socket (receive includes the IPv4 header)?
@@ -325,21 +278,7 @@ impl Underlay {
             SocketAddr::V4(_) => (libc::SOL_SOCKET, libc::SO_NO_CHECK),
             SocketAddr::V6(_) => (SOL_UDP, UDP_NO_CHECK6_TX),
         };
-        // SAFETY: setsockopt reads one c_int from `&off`, alive for the call.
-        let r = unsafe {
-            libc::setsockopt(
-                self.sock.as_raw_fd(),
-                level,
-                opt,
-                (&off as *const libc::c_int).cast(),
-                size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        set_int_opt(self.sock.as_raw_fd(), level, opt, off)
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
@@ -470,6 +409,30 @@ fn control_messages(h: &libc::msghdr) -> (u16, Option<IpAddr>) {
         }
     }
     (stride, dst)
+}
+
+/// Set an integer socket option: the one place `setsockopt` is called.
+pub(crate) fn set_int_opt(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    val: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: setsockopt reads one c_int from `&val`, which lives for the
+    // call; an invalid descriptor or option is reported as an error.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            (&val as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// The one place EINTR is retried.

@@ -230,20 +230,8 @@ pub fn setup(v: Variant, topo: &Topology, tunlab: &Path, dir: &Path) -> Result<R
     };
     match v {
         Variant::None | Variant::KernelVxlan => {
-            for i in 0..2 {
-                let (h, t) = (&topo.h[i], &topo.t[i]);
-                h.ip(&[
-                    "link",
-                    "add",
-                    "ten",
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    "eth0",
-                    "netns",
-                    t.name(),
-                ])?;
+            for (i, h) in topo.h.iter().enumerate() {
+                tenant_veth(v, topo, i)?;
                 h.ip(&["link", "add", "br0", "type", "bridge"])?;
                 if v == Variant::None {
                     h.ip(&["link", "set", "under", "master", "br0"])?;
@@ -268,15 +256,6 @@ pub fn setup(v: Variant, topo: &Topology, tunlab: &Path, dir: &Path) -> Result<R
                 }
                 h.ip(&["link", "set", "ten", "master", "br0", "up"])?;
                 h.ip(&["link", "set", "br0", "up"])?;
-                t.ip(&["addr", "add", &format!("{}/24", TENANT[i]), "dev", "eth0"])?;
-                t.ip(&[
-                    "link",
-                    "set",
-                    "eth0",
-                    "mtu",
-                    &v.tenant_mtu().to_string(),
-                    "up",
-                ])?;
             }
             if v == Variant::KernelVxlan {
                 r.notes.push(
@@ -326,14 +305,11 @@ pub fn setup(v: Variant, topo: &Topology, tunlab: &Path, dir: &Path) -> Result<R
     Ok(r)
 }
 
-/// Host `i` of an Open vSwitch variant: ovsdb-server and ovs-vswitchd in
-/// the host namespace, the tenant's veth on `br-int` (ofport 2); the
-/// uplink (ofport 1) is the underlay itself (bridge, QinQ) or a tunnel port
-/// whose underlay address lives on `br-phy`, as OVS's userspace tunnels
-/// need.
-fn setup_ovs(v: Variant, topo: &Topology, i: usize, dir: &Path) -> Result<Ovs, LabError> {
+/// The tenant's veth: `ten` on host `i`, `eth0` in its tenant with the
+/// tenant address and the variant's MTU (the host end is attached by the
+/// variant).
+fn tenant_veth(v: Variant, topo: &Topology, i: usize) -> Result<(), LabError> {
     let (h, t) = (&topo.h[i], &topo.t[i]);
-    let ovs = Ovs::start(h.name(), dir)?;
     h.ip(&[
         "link",
         "add",
@@ -346,7 +322,6 @@ fn setup_ovs(v: Variant, topo: &Topology, i: usize, dir: &Path) -> Result<Ovs, L
         "netns",
         t.name(),
     ])?;
-    h.ip(&["link", "set", "ten", "up"])?;
     t.ip(&["addr", "add", &format!("{}/24", TENANT[i]), "dev", "eth0"])?;
     t.ip(&[
         "link",
@@ -356,6 +331,19 @@ fn setup_ovs(v: Variant, topo: &Topology, i: usize, dir: &Path) -> Result<Ovs, L
         &v.tenant_mtu().to_string(),
         "up",
     ])?;
+    Ok(())
+}
+
+/// Host `i` of an Open vSwitch variant: ovsdb-server and ovs-vswitchd in
+/// the host namespace, the tenant's veth on `br-int` (ofport 2); the
+/// uplink (ofport 1) is the underlay itself (bridge, QinQ) or a tunnel port
+/// whose underlay address lives on `br-phy`, as OVS's userspace tunnels
+/// need.
+fn setup_ovs(v: Variant, topo: &Topology, i: usize, dir: &Path) -> Result<Ovs, LabError> {
+    let (h, t) = (&topo.h[i], &topo.t[i]);
+    let ovs = Ovs::start(h.name(), dir)?;
+    tenant_veth(v, topo, i)?;
+    h.ip(&["link", "set", "ten", "up"])?;
     t.run(&["ethtool", "-K", "eth0", "tx", "off", "tso", "off"])?;
     let netdev = ["--", "set", "bridge", "br-int", "datapath_type=netdev"];
     let mut br = vec!["add-br", "br-int"];

@@ -98,18 +98,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_busy_thread_shows_in_its_process() {
-        let pid = std::process::id();
-        let s = Snapshot::take(&[pid]);
-        let end = Instant::now() + std::time::Duration::from_millis(300);
-        let mut x = 0u64;
-        while Instant::now() < end {
-            x = x.wrapping_mul(31).wrapping_add(7);
-        }
-        std::hint::black_box(x);
+    fn a_busy_process_shows_in_its_figure() {
+        // A child that spins (not this process: other tests run in it).
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .expect("sh");
+        let s = Snapshot::take(&[child.id()]);
+        std::thread::sleep(std::time::Duration::from_millis(300));
         let u = s.usage();
-        // One spinning thread: close to 100 % of one CPU (ticks are 10 ms).
-        assert!(u.datapath_pct > 50.0 && u.datapath_pct < 150.0, "{u:?}");
+        let _ = child.kill();
+        let _ = child.wait();
+        // One spinning process: close to 100 % of one CPU (ticks are
+        // 10 ms), less if the machine is busy.
+        assert!(u.datapath_pct > 20.0 && u.datapath_pct < 150.0, "{u:?}");
         assert!(u.system_pct > 0.0 && u.system_pct <= 100.0, "{u:?}");
         assert!(u.system_busy_s > 0.1, "{u:?}");
     }

@@ -15,8 +15,11 @@
 //! samples CPU, [`stats`] holds the sample rule, [`report`] prints, and
 //! [`run`] drives a whole bench.
 
+pub mod chart;
+pub mod compare;
 pub mod cpu;
 pub mod host;
+pub mod html;
 pub mod ovs;
 pub mod report;
 pub mod run;

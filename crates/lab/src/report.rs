@@ -13,7 +13,11 @@ fn cell(t: Option<&TestResult>) -> String {
         Some(t) => {
             let s = t.summary;
             let v = fmt_value(s.mean);
-            let mark = if t.settled { "" } else { " unsettled" };
+            let mark = match (t.settled, t.budget_spent) {
+                (true, _) => "",
+                (false, false) => " unsettled",
+                (false, true) => " unsettled (budget)",
+            };
             // At a fixed rate, say what rate was reached: CPU at a lower
             // rate is no comparison.
             let at = match t.spec.rate_gbit {
@@ -38,63 +42,98 @@ fn fmt_value(x: f64) -> String {
     }
 }
 
-fn find<'a>(v: &'a VariantResult, test: &str) -> Option<&'a TestResult> {
+pub fn find<'a>(v: &'a VariantResult, test: &str) -> Option<&'a TestResult> {
     v.tests.iter().find(|t| t.test == test)
 }
 
-/// The side-by-side tables; `baseline` names the reference variant.
-pub fn tables(r: &Results, baseline: Option<&str>) -> String {
-    let mut out = String::new();
-    let ran: Vec<&VariantResult> = r.variants.iter().filter(|v| v.status == "ok").collect();
-    let tests: Vec<&str> = {
-        let mut t: Vec<&str> = Vec::new();
-        for v in &ran {
-            for x in &v.tests {
-                if !t.contains(&x.test.as_str()) {
-                    t.push(&x.test);
-                }
+/// A table: a header row and rows of cells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub title: String,
+    pub head: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// The variants that ran, and the tests in the order first seen.
+pub fn ran(r: &Results) -> Vec<&VariantResult> {
+    r.variants.iter().filter(|v| v.status == "ok").collect()
+}
+
+pub fn test_names(r: &Results) -> Vec<&str> {
+    let mut t: Vec<&str> = Vec::new();
+    for v in ran(r) {
+        for x in &v.tests {
+            if !t.contains(&x.test.as_str()) {
+                t.push(&x.test);
             }
         }
-        t
-    };
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    let mut head = vec!["test".to_string(), "unit".to_string()];
+    }
+    t
+}
+
+fn per_test(
+    r: &Results,
+    title: String,
+    tests: &[&str],
+    cell: impl Fn(&TestResult) -> String,
+) -> Table {
+    let ran = ran(r);
+    let mut head = vec!["test".to_string()];
     head.extend(ran.iter().map(|v| v.variant.clone()));
-    rows.push(head);
-    for t in &tests {
+    let rows = tests
+        .iter()
+        .map(|t| {
+            let mut row = vec![t.to_string()];
+            row.extend(ran.iter().map(|v| match find(v, t) {
+                None => "—".into(),
+                Some(x) if x.error.is_some() => "FAILED".into(),
+                Some(x) => cell(x),
+            }));
+            row
+        })
+        .collect();
+    Table { title, head, rows }
+}
+
+/// Every table of a run: the primary figures side by side, the percent
+/// difference against `baseline`, CPU, and latency of the
+/// request/response tests.
+pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
+    let tests = test_names(r);
+    let ran = ran(r);
+    let mut out = Vec::new();
+    let mut main = per_test(
+        r,
+        "mean of the kept samples, ± standard deviation in % of the mean".into(),
+        &tests,
+        |t| cell(Some(t)),
+    );
+    main.head.insert(1, "unit".into());
+    for (row, t) in main.rows.iter_mut().zip(&tests) {
         let unit = ran
             .iter()
             .find_map(|v| find(v, t))
             .map_or("", |x| x.unit.as_str());
-        let mut row = vec![t.to_string(), unit.to_string()];
-        row.extend(ran.iter().map(|v| cell(find(v, t))));
-        rows.push(row);
+        row.insert(1, unit.into());
     }
-    out.push_str(&grid(&rows));
+    out.push(main);
     if let Some(base) = baseline.and_then(|b| ran.iter().find(|v| v.variant == b)) {
-        let _ = writeln!(out, "\npercent difference against {} (higher is better; for CPU % at a fixed rate, lower is)", base.variant);
-        let mut rows = vec![{
-            let mut h = vec!["test".to_string()];
-            h.extend(
-                ran.iter()
-                    .filter(|v| v.variant != base.variant)
-                    .map(|v| v.variant.clone()),
-            );
-            h
-        }];
         let others: Vec<&&VariantResult> =
             ran.iter().filter(|v| v.variant != base.variant).collect();
+        let mut head = vec!["test".to_string()];
+        head.extend(others.iter().map(|v| v.variant.clone()));
         let mut sums = vec![(0.0, 0usize); others.len()];
+        let mut rows = Vec::new();
         for t in &tests {
             let mut row = vec![t.to_string()];
             for (k, v) in others.iter().enumerate() {
-                match (diff(find(base, t), find(v, t)), find(v, t)) {
-                    (Some(d), _) => {
+                match diff(find(base, t), find(v, t)) {
+                    Some(d) => {
                         sums[k].0 += d;
                         sums[k].1 += 1;
                         row.push(format!("{d:+.1}%"));
                     }
-                    _ => row.push("—".into()),
+                    None => row.push("—".into()),
                 }
             }
             rows.push(row);
@@ -108,21 +147,79 @@ pub fn tables(r: &Results, baseline: Option<&str>) -> String {
             }
         }));
         rows.push(avg);
-        out.push_str(&grid(&rows));
+        out.push(Table {
+            title: format!(
+                "percent difference against {} (higher is better; for CPU % at a fixed rate, lower is)",
+                base.variant
+            ),
+            head,
+            rows,
+        });
     }
+    out.push(per_test(
+        r,
+        "CPU: whole machine in % of all CPUs / datapath processes in % of one CPU; service demand in µs per KB".into(),
+        &tests,
+        |t| {
+            let m = Summary::of(&t.samples.iter().map(|s| s.cpu.system_pct).collect::<Vec<_>>());
+            let d = Summary::of(&t.samples.iter().map(|s| s.cpu.datapath_pct).collect::<Vec<_>>());
+            let sd: Vec<f64> = t.samples.iter().filter_map(|s| s.service_demand_us_per_kb).collect();
+            let mut c = format!("{:.1} / {:.0}", m.mean, d.mean);
+            if !sd.is_empty() {
+                c.push_str(&format!(" / {:.2}", Summary::of(&sd).mean));
+            }
+            c
+        },
+    ));
+    let rr: Vec<&str> = tests
+        .iter()
+        .copied()
+        .filter(|t| {
+            ran.iter()
+                .find_map(|v| find(v, t))
+                .is_some_and(|x| x.spec.kind.is_rr())
+        })
+        .collect();
+    if !rr.is_empty() {
+        out.push(per_test(
+            r,
+            "round-trip latency in µs: mean / p50 / p99 (sockperf)".into(),
+            &rr,
+            |t| {
+                let f = |g: fn(&crate::traffic::Sample) -> Option<f64>| {
+                    let v: Vec<f64> = t.samples.iter().filter_map(g).collect();
+                    if v.is_empty() {
+                        "—".to_string()
+                    } else {
+                        format!("{:.0}", Summary::of(&v).mean)
+                    }
+                };
+                format!(
+                    "{} / {} / {}",
+                    f(|s| s.rtt_mean_us),
+                    f(|s| s.rtt_p50_us),
+                    f(|s| s.rtt_p99_us)
+                )
+            },
+        ));
+    }
+    out
+}
+
+/// What did not run or failed, one line each.
+pub fn problems(r: &Results) -> Vec<String> {
+    let mut out = Vec::new();
     for v in r.variants.iter().filter(|v| v.status != "ok") {
-        let _ = writeln!(
-            out,
+        out.push(format!(
             "{} {}: {}",
             v.variant,
             v.status,
             v.reason.as_deref().unwrap_or("")
-        );
+        ));
     }
-    for v in &ran {
+    for v in ran(r) {
         for t in v.tests.iter().filter(|t| t.error.is_some()) {
-            let _ = writeln!(
-                out,
+            out.push(format!(
                 "{} {} FAILED: {}",
                 v.variant,
                 t.test,
@@ -132,8 +229,26 @@ pub fn tables(r: &Results, baseline: Option<&str>) -> String {
                     .lines()
                     .next()
                     .unwrap_or("")
-            );
+            ));
         }
+    }
+    out
+}
+
+/// The tables as terminal text; `baseline` names the reference variant.
+pub fn tables(r: &Results, baseline: Option<&str>) -> String {
+    let mut out = String::new();
+    for (i, t) in build(r, baseline).iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "{}", t.title);
+        let mut rows = vec![t.head.clone()];
+        rows.extend(t.rows.iter().cloned());
+        out.push_str(&grid(&rows));
+    }
+    for p in problems(r) {
+        let _ = writeln!(out, "{p}");
     }
     out
 }
@@ -147,7 +262,7 @@ fn diff(base: Option<&TestResult>, other: Option<&TestResult>) -> Option<f64> {
 }
 
 /// Columns padded to their widest cell.
-fn grid(rows: &[Vec<String>]) -> String {
+pub fn grid(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let width: Vec<usize> = (0..cols)
         .map(|c| {

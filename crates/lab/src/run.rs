@@ -30,6 +30,11 @@ fn t(kind: Kind, size: usize, instances: usize) -> Test {
     }
 }
 
+/// The quick profile's promise: done within five minutes here. Reruns
+/// (pbench's rule) stop when they would break it; such tests are marked
+/// unsettled, never dropped.
+pub const QUICK_BUDGET_S: u64 = 270;
+
 impl Plan {
     /// `quick`: a representative subset that finishes in about five
     /// minutes here; `full`: the whole matrix of the articles and of
@@ -59,7 +64,10 @@ impl Plan {
                     },
                 ],
                 seconds: 2,
-                rule: Rule::pbench(3),
+                rule: Rule {
+                    budget_s: Some(QUICK_BUDGET_S),
+                    ..Rule::pbench(3)
+                },
             }),
             "full" => {
                 let mut tests = Vec::new();
@@ -101,6 +109,9 @@ pub struct TestResult {
     pub samples: Vec<Sample>,
     pub attempts: usize,
     pub settled: bool,
+    /// Reruns stopped because the profile's time budget was spent.
+    #[serde(default)]
+    pub budget_spent: bool,
     pub error: Option<String>,
 }
 
@@ -128,6 +139,9 @@ pub struct Environment {
     pub tunlab: String,
     pub iperf3: String,
     pub sockperf: String,
+    /// `ovs-vswitchd --version` (absent in results of older runs).
+    #[serde(default)]
+    pub ovs: String,
 }
 
 /// Everything a run produced (`results.json`).
@@ -138,6 +152,23 @@ pub struct Results {
     pub topology: String,
     pub variants: Vec<VariantResult>,
     pub interrupted: bool,
+}
+
+impl Results {
+    /// Read a `results.json`; the error names the file and, for bad JSON,
+    /// the line and column.
+    pub fn load(path: &Path) -> Result<Results, LabError> {
+        let text = std::fs::read_to_string(path).map_err(|err| LabError::Io {
+            path: path.display().to_string(),
+            err,
+        })?;
+        serde_json::from_str(&text).map_err(|e| {
+            LabError::Setup(format!(
+                "{}: not a tunlab results file: {e}",
+                path.display()
+            ))
+        })
+    }
 }
 
 pub const TOPOLOGY: &str = "\
@@ -182,6 +213,7 @@ pub fn environment() -> Environment {
         tunlab: env!("CARGO_PKG_VERSION").to_string(),
         iperf3: first_line(&["iperf3", "--version"]),
         sockperf: first_line(&["sockperf", "--version"]),
+        ovs: first_line(&["ovs-vswitchd", "--version"]),
     }
 }
 
@@ -212,6 +244,18 @@ fn offloads(h: &Host, dev: &str) -> String {
         .unwrap_or_else(|e| format!("ethtool failed: {e}"))
 }
 
+/// May a set be rerun? Only if, at the pace so far (set-up included), the
+/// rerun and every first set still to come fit in the plan's budget.
+fn budget_allows_rerun(plan: &Plan, started: std::time::Instant, done: u64, total: u64) -> bool {
+    let Some(budget) = plan.rule.budget_s else {
+        return true;
+    };
+    let elapsed = started.elapsed().as_secs_f64();
+    let per_sample = elapsed / done.max(1) as f64;
+    let to_come = total.saturating_sub(done) as f64 + plan.rule.samples as f64;
+    elapsed + to_come * per_sample <= budget as f64
+}
+
 /// Run the plan; `tunlab` is the binary the switch variants run, `out` the
 /// results folder. Progress goes to `progress`.
 pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> {
@@ -219,6 +263,7 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> 
         return Err(LabError::Setup(m));
     }
     let dir = variant::run_dir(out)?;
+    let started = std::time::Instant::now();
     let total = (plan.variants.len() * plan.tests.len() * plan.rule.samples) as u64;
     let bar = indicatif::ProgressBar::new(total);
     bar.set_style(
@@ -288,6 +333,7 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> 
             let s = settle(
                 plan.rule,
                 |s| test.primary(s),
+                || budget_allows_rerun(plan, started, bar.position(), total),
                 |attempt, _| {
                     if attempt > 1 {
                         bar.set_message(format!(
@@ -317,6 +363,7 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> 
                 samples: s.samples,
                 attempts: s.attempts,
                 settled: s.settled,
+                budget_spent: s.budget_spent,
                 error: s.error,
             });
             if INTERRUPTED.load(Ordering::SeqCst) {

@@ -59,6 +59,10 @@ pub struct Rule {
     pub samples: usize,
     pub max_cv_pct: f64,
     pub max_attempts: usize,
+    /// Reruns stop once a run's time budget is spent (seconds; the quick
+    /// profile's promise to finish in minutes). None: the rule alone.
+    #[serde(default)]
+    pub budget_s: Option<u64>,
 }
 
 impl Rule {
@@ -68,6 +72,7 @@ impl Rule {
             samples: samples.max(1),
             max_cv_pct: 5.0,
             max_attempts: 6,
+            budget_s: None,
         }
     }
 }
@@ -81,20 +86,33 @@ pub struct Settled<T> {
     pub attempts: usize,
     /// The last set's spread was within the rule.
     pub settled: bool,
+    /// Reruns were cut short because the run's time budget was spent.
+    pub budget_spent: bool,
     /// A sample failed (the tool crashed or timed out): the message.
     pub error: Option<String>,
 }
 
 /// Take sets of samples with `one(attempt, index)` until the primary
-/// figure's spread is within the rule or the attempts run out. A failing
-/// sample ends the test at once with its error.
+/// figure's spread is within the rule or the attempts run out; before each
+/// rerun `may_rerun()` is asked (the time budget). A failing sample ends
+/// the test at once with its error.
 pub fn settle<T>(
     rule: Rule,
     primary: impl Fn(&T) -> f64,
+    mut may_rerun: impl FnMut() -> bool,
     mut one: impl FnMut(usize, usize) -> Result<T, String>,
 ) -> Settled<T> {
     let mut last = Vec::new();
     for attempt in 1..=rule.max_attempts.max(1) {
+        if attempt > 1 && !may_rerun() {
+            return Settled {
+                samples: last,
+                attempts: attempt - 1,
+                settled: false,
+                budget_spent: true,
+                error: None,
+            };
+        }
         let mut set = Vec::with_capacity(rule.samples);
         for i in 0..rule.samples {
             match one(attempt, i) {
@@ -104,6 +122,7 @@ pub fn settle<T>(
                         samples: set,
                         attempts: attempt,
                         settled: false,
+                        budget_spent: false,
                         error: Some(e),
                     }
                 }
@@ -117,6 +136,7 @@ pub fn settle<T>(
                 samples: last,
                 attempts: attempt,
                 settled: true,
+                budget_spent: false,
                 error: None,
             };
         }
@@ -125,6 +145,7 @@ pub fn settle<T>(
         samples: last,
         attempts: rule.max_attempts.max(1),
         settled: false,
+        budget_spent: false,
         error: None,
     }
 }
@@ -147,7 +168,12 @@ mod tests {
 
     #[test]
     fn a_steady_set_settles_at_once() {
-        let r = settle(Rule::pbench(3), |x: &f64| *x, |_, i| Ok(100.0 + i as f64));
+        let r = settle(
+            Rule::pbench(3),
+            |x: &f64| *x,
+            || true,
+            |_, i| Ok(100.0 + i as f64),
+        );
         assert!(r.settled);
         assert_eq!(r.attempts, 1);
         assert_eq!(r.samples, vec![100.0, 101.0, 102.0]);
@@ -159,6 +185,7 @@ mod tests {
         let r = settle(
             Rule::pbench(3),
             |x: &f64| *x,
+            || true,
             |a, i| {
                 Ok(if a < 3 {
                     [50.0, 100.0, 150.0][i]
@@ -178,6 +205,7 @@ mod tests {
         let r = settle(
             Rule::pbench(3),
             |x: &f64| *x,
+            || true,
             |_, i| {
                 calls += 1;
                 Ok([50.0, 100.0, 150.0][i])
@@ -194,6 +222,7 @@ mod tests {
         let r = settle(
             Rule::pbench(3),
             |x: &f64| *x,
+            || true,
             |_, i| {
                 if i == 1 {
                     Err("iperf3 exited with 1".to_string())
@@ -205,5 +234,24 @@ mod tests {
         assert!(!r.settled);
         assert_eq!(r.error.as_deref(), Some("iperf3 exited with 1"));
         assert_eq!(r.samples, vec![1.0]);
+    }
+
+    #[test]
+    fn reruns_stop_when_the_budget_is_spent() {
+        // A noisy set; the budget allows one rerun.
+        let mut reruns_allowed = 1;
+        let r = settle(
+            Rule::pbench(3),
+            |x: &f64| *x,
+            || {
+                reruns_allowed -= 1;
+                reruns_allowed >= 0
+            },
+            |_, i| Ok([50.0, 100.0, 150.0][i]),
+        );
+        assert!(!r.settled);
+        assert!(r.budget_spent);
+        assert_eq!(r.attempts, 2);
+        assert_eq!(r.samples.len(), 3);
     }
 }

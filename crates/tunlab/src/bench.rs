@@ -2,9 +2,9 @@
 //! tables. Ctrl-C stops the running tools, tears everything down and
 //! still writes what was measured.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use tunlab_lab::run::{self, Plan};
+use tunlab_lab::run::{self, Plan, Results};
 use tunlab_lab::traffic::{Test, INTERRUPTED};
 use tunlab_lab::variant::Variant;
 
@@ -80,14 +80,18 @@ pub fn run(a: Args) -> ExitCode {
     let out = a.out.clone().unwrap_or_else(run::default_out);
     println!("{}\n", run::TOPOLOGY);
     println!(
-        "profile {}: {} variants x {} tests, {} samples of {} s each (rerun while the spread is over {}%, at most {} sets)",
+        "profile {}: {} variants x {} tests, {} samples of {} s each (rerun while the spread is over {}%, at most {} sets{})",
         plan.profile,
         plan.variants.len(),
         plan.tests.len(),
         plan.rule.samples,
         plan.seconds,
         plan.rule.max_cv_pct,
-        plan.rule.max_attempts
+        plan.rule.max_attempts,
+        plan.rule
+            .budget_s
+            .map(|b| format!(", while the run stays within {b} s"))
+            .unwrap_or_default()
     );
     let results = match run::run(&plan, &tunlab, &out) {
         Ok(r) => r,
@@ -104,9 +108,80 @@ pub fn run(a: Args) -> ExitCode {
         "every sample and the environment: {}",
         out.join("results.json").display()
     );
+    if !write_report(&results, &a.baseline, &out) {
+        return ExitCode::FAILURE;
+    }
     if results.interrupted {
         eprintln!("tunlab bench: interrupted; the results above are partial");
         return ExitCode::from(130);
     }
     ExitCode::SUCCESS
+}
+
+/// Write report.html and the charts into `dir`, and say where they are.
+fn write_report(r: &Results, baseline: &str, dir: &Path) -> bool {
+    match tunlab_lab::html::write(r, Some(baseline), dir) {
+        Ok(w) => {
+            println!(
+                "report: {} ({} charts in {} as SVG and PNG)",
+                w.html.display(),
+                w.charts,
+                dir.join("charts").display()
+            );
+            for e in &w.png_errors {
+                eprintln!("tunlab: no PNG for {e}");
+            }
+            true
+        }
+        Err(e) => {
+            eprintln!("tunlab: cannot write the report: {e}");
+            false
+        }
+    }
+}
+
+/// `tunlab report results.json`.
+pub fn report(file: &Path, baseline: &str, out: Option<&Path>) -> ExitCode {
+    let r = match Results::load(file) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("tunlab report: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if !r.variants.iter().any(|v| v.variant == baseline) {
+        eprintln!(
+            "tunlab report: --baseline: '{baseline}' is not in this run; it has {}",
+            r.variants
+                .iter()
+                .map(|v| v.variant.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return ExitCode::from(2);
+    }
+    println!("{}", tunlab_lab::report::tables(&r, Some(baseline)));
+    let dir = out
+        .map(Path::to_path_buf)
+        .or_else(|| file.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."));
+    if write_report(&r, baseline, &dir) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// `tunlab compare a.json b.json`.
+pub fn compare(a: &Path, b: &Path) -> ExitCode {
+    match (Results::load(a), Results::load(b)) {
+        (Ok(x), Ok(y)) => {
+            print!("{}", tunlab_lab::compare::text(&x, &y));
+            ExitCode::SUCCESS
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("tunlab compare: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -11,9 +11,9 @@ mod bench;
 ///
 /// Built so far: the packet formats and their decoder, the switch with
 /// tenant TAP ports, Geneve, VXLAN, GRE, NVGRE, STT and QinQ ports and its
-/// control socket (`ctl`), and the lab (`bench`) with the kernel, Open
-/// vSwitch and tunlab variants. The lab's HTML/PNG reports and the
-/// generator (`gen`) are not built yet.
+/// control socket (`ctl`), and the lab (`bench`, `report`, `compare`) with
+/// the kernel, Open vSwitch and tunlab variants. The generator (`gen`) is
+/// not built yet.
 #[derive(Debug, Parser)]
 #[command(name = "tunlab", version)]
 struct Cli {
@@ -71,6 +71,27 @@ enum Command {
         /// Remove the namespaces a killed run left behind, and exit.
         #[arg(long)]
         cleanup: bool,
+    },
+    /// Make the tables, the HTML report and the charts of a finished run
+    /// again from its results.json (into the same folder unless --out).
+    Report {
+        /// A results.json written by `tunlab bench`.
+        file: PathBuf,
+        /// The variant the others are compared against.
+        #[arg(long, default_value = "kernel-vxlan")]
+        baseline: String,
+        /// Where report.html and charts/ go (default: beside the file).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Show what changed between two runs (two revisions, two machines):
+    /// every test both ran, the change in percent, and whether it is
+    /// larger than the noise (Welch's t-test on the samples, 95 %).
+    Compare {
+        /// The earlier run's results.json.
+        a: PathBuf,
+        /// The later run's results.json.
+        b: PathBuf,
     },
     /// Run one overlay node: open its tenant TAP ports and tunnel ports,
     /// load its flow rules, and switch packets until interrupted.
@@ -134,6 +155,12 @@ fn main() -> ExitCode {
             node,
             request,
         } => run_ctl(socket, node, &request.join(" ")),
+        Command::Report {
+            file,
+            baseline,
+            out,
+        } => bench::report(&file, &baseline, out.as_deref()),
+        Command::Compare { a, b } => bench::compare(&a, &b),
     }
 }
 

@@ -133,7 +133,114 @@ fn every_variant_is_built_measured_and_torn_down() {
         "{:?}",
         leftovers(pid, &dir)
     );
+    check_report_and_compare(&dir, &text);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The run wrote an HTML report with a chart per test and figure, and PNGs;
+/// `tunlab report` makes the same again from results.json alone; `tunlab
+/// compare` finds nothing changed between a run and itself, and flags a
+/// doubled figure.
+fn check_report_and_compare(dir: &Path, bench_stdout: &str) {
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    // One test: its throughput chart and its CPU chart, 15 variants each.
+    assert_eq!(html.matches("<svg").count(), 2, "{html}");
+    assert!(html.contains("tcp_stream-16384B-1i: throughput"));
+    for v in ["none", "kernel-vxlan", "tunlab-stt", "ovs-qinq"] {
+        assert!(
+            html.contains(&format!(">{v}<")),
+            "{v} missing from the report"
+        );
+    }
+    let png = std::fs::read(dir.join("charts/tcp_stream-16384B-1i-primary.png")).expect("PNG");
+    assert_eq!(&png[..4], b"\x89PNG");
+    assert!(dir.join("charts/tcp_stream-16384B-1i-cpu.svg").exists());
+    let again = dir.join("again");
+    let o = tunlab()
+        .args(["report", "--baseline", "none", "--out"])
+        .arg(&again)
+        .arg(dir.join("results.json"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("percent difference against none"), "{table}");
+    // The bench's own table (against kernel-vxlan) had the same first row.
+    let first = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("tcp_stream"))
+            .map(str::to_string)
+    };
+    assert_eq!(first(&table), first(bench_stdout));
+    assert_eq!(
+        std::fs::read_to_string(again.join("report.html"))
+            .unwrap()
+            .matches("<svg")
+            .count(),
+        2
+    );
+    let bad = tunlab()
+        .args(["report", "--baseline", "nonesuch"])
+        .arg(dir.join("results.json"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("'nonesuch' is not in this run"));
+
+    let a = dir.join("results.json");
+    let o = tunlab().arg("compare").arg(&a).arg(&a).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && text.contains("0 of 15 changed"),
+        "{text}"
+    );
+    // tunlab-vxlan's figure as if from 3 samples with a 1 % spread, and
+    // the same doubled: a change far beyond the noise.
+    let edit = |factor: f64, name: &str| {
+        let mut r = results(dir);
+        for v in r["variants"].as_array_mut().unwrap() {
+            if v["variant"] == "tunlab-vxlan" {
+                let s = &mut v["tests"][0]["summary"];
+                let mean = s["mean"].as_f64().unwrap();
+                s["mean"] = (factor * mean).into();
+                s["n"] = 3.into();
+                s["stddev"] = (0.01 * mean).into();
+            }
+        }
+        let p = dir.join(name);
+        std::fs::write(&p, serde_json::to_string(&r).unwrap()).unwrap();
+        p
+    };
+    let (one, two) = (edit(1.0, "one.json"), edit(2.0, "two.json"));
+    let o = tunlab()
+        .arg("compare")
+        .arg(&one)
+        .arg(&two)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("tunlab-vxlan"))
+        .unwrap_or("");
+    assert!(row.contains("+100.0%") && row.contains("CHANGED"), "{text}");
+    assert!(text.contains("1 of 15 changed"), "{text}");
+    // Against the real run (one sample each): no spread to judge by.
+    let o = tunlab().arg("compare").arg(&a).arg(&two).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("tunlab-vxlan"))
+        .unwrap_or("");
+    assert!(row.contains("too few samples"), "{text}");
+    let o = tunlab()
+        .arg("compare")
+        .arg(&a)
+        .arg(dir.join("missing.json"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("missing.json"));
 }
 
 #[test]

@@ -1,0 +1,405 @@
+//! Bar charts as SVG: one row per variant, a bar per series at the mean,
+//! an error bar of ± one standard deviation, and every sample as a dot, so
+//! that a reader sees the spread and not only the average. The same SVG
+//! goes inline into the HTML report and, rasterised, into PNG files.
+
+use crate::stats::Summary;
+use resvg::{tiny_skia, usvg};
+use std::fmt::Write;
+use std::sync::{Arc, OnceLock};
+
+/// One bar: the samples behind it (their summary is drawn).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bar {
+    pub samples: Vec<f64>,
+}
+
+impl Bar {
+    fn summary(&self) -> Summary {
+        Summary::of(&self.samples)
+    }
+}
+
+/// One row: a label and one bar per series, or a note (FAILED, skipped)
+/// in place of the bars.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub label: String,
+    pub bars: Vec<Option<Bar>>,
+    pub note: Option<String>,
+    /// Said in red after the figures (e.g. unsettled).
+    pub flag: Option<String>,
+    /// The bar colour when the chart has one series (by variant family).
+    pub color: &'static str,
+}
+
+/// A chart: title, the unit of its axis, the series' names (one series:
+/// no legend) and its rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    pub title: String,
+    pub unit: String,
+    pub series: Vec<String>,
+    pub rows: Vec<Row>,
+}
+
+const WIDTH: f64 = 760.0;
+const LABEL_W: f64 = 150.0;
+const VALUE_W: f64 = 170.0;
+const PLOT_W: f64 = WIDTH - LABEL_W - VALUE_W - 20.0;
+const BAR_H: f64 = 14.0;
+const ROW_GAP: f64 = 8.0;
+const TOP: f64 = 44.0;
+const SERIES_COLORS: [&str; 4] = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1"];
+
+/// The colour of a variant's family: no tunnel grey, kernel blue, tunlab
+/// green, Open vSwitch purple.
+pub fn family_color(variant: &str) -> &'static str {
+    if variant.starts_with("tunlab") {
+        "#59a14f"
+    } else if variant.starts_with("kernel") {
+        "#4e79a7"
+    } else if variant.starts_with("ovs") {
+        "#b07aa1"
+    } else {
+        "#9c9c9c"
+    }
+}
+
+/// XML text and attribute escaping.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            _ => o.push(c),
+        }
+    }
+    o
+}
+
+/// A round axis end and tick step covering `max` with about five ticks
+/// (steps of 1, 2 or 5 times a power of ten).
+pub fn nice_axis(max: f64) -> (f64, f64) {
+    if !(max.is_finite() && max > 0.0) {
+        return (1.0, 0.2);
+    }
+    let raw = max / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    ((max / step).ceil() * step, step)
+}
+
+/// A figure in a few significant digits (1.02, 13.9, 13940, 412k).
+pub fn short(x: f64) -> String {
+    let a = x.abs();
+    if a >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if a >= 1e5 {
+        format!("{:.0}k", x / 1e3)
+    } else if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// A tick label with as many decimals as the step needs (0, 2, 4 or 0.2,
+/// 0.4), large values shortened (150k).
+fn tick_label(v: f64, step: f64) -> String {
+    if v.abs() >= 1e5 {
+        return short(v);
+    }
+    let decimals = (-step.log10().floor()).max(0.0) as usize;
+    format!("{v:.decimals$}")
+}
+
+impl Chart {
+    fn row_h(&self) -> f64 {
+        self.series.len().max(1) as f64 * BAR_H + ROW_GAP
+    }
+
+    /// The chart's height in pixels.
+    pub fn height(&self) -> f64 {
+        TOP + self.rows.len() as f64 * self.row_h() + 50.0
+    }
+
+    /// The chart as a standalone SVG document.
+    pub fn svg(&self) -> String {
+        let h = self.height();
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{h}" viewBox="0 0 {WIDTH} {h}" font-family="DejaVu Sans, Arial, sans-serif" font-size="12">"##
+        );
+        let _ = write!(
+            s,
+            r##"<rect width="{WIDTH}" height="{h}" fill="#ffffff"/><text x="10" y="18" font-size="14" font-weight="bold">{}</text>"##,
+            esc(&self.title)
+        );
+        self.legend(&mut s);
+        let max = self
+            .rows
+            .iter()
+            .flat_map(|r| r.bars.iter().flatten())
+            .map(|b| {
+                let m = b.summary();
+                (m.mean + m.stddev).max(m.max)
+            })
+            .fold(0.0, f64::max);
+        let (end, step) = nice_axis(max);
+        let x = |v: f64| LABEL_W + PLOT_W * (v / end).clamp(0.0, 1.0);
+        let plot_bottom = TOP + self.rows.len() as f64 * self.row_h();
+        // Grid and ticks.
+        let mut t = 0.0;
+        while t <= end + step / 2.0 {
+            let _ = write!(
+                s,
+                r##"<line x1="{0:.1}" y1="{TOP}" x2="{0:.1}" y2="{plot_bottom}" stroke="#e3e3e3"/><text x="{0:.1}" y="{1}" text-anchor="middle" fill="#555">{2}</text>"##,
+                x(t),
+                plot_bottom + 14.0,
+                tick_label(t, step)
+            );
+            t += step;
+        }
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{}" text-anchor="middle" fill="#333">{}</text>"##,
+            LABEL_W + PLOT_W / 2.0,
+            plot_bottom + 30.0,
+            esc(&self.unit)
+        );
+        let _ = write!(
+            s,
+            r##"<text x="10" y="{}" font-size="11" fill="#666">bar: mean; whiskers: ±1 standard deviation; dots: the samples; figures: mean ± standard deviation in % of the mean</text>"##,
+            plot_bottom + 46.0
+        );
+        for (i, row) in self.rows.iter().enumerate() {
+            let y0 = TOP + i as f64 * self.row_h() + ROW_GAP / 2.0;
+            let _ = write!(
+                s,
+                r##"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+                LABEL_W - 8.0,
+                y0 + self.row_h() / 2.0,
+                esc(&row.label)
+            );
+            if let Some(note) = &row.note {
+                let _ = write!(
+                    s,
+                    r##"<text x="{:.1}" y="{:.1}" fill="#c0392b">{}</text>"##,
+                    LABEL_W + 4.0,
+                    y0 + self.row_h() / 2.0,
+                    esc(note)
+                );
+                continue;
+            }
+            for (k, bar) in row.bars.iter().enumerate() {
+                let y = y0 + k as f64 * BAR_H;
+                let color = if self.series.len() > 1 {
+                    SERIES_COLORS[k % SERIES_COLORS.len()]
+                } else {
+                    row.color
+                };
+                let Some(bar) = bar else {
+                    let _ = write!(
+                        s,
+                        r##"<text x="{:.1}" y="{:.1}" fill="#888">—</text>"##,
+                        LABEL_W + 4.0,
+                        y + BAR_H - 3.0
+                    );
+                    continue;
+                };
+                let m = bar.summary();
+                let _ = write!(
+                    s,
+                    r##"<rect x="{LABEL_W}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"##,
+                    x(m.mean) - LABEL_W,
+                    BAR_H - 2.0
+                );
+                let yc = y + (BAR_H - 2.0) / 2.0;
+                if m.n > 1 {
+                    let (lo, hi) = (x(m.mean - m.stddev), x(m.mean + m.stddev));
+                    let _ = write!(
+                        s,
+                        r##"<path d="M{lo:.1} {yc:.1}H{hi:.1}M{lo:.1} {:.1}V{:.1}M{hi:.1} {:.1}V{:.1}" stroke="#222" stroke-width="1.2" fill="none"/>"##,
+                        yc - 4.0,
+                        yc + 4.0,
+                        yc - 4.0,
+                        yc + 4.0
+                    );
+                }
+                for v in &bar.samples {
+                    let _ = write!(
+                        s,
+                        r##"<circle cx="{:.1}" cy="{yc:.1}" r="2" fill="#fff" stroke="#222" stroke-width="0.8"/>"##,
+                        x(*v)
+                    );
+                }
+                let spread = if m.n > 1 {
+                    format!(" ±{:.1}%", m.cv_pct)
+                } else {
+                    String::new()
+                };
+                let flag = match (&row.flag, k) {
+                    (Some(f), 0) => format!(r##" <tspan fill="#c0392b">{}</tspan>"##, esc(f)),
+                    _ => String::new(),
+                };
+                let _ = write!(
+                    s,
+                    r##"<text x="{:.1}" y="{:.1}">{}{spread}{flag}</text>"##,
+                    LABEL_W + PLOT_W + 10.0,
+                    y + BAR_H - 3.0,
+                    short(m.mean)
+                );
+            }
+        }
+        s.push_str("</svg>");
+        s
+    }
+
+    fn legend(&self, s: &mut String) {
+        let mut lx = 10.0;
+        if self.series.len() > 1 {
+            for (k, name) in self.series.iter().enumerate() {
+                let _ = write!(
+                    s,
+                    r##"<rect x="{lx}" y="26" width="10" height="10" fill="{}"/><text x="{}" y="35">{}</text>"##,
+                    SERIES_COLORS[k % SERIES_COLORS.len()],
+                    lx + 14.0,
+                    esc(name)
+                );
+                lx += 30.0 + 7.5 * name.chars().count() as f64;
+            }
+        }
+    }
+}
+
+/// The system's fonts, loaded once (the chart text is DejaVu Sans).
+fn fonts() -> &'static Arc<usvg::fontdb::Database> {
+    static DB: OnceLock<Arc<usvg::fontdb::Database>> = OnceLock::new();
+    DB.get_or_init(|| {
+        let mut db = usvg::fontdb::Database::new();
+        db.load_system_fonts();
+        Arc::new(db)
+    })
+}
+
+/// Rasterise an SVG (as [`Chart::svg`] makes it) to PNG at twice its
+/// size, so that it stays sharp when pasted into a document.
+pub fn png(svg: &str) -> Result<Vec<u8>, String> {
+    let fontdb = fonts();
+    if fontdb.is_empty() {
+        return Err("no fonts found for the chart text: apt-get install fonts-dejavu-core".into());
+    }
+    let opt = usvg::Options {
+        fontdb: Arc::clone(fontdb),
+        ..Default::default()
+    };
+    let tree = usvg::Tree::from_str(svg, &opt).map_err(|e| format!("bad SVG: {e}"))?;
+    let size = tree.size().to_int_size();
+    let mut pixmap = tiny_skia::Pixmap::new(size.width() * 2, size.height() * 2)
+        .ok_or_else(|| "the chart has no area".to_string())?;
+    resvg::render(
+        &tree,
+        tiny_skia::Transform::from_scale(2.0, 2.0),
+        &mut pixmap.as_mut(),
+    );
+    pixmap.encode_png().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_ends_are_round_and_cover_the_maximum() {
+        let near = |(a, b): (f64, f64), (c, d): (f64, f64)| {
+            (a - c).abs() < 1e-9 * c && (b - d).abs() < 1e-9 * d
+        };
+        assert!(near(nice_axis(6.17), (8.0, 2.0)));
+        assert!(near(nice_axis(13940.0), (15000.0, 5000.0)));
+        assert!(near(nice_axis(0.54), (0.6, 0.2)));
+        assert!(near(nice_axis(100.0), (100.0, 20.0)));
+        assert_eq!(nice_axis(0.0), (1.0, 0.2));
+        assert_eq!(nice_axis(f64::NAN), (1.0, 0.2));
+        for m in [0.003, 1.0, 7.3, 99.0, 101.0, 4.5e5] {
+            let (end, step) = nice_axis(m);
+            assert!(end >= m && end / step <= 10.0 && end / step >= 2.0, "{m}");
+        }
+    }
+
+    fn chart() -> Chart {
+        Chart {
+            title: "tcp_stream-16384B-1i <throughput>".into(),
+            unit: "Gbit/s".into(),
+            series: vec!["only".into()],
+            rows: vec![
+                Row {
+                    label: "none".into(),
+                    bars: vec![Some(Bar {
+                        samples: vec![6.0, 6.2, 6.4],
+                    })],
+                    note: None,
+                    flag: Some("unsettled".into()),
+                    color: family_color("none"),
+                },
+                Row {
+                    label: "ovs-geneve".into(),
+                    bars: vec![None],
+                    note: Some("FAILED".into()),
+                    flag: None,
+                    color: family_color("ovs-geneve"),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn the_svg_draws_bars_error_bars_samples_and_notes() {
+        let svg = chart().svg();
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        // Title escaped, one bar, three sample dots, one error bar.
+        assert!(svg.contains("&lt;throughput&gt;"));
+        assert_eq!(svg.matches("<circle").count(), 3);
+        assert_eq!(svg.matches("<path").count(), 1);
+        assert!(
+            svg.contains(">6.20 ±3.2% <tspan fill=\"#c0392b\">unsettled<"),
+            "{svg}"
+        );
+        assert!(svg.contains(">FAILED<"));
+        // The axis ends at 8 (covers mean + sd = 6.4, ticks of 2): the bar
+        // is 6.2/8 of the plot wide.
+        assert!(svg.contains(">8<") && svg.contains(">2<"), "{svg}");
+        let w = PLOT_W * 6.2 / 8.0;
+        assert!(svg.contains(&format!("width=\"{w:.1}\"")), "{svg}");
+    }
+
+    #[test]
+    fn the_png_is_the_svg_rendered_with_text() {
+        let png = png(&chart().svg()).expect("rendered");
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        let img = tiny_skia::Pixmap::decode_png(&png).expect("decodes");
+        assert_eq!(img.width(), 2 * WIDTH as u32);
+        // The text was drawn: the title row holds dark pixels, and the
+        // "none" bar's colour fills its row.
+        let dark = |x: u32, y: u32| img.pixel(x, y).is_some_and(|p| p.red() < 80);
+        assert!(
+            (0..400).any(|x| (20..40).any(|y| dark(x, y))),
+            "no title text"
+        );
+        let bar_y = 2 * (TOP + ROW_GAP / 2.0 + 5.0) as u32;
+        let p = img
+            .pixel(2 * LABEL_W as u32 + 20, bar_y)
+            .expect("in the image");
+        assert_eq!((p.red(), p.green(), p.blue()), (0x9c, 0x9c, 0x9c));
+    }
+}

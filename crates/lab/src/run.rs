@@ -244,16 +244,40 @@ fn offloads(h: &Host, dev: &str) -> String {
         .unwrap_or_else(|e| format!("ethtool failed: {e}"))
 }
 
-/// May a set be rerun? Only if, at the pace so far (set-up included), the
-/// rerun and every first set still to come fit in the plan's budget.
-fn budget_allows_rerun(plan: &Plan, started: std::time::Instant, done: u64, total: u64) -> bool {
-    let Some(budget) = plan.rule.budget_s else {
-        return true;
-    };
-    let elapsed = started.elapsed().as_secs_f64();
-    let per_sample = elapsed / done.max(1) as f64;
-    let to_come = total.saturating_sub(done) as f64 + plan.rule.samples as f64;
-    elapsed + to_come * per_sample <= budget as f64
+/// The quick profile's time budget, shared fairly: every test gets the
+/// same share of the time the first sets leave over, and what a test does
+/// not use passes on to the next, so the first noisy test cannot spend
+/// the reruns of all the others.
+struct Budget {
+    limit_s: Option<f64>,
+    started: std::time::Instant,
+    /// Seconds spent on reruns so far.
+    rerun_s: std::cell::Cell<f64>,
+}
+
+impl Budget {
+    /// May a set be rerun, given `done` of `total` first-set samples taken
+    /// and `tests_begun` of `tests` begun (this one included)?
+    fn allows(
+        &self,
+        samples: usize,
+        done: u64,
+        total: u64,
+        tests_begun: usize,
+        tests: usize,
+    ) -> bool {
+        let Some(limit) = self.limit_s else {
+            return true;
+        };
+        let elapsed = self.started.elapsed().as_secs_f64();
+        // Seconds per first-set sample so far, set-up included.
+        let pace = (elapsed - self.rerun_s.get()).max(0.0) / done.max(1) as f64;
+        let set = samples as f64 * pace;
+        let spare = limit - total as f64 * pace;
+        let share = spare * tests_begun as f64 / tests.max(1) as f64;
+        let fits = elapsed + total.saturating_sub(done) as f64 * pace + set <= limit;
+        fits && self.rerun_s.get() + set <= share
+    }
 }
 
 /// Run the plan; `tunlab` is the binary the switch variants run, `out` the
@@ -263,7 +287,13 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> 
         return Err(LabError::Setup(m));
     }
     let dir = variant::run_dir(out)?;
-    let started = std::time::Instant::now();
+    let budget = Budget {
+        limit_s: plan.rule.budget_s.map(|b| b as f64),
+        started: std::time::Instant::now(),
+        rerun_s: std::cell::Cell::new(0.0),
+    };
+    let tests_total = plan.variants.len() * plan.tests.len();
+    let mut tests_begun = 0;
     let total = (plan.variants.len() * plan.tests.len() * plan.rule.samples) as u64;
     let bar = indicatif::ProgressBar::new(total);
     bar.set_style(
@@ -328,12 +358,21 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> 
             server_if: running.tenant_if,
         };
         for test in &plan.tests {
+            tests_begun += 1;
             let name = test.name();
             bar.set_message(format!("{} {name}", v.name()));
             let s = settle(
                 plan.rule,
                 |s| test.primary(s),
-                || budget_allows_rerun(plan, started, bar.position(), total),
+                || {
+                    budget.allows(
+                        plan.rule.samples,
+                        bar.position(),
+                        total,
+                        tests_begun,
+                        tests_total,
+                    )
+                },
                 |attempt, _| {
                     if attempt > 1 {
                         bar.set_message(format!(
@@ -342,7 +381,12 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> 
                             plan.rule.max_cv_pct
                         ));
                     }
+                    let t0 = std::time::Instant::now();
                     let r = run_sample(peers, test, plan.seconds, &running.pids);
+                    if attempt > 1 {
+                        let spent = budget.rerun_s.get() + t0.elapsed().as_secs_f64();
+                        budget.rerun_s.set(spent);
+                    }
                     bar.inc(if attempt == 1 { 1 } else { 0 });
                     r
                 },
@@ -392,4 +436,47 @@ pub fn default_out() -> PathBuf {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     PathBuf::from("tunlab-results").join(secs.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    fn budget(limit: Option<f64>, elapsed: u64, rerun: f64) -> Budget {
+        Budget {
+            limit_s: limit,
+            started: Instant::now() - Duration::from_secs(elapsed),
+            rerun_s: std::cell::Cell::new(rerun),
+        }
+    }
+
+    #[test]
+    fn the_budget_shares_the_spare_time_between_tests() {
+        // 30 s for 10 of 20 first-set samples: 3 s each, 60 s for all, 40 s
+        // spare of 100; a rerun set of 3 samples costs 9 s.
+        let b = budget(Some(100.0), 30, 0.0);
+        // Half the tests begun: 20 s of reruns are theirs.
+        assert!(b.allows(3, 10, 20, 5, 10));
+        // The first of ten tests: its share is 4 s, less than a set.
+        assert!(!b.allows(3, 10, 20, 1, 10));
+        // Without a limit: the pbench rule alone.
+        assert!(budget(None, 30, 0.0).allows(3, 10, 20, 1, 10));
+    }
+
+    #[test]
+    fn reruns_stop_when_the_first_sets_would_not_fit() {
+        // 90 s for 10 of 20 samples (9 s each): the other ten need 90 s
+        // more, past the 100 s limit, so no rerun at all.
+        assert!(!budget(Some(100.0), 90, 0.0).allows(3, 10, 20, 10, 10));
+        // 30 s in, 15 of them reruns: pace (30 - 15) / 10 = 1.5 s, spare
+        // 100 - 30 = 70 s, half of it (35 s) is the begun tests' share; a
+        // 4.5 s set fits.
+        let b = budget(Some(100.0), 30, 15.0);
+        assert!(b.allows(3, 10, 20, 5, 10));
+        // 50 s in, 33 of them reruns: pace 1.7 s, share (100 - 34) / 2 =
+        // 33 s, already spent: no more.
+        let b = budget(Some(100.0), 50, 33.0);
+        assert!(!b.allows(3, 10, 20, 5, 10));
+    }
 }

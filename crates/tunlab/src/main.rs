@@ -6,14 +6,15 @@ use std::process::ExitCode;
 use tunlab::{capture, decode};
 
 mod bench;
+mod gen;
 
 /// tunlab: overlay tunnels (Geneve, VXLAN, GRE/NVGRE, STT, QinQ) in userspace.
 ///
 /// Built so far: the packet formats and their decoder, the switch with
 /// tenant TAP ports, Geneve, VXLAN, GRE, NVGRE, STT and QinQ ports and its
 /// control socket (`ctl`), and the lab (`bench`, `report`, `compare`) with
-/// the kernel, Open vSwitch and tunlab variants. The generator (`gen`) is
-/// not built yet.
+/// the kernel, Open vSwitch and tunlab variants, and the generator's
+/// packet builder (`gen --show`, `gen --pcap`); sending is not built yet.
 #[derive(Debug, Parser)]
 #[command(name = "tunlab", version)]
 struct Cli {
@@ -93,6 +94,41 @@ enum Command {
         /// The later run's results.json.
         b: PathBuf,
     },
+    /// Build TRex-style traffic from a scapy-style description: layers
+    /// joined by '/', fields as name=value, ranges (src=10.0.0.1-10.0.0.254,
+    /// vni=1-4096), lists (dport=[80,443]) and random (sport=random) make
+    /// many flows.
+    ///
+    /// Layers: Ether, Dot1Q, Dot1AD, IP, IPv6, UDP, TCP, GENEVE (opt=ovn(ingress=N,egress=N)
+    /// or tlv(class=,type=,data=b"..."), or the TRex article's options_class/
+    /// options_type/options_len/options_data), VXLAN, GRE, NVGRE, STT, Raw, pad.
+    /// Lengths, checksums and next-protocol fields are filled in as scapy
+    /// does. Not built yet: sending through a packet ring, counting on a
+    /// receiver, the zero-loss search; today gen shows the packets or writes
+    /// them to a pcap.
+    Gen {
+        /// The packet, e.g. 'Ether()/IP(src=10.0.0.1-10.0.0.9)/UDP()/GENEVE(vni=6,opt=ovn(ingress=3,egress=2))/Ether()/IP()/UDP()'.
+        packet: Option<String>,
+        /// Read the description from a file (# comments, spread over lines).
+        #[arg(long, conflicts_with = "packet")]
+        profile: Option<PathBuf>,
+        /// Frame size in bytes including the 4-byte FCS (64 to 9000), or imix
+        /// (7:4:1 of 64, 594, 1518); zeros at the `pad` layer make it up.
+        #[arg(long)]
+        size: Option<String>,
+        /// Packets to show or write (default: one per flow; at most 8 shown).
+        #[arg(long)]
+        count: Option<u64>,
+        /// Seed of the `random` fields.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print the packets layer by layer.
+        #[arg(long)]
+        show: bool,
+        /// Write the packets to this pcap file.
+        #[arg(long)]
+        pcap: Option<PathBuf>,
+    },
     /// Run one overlay node: open its tenant TAP ports and tunnel ports,
     /// load its flow rules, and switch packets until interrupted.
     ///
@@ -161,6 +197,23 @@ fn main() -> ExitCode {
             out,
         } => bench::report(&file, &baseline, out.as_deref()),
         Command::Compare { a, b } => bench::compare(&a, &b),
+        Command::Gen {
+            packet,
+            profile,
+            size,
+            count,
+            seed,
+            show,
+            pcap,
+        } => gen::run(gen::Args {
+            packet,
+            profile,
+            size,
+            count,
+            seed,
+            show,
+            pcap,
+        }),
     }
 }
 

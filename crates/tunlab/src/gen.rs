@@ -1,0 +1,95 @@
+//! `tunlab gen`: read a description (command line or profile file),
+//! then show the packets layer by layer or write them to a pcap.
+
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+use pcap_file::DataLink;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use tunlab::decode;
+use tunlab_gen::{Builder, Sizes};
+
+#[derive(Debug)]
+pub struct Args {
+    pub packet: Option<String>,
+    pub profile: Option<PathBuf>,
+    pub size: Option<String>,
+    pub count: Option<u64>,
+    pub seed: u64,
+    pub show: bool,
+    pub pcap: Option<PathBuf>,
+}
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("tunlab gen: {msg}");
+    ExitCode::from(2)
+}
+
+fn write_pcap(path: &Path, b: &Builder, count: u64, seed: u64) -> Result<(), String> {
+    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let header = PcapHeader {
+        datalink: DataLink::ETHERNET,
+        snaplen: 65535,
+        ..PcapHeader::default()
+    };
+    let mut w = PcapWriter::with_header(std::io::BufWriter::new(file), header)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    for (n, p) in tunlab_gen::packets(b, count, seed).enumerate() {
+        // One microsecond apart, so that tools keep their order.
+        let ts = std::time::Duration::from_micros(n as u64);
+        w.write_packet(&PcapPacket::new(ts, p.len() as u32, &p))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+pub fn run(a: Args) -> ExitCode {
+    let text = match (&a.packet, &a.profile) {
+        (Some(p), None) => p.clone(),
+        (None, Some(f)) => match std::fs::read_to_string(f) {
+            Ok(t) => tunlab_gen::read_profile(&t),
+            Err(e) => return fail(format!("{}: {e}", f.display())),
+        },
+        _ => return fail("give a packet description or --profile FILE (one of them)"),
+    };
+    let sizes = match a.size.as_deref() {
+        None => Sizes::Natural,
+        Some(s) => match Sizes::parse(s) {
+            Ok(s) => s,
+            Err(e) => return fail(e),
+        },
+    };
+    let b = match tunlab_gen::builder(&text, sizes) {
+        Ok(b) => b,
+        Err(e) => return fail(e),
+    };
+    if !a.show && a.pcap.is_none() {
+        return fail(
+            "sending is not built yet: --show prints the packets, --pcap FILE writes them",
+        );
+    }
+    let flows = b.flows();
+    let count = a
+        .count
+        .unwrap_or_else(|| flows.min(if a.show { 8 } else { 1 << 20 }) as u64);
+    if let Some(path) = &a.pcap {
+        if let Err(e) = write_pcap(path, &b, count, a.seed) {
+            eprintln!("tunlab gen: {e}");
+            return ExitCode::FAILURE;
+        }
+        eprintln!(
+            "tunlab gen: {count} packets of {flows} flows written to {}",
+            path.display()
+        );
+    }
+    if a.show {
+        println!("{flows} flows; showing {count} packets (packet n is flow n mod {flows})");
+        let mut out = String::new();
+        for (n, p) in tunlab_gen::packets(&b, count, a.seed).enumerate() {
+            out.clear();
+            let f = decode::decode_frame(n + 1, &p, p.len());
+            decode::render_text(&f, &mut out);
+            print!("{out}");
+        }
+    }
+    ExitCode::SUCCESS
+}

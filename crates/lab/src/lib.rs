@@ -12,8 +12,10 @@
 //! Layers: [`host`] runs commands "on a host" (a namespace today, so that a
 //! remote host can replace it), [`variant`] sets a datapath up and down,
 //! [`traffic`] runs one test and parses the tool's figures, [`cpu`]
-//! samples CPU, [`stats`] holds the sample rule, [`report`] prints, and
-//! [`run`] drives a whole bench.
+//! samples CPU, [`stats`] holds the sample rule, [`report`] makes the
+//! tables, [`chart`] and [`html`] the charts and the report page,
+//! [`compare`] sets two runs side by side, and [`run`] drives a whole
+//! bench.
 
 pub mod chart;
 pub mod compare;

@@ -280,6 +280,31 @@ impl Budget {
     }
 }
 
+/// `ethtool -k` of every interface of the four namespaces (underlay
+/// veths, tenant veths or TAPs, bridges, VXLAN devices, OVS ports), as
+/// `ns:interface`.
+fn every_offload(topo: &Topology) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (role, h) in [
+        ("h1", &topo.h[0]),
+        ("h2", &topo.h[1]),
+        ("t1", &topo.t[0]),
+        ("t2", &topo.t[1]),
+    ] {
+        let links = h.run(&["ip", "-o", "link", "show"]).unwrap_or_default();
+        // "7: under@if6: <BROADCAST,...>": the name ends at '@' or ':'.
+        for name in links
+            .lines()
+            .filter_map(|l| l.split(": ").nth(1))
+            .map(|n| n.split('@').next().unwrap_or(n))
+            .filter(|n| *n != "lo")
+        {
+            out.push((format!("{role}:{name}"), offloads(h, name)));
+        }
+    }
+    out
+}
+
 /// Run the plan; `tunlab` is the binary the switch variants run, `out` the
 /// results folder. Progress goes to `progress`.
 pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> {
@@ -344,13 +369,7 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> 
             }
         };
         vr.notes = running.notes.clone();
-        vr.offloads = vec![
-            ("h1:under".into(), offloads(&topo.h[0], "under")),
-            (
-                format!("t1:{}", running.tenant_if),
-                offloads(&topo.t[0], running.tenant_if),
-            ),
-        ];
+        vr.offloads = every_offload(&topo);
         let peers = Peers {
             client: &topo.t[0],
             server: &topo.t[1],

@@ -120,6 +120,22 @@ fn every_variant_is_built_measured_and_torn_down() {
             "{name}: iperf3 {tool} vs interface {iface} Gbit/s"
         );
         assert!(s["cpu"]["system_pct"].as_f64().unwrap() > 0.0, "{name}");
+        // ethtool -k of every interface of the four namespaces.
+        let ifs: Vec<&str> = v["offloads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x[0].as_str().unwrap())
+            .collect();
+        for want in ["h1:under", "h2:under"] {
+            assert!(ifs.contains(&want), "{name}: {ifs:?}");
+        }
+        for ns in ["t1:", "t2:"] {
+            assert!(ifs.iter().any(|i| i.starts_with(ns)), "{name}: {ifs:?}");
+        }
+        if name == "kernel-vxlan" {
+            assert!(ifs.len() > 4, "{name}: the VXLAN devices too: {ifs:?}");
+        }
         if name.starts_with("tunlab-") || name.starts_with("ovs-") {
             assert!(
                 s["cpu"]["datapath_pct"].as_f64().unwrap() > 0.0,

@@ -290,7 +290,9 @@ impl Gen {
     /// How many flows this field makes.
     pub fn flows(&self) -> u128 {
         match self {
-            Gen::Range(lo, hi) => hi - lo + 1,
+            // A whole IPv6 range has 2^128 values: saturate, the builder
+            // refuses anything over its flow limit anyway.
+            Gen::Range(lo, hi) => (hi - lo).saturating_add(1),
             Gen::List(v) => v.len() as u128,
             Gen::Fixed(_) | Gen::Random => 1,
         }
@@ -769,6 +771,14 @@ mod tests {
         assert_eq!(l[2].get("flags"), Some(&Gen::Fixed(0x12)));
         assert_eq!(l[2].get("dport"), Some(&Gen::List(vec![80, 443])));
         assert_eq!(l[1].get("ttl"), None);
+    }
+
+    #[test]
+    fn a_whole_address_space_is_refused_not_overflowed() {
+        let s = Stack::parse("Ether()/IPv6(src=::-ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff)/UDP()")
+            .unwrap();
+        let e = crate::Builder::new(s, crate::Sizes::Natural).unwrap_err();
+        assert!(e.contains("more than 16777216 flows"), "{e}");
     }
 
     #[test]

@@ -467,7 +467,8 @@ fn gen_of(layer: Kind, def: &FieldDef, v: &Spanned<Value>) -> Result<Gen, SpecEr
             }
             Ok(Gen::List(out))
         }
-        Value::Bytes(_) | Value::Call(..) => Err(bad(v.at, "this")),
+        Value::Bytes(_) => Err(bad(v.at, "a byte string")),
+        Value::Call(name, _) => Err(bad(v.at, &format!("{}(...)", name.v))),
     }
 }
 
@@ -836,6 +837,16 @@ mod tests {
             ),
             ("Ether()/IP(ttl=1,ttl=2)", 17, "given twice"),
             ("Ether()/IP(dst=fe80::1)", 15, "is not an IPv4 address"),
+            (
+                "Ether()/IP(ttl=ovn(ingress=1))",
+                15,
+                "IP.ttl: 'ovn(...)' is not an integer of 8 bits",
+            ),
+            (
+                "Ether()/IP(ttl=b\"x\")",
+                15,
+                "IP.ttl: 'a byte string' is not an integer",
+            ),
         ];
         for (text, at, msg) in cases {
             let e = Stack::parse(text).unwrap_err();

@@ -113,7 +113,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn expect(&mut self, c: char, what: &str) -> Result<(), SpecError> {
+    fn require(&mut self, c: char, what: &str) -> Result<(), SpecError> {
         if self.eat(c) {
             Ok(())
         } else {
@@ -159,13 +159,13 @@ impl<'a> Parser<'a> {
         }
         loop {
             let name = self.ident("a field name")?;
-            self.expect('=', &format!("'=' after field '{}'", name.v))?;
+            self.require('=', &format!("'=' after field '{}'", name.v))?;
             let value = self.value()?;
             out.push(Field { name, value });
             if self.eat(close) {
                 return Ok(out);
             }
-            self.expect(',', &format!("',' or '{close}'"))?;
+            self.require(',', &format!("',' or '{close}'"))?;
         }
     }
 
@@ -246,7 +246,7 @@ impl<'a> Parser<'a> {
                         if self.eat(']') {
                             break;
                         }
-                        self.expect(',', "',' or ']'")?;
+                        self.require(',', "',' or ']'")?;
                     }
                 }
                 if items.is_empty() {
@@ -308,7 +308,7 @@ pub fn parse(s: &str) -> Result<Vec<LayerSpec>, SpecError> {
         if p.at == s.len() {
             return Ok(layers);
         }
-        p.expect('/', "'/' between layers")?;
+        p.require('/', "'/' between layers")?;
     }
 }
 

@@ -8,14 +8,29 @@ use std::process::ExitCode;
 use tunlab::decode;
 use tunlab_gen::{Builder, Sizes};
 
-#[derive(Debug)]
+/// `tunlab gen`'s arguments (documented in `tunlab gen --help`).
+#[derive(Debug, clap::Args)]
 pub struct Args {
+    /// The packet, e.g. 'Ether()/IP(src=10.0.0.1-10.0.0.9)/UDP()/GENEVE(vni=6,opt=ovn(ingress=3,egress=2))/Ether()/IP()/UDP()'.
     pub packet: Option<String>,
+    /// Read the description from a file (# comments, spread over lines).
+    #[arg(long, conflicts_with = "packet")]
     pub profile: Option<PathBuf>,
+    /// Frame size in bytes including the 4-byte FCS (64 to 9000), or imix
+    /// (7:4:1 of 64, 594, 1518); zeros at the `pad` layer make it up.
+    #[arg(long)]
     pub size: Option<String>,
+    /// Packets to show or write (default: one per flow; at most 8 shown).
+    #[arg(long)]
     pub count: Option<u64>,
+    /// Seed of the `random` fields.
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Print the packets layer by layer.
+    #[arg(long)]
     pub show: bool,
+    /// Write the packets to this pcap file.
+    #[arg(long)]
     pub pcap: Option<PathBuf>,
 }
 

@@ -106,29 +106,7 @@ enum Command {
     /// does. Not built yet: sending through a packet ring, counting on a
     /// receiver, the zero-loss search; today gen shows the packets or writes
     /// them to a pcap.
-    Gen {
-        /// The packet, e.g. 'Ether()/IP(src=10.0.0.1-10.0.0.9)/UDP()/GENEVE(vni=6,opt=ovn(ingress=3,egress=2))/Ether()/IP()/UDP()'.
-        packet: Option<String>,
-        /// Read the description from a file (# comments, spread over lines).
-        #[arg(long, conflicts_with = "packet")]
-        profile: Option<PathBuf>,
-        /// Frame size in bytes including the 4-byte FCS (64 to 9000), or imix
-        /// (7:4:1 of 64, 594, 1518); zeros at the `pad` layer make it up.
-        #[arg(long)]
-        size: Option<String>,
-        /// Packets to show or write (default: one per flow; at most 8 shown).
-        #[arg(long)]
-        count: Option<u64>,
-        /// Seed of the `random` fields.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Print the packets layer by layer.
-        #[arg(long)]
-        show: bool,
-        /// Write the packets to this pcap file.
-        #[arg(long)]
-        pcap: Option<PathBuf>,
-    },
+    Gen(gen::Args),
     /// Run one overlay node: open its tenant TAP ports and tunnel ports,
     /// load its flow rules, and switch packets until interrupted.
     ///
@@ -197,23 +175,7 @@ fn main() -> ExitCode {
             out,
         } => bench::report(&file, &baseline, out.as_deref()),
         Command::Compare { a, b } => bench::compare(&a, &b),
-        Command::Gen {
-            packet,
-            profile,
-            size,
-            count,
-            seed,
-            show,
-            pcap,
-        } => gen::run(gen::Args {
-            packet,
-            profile,
-            size,
-            count,
-            seed,
-            show,
-            pcap,
-        }),
+        Command::Gen(args) => gen::run(args),
     }
 }
 

@@ -184,6 +184,15 @@ impl Builder {
         &self.sizes
     }
 
+    /// Whether any field is `random` (drawn anew per packet).
+    pub fn has_random(&self) -> bool {
+        self.stack
+            .layers
+            .iter()
+            .flat_map(|l| l.vals.iter().flatten())
+            .any(|g| matches!(g, Gen::Random))
+    }
+
     /// Each field's value for `flow`: the first varying field changes
     /// fastest; `random` fields draw from `rng`.
     fn values(&self, mut flow: u128, rng: &mut Rng) -> Vec<Vec<Option<u128>>> {
@@ -238,30 +247,9 @@ impl Builder {
     pub fn build(&self, flow: u128, n: u64, rng: &mut Rng, out: &mut Vec<u8>) {
         let layers = &self.stack.layers;
         let vals = self.values(flow % self.flows, rng);
-        let lens: Vec<usize> = layers.iter().map(header_len).collect();
-        let natural: usize = lens.iter().sum();
-        let pad = self
-            .sizes
-            .of(n)
-            .map_or(0, |s| (s - FCS).saturating_sub(natural));
-        let total = natural + pad;
+        let (offs, total) = self.layout(n);
         out.clear();
         out.resize(total, 0);
-        // Where each layer starts; the padding sits at the `pad` layer, or
-        // at the end.
-        let pad_at = layers
-            .iter()
-            .position(|l| l.kind == Kind::Pad)
-            .unwrap_or(layers.len());
-        let mut offs = Vec::with_capacity(layers.len());
-        let mut at = 0;
-        for (i, len) in lens.iter().enumerate() {
-            if i == pad_at {
-                at += pad;
-            }
-            offs.push(at);
-            at += len;
-        }
         // Headers, outermost first.
         for (i, l) in layers.iter().enumerate() {
             let next = layers.get(i + 1).map(|x| x.kind);
@@ -272,6 +260,48 @@ impl Builder {
         for i in (0..layers.len()).rev() {
             self.finish(i, &vals[i], &offs, out);
         }
+    }
+
+    /// Where each layer of packet `n` starts, and the packet's length
+    /// (FCS not included). The padding sits at the `pad` layer, or at the
+    /// end.
+    fn layout(&self, n: u64) -> (Vec<usize>, usize) {
+        let layers = &self.stack.layers;
+        let natural: usize = layers.iter().map(header_len).sum();
+        let pad = self
+            .sizes
+            .of(n)
+            .map_or(0, |s| (s - FCS).saturating_sub(natural));
+        let pad_at = layers
+            .iter()
+            .position(|l| l.kind == Kind::Pad)
+            .unwrap_or(layers.len());
+        let mut offs = Vec::with_capacity(layers.len());
+        let mut at = 0;
+        for (i, l) in layers.iter().enumerate() {
+            if i == pad_at {
+                at += pad;
+            }
+            offs.push(at);
+            at += header_len(l);
+        }
+        (offs, natural + pad)
+    }
+
+    /// Bytes at the end of packet `n` that belong to no header (padding
+    /// and `Raw` loads): room for the receive signature.
+    pub fn tail_room(&self, n: u64) -> usize {
+        let (offs, total) = self.layout(n);
+        let end = self
+            .stack
+            .layers
+            .iter()
+            .zip(&offs)
+            .filter(|(l, _)| !matches!(l.kind, Kind::Raw | Kind::Pad))
+            .map(|(l, at)| at + header_len(l))
+            .max()
+            .unwrap_or(0);
+        total - end
     }
 
     fn write(&self, l: &Layer, v: &[Option<u128>], next: Option<Kind>, b: &mut [u8]) {

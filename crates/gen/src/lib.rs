@@ -5,11 +5,23 @@
 //! Layers: [`spec`] reads the text into layers, fields and values with
 //! their positions; [`layer`] knows each layer's fields, checks values and
 //! says what is allowed; [`build`] turns a checked description into bytes
-//! per flow and packet. Sending and counting are not built yet.
+//! per flow and packet.
+//!
+//! Sending: [`pool`] builds every frame of a run once; [`sig`] is the
+//! signature each frame carries in its last 16 bytes; [`send`] runs sender
+//! threads on AF_PACKET TX rings and a receiver on an RX ring, feeding
+//! [`count`]; [`ndr`] searches for the zero-loss rate; [`topo`] makes the
+//! generator's own veth wire when no interface is given.
 
 pub mod build;
+pub mod count;
 pub mod layer;
+pub mod ndr;
+pub mod pool;
+pub mod send;
+pub mod sig;
 pub mod spec;
+pub mod topo;
 
 pub use build::{Builder, Rng, Sizes};
 pub use layer::Stack;

@@ -19,7 +19,7 @@
 
 pub mod chart;
 pub mod compare;
-pub mod cpu;
+pub use tunlab_netio::cpu;
 pub mod host;
 pub mod html;
 pub mod ovs;

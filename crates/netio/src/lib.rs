@@ -3,13 +3,16 @@
 //! sees a file descriptor; this crate never decides what to do with a
 //! packet.
 
+pub mod cpu;
 pub mod netns;
 pub mod packet;
+pub mod ring;
 pub mod rst_guard;
 pub mod tap;
 pub mod udp;
 
 pub use packet::PacketSocket;
+pub use ring::{RxFrame, RxRing, TxRing};
 pub use rst_guard::RstGuard;
 pub use tap::{Tap, TapError, TapOptions};
 pub use udp::{RecvBatch, Underlay};

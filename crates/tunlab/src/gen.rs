@@ -1,5 +1,6 @@
 //! `tunlab gen`: read a description (command line or profile file),
-//! then show the packets layer by layer or write them to a pcap.
+//! then show the packets layer by layer, write them to a pcap, or send
+//! them ([`crate::gen_send`]).
 
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::DataLink;
@@ -18,9 +19,11 @@ pub struct Args {
     pub profile: Option<PathBuf>,
     /// Frame size in bytes including the 4-byte FCS (64 to 9000), or imix
     /// (7:4:1 of 64, 594, 1518); zeros at the `pad` layer make it up.
-    #[arg(long)]
-    pub size: Option<String>,
-    /// Packets to show or write (default: one per flow; at most 8 shown).
+    /// Several, comma-separated, make one run (one table row) each.
+    #[arg(long, value_delimiter = ',')]
+    pub size: Vec<String>,
+    /// Packets to show or write (default: one per flow; at most 8 shown),
+    /// or to send (instead of --duration).
     #[arg(long)]
     pub count: Option<u64>,
     /// Seed of the `random` fields.
@@ -32,9 +35,45 @@ pub struct Args {
     /// Write the packets to this pcap file.
     #[arg(long)]
     pub pcap: Option<PathBuf>,
+    /// Send from this interface: IFNAME or IFNAME@NETNS (default: a veth
+    /// pair between two namespaces of tunlab's own, a wire with nothing
+    /// on it).
+    #[arg(long, requires = "rx")]
+    pub tx: Option<String>,
+    /// Receive and count on this interface: IFNAME or IFNAME@NETNS (may be
+    /// the sending one; frames sent from this host are not counted).
+    #[arg(long, requires = "tx")]
+    pub rx: Option<String>,
+    /// max, frames/s (250kpps, 1.5Mpps) or layer-2 bit/s (800Mbps, 2Gbps).
+    #[arg(long, default_value = "max")]
+    pub rate: String,
+    /// Seconds to send (unless --count).
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Sending threads, each with its own TX ring and its share of the flows.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Search for the highest rate with zero loss (RFC 2544 binary search).
+    #[arg(long, conflicts_with = "pdr")]
+    pub ndr: bool,
+    /// Search for the highest rate with at most this % loss (e.g. 0.1).
+    #[arg(long)]
+    pub pdr: Option<f64>,
+    /// Seconds per search trial.
+    #[arg(long, default_value_t = 30.0)]
+    pub trial: f64,
+    /// Seconds of the final validation trial.
+    #[arg(long, default_value_t = 30.0)]
+    pub validation: f64,
+    /// The search stops when failing and passing rates are within this %.
+    #[arg(long, default_value_t = 5.0)]
+    pub granularity: f64,
+    /// Write the results (every trial, per-flow counts) to this JSON file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
 }
 
-fn fail(msg: impl std::fmt::Display) -> ExitCode {
+pub(crate) fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("tunlab gen: {msg}");
     ExitCode::from(2)
 }
@@ -66,28 +105,36 @@ pub fn run(a: Args) -> ExitCode {
         },
         _ => return fail("give a packet description or --profile FILE (one of them)"),
     };
-    let sizes = match a.size.as_deref() {
-        None => Sizes::Natural,
-        Some(s) => match Sizes::parse(s) {
-            Ok(s) => s,
+    let mut sizes = Vec::new();
+    for s in &a.size {
+        match Sizes::parse(s) {
+            Ok(s) => sizes.push(s),
             Err(e) => return fail(e),
-        },
-    };
-    let b = match tunlab_gen::builder(&text, sizes) {
-        Ok(b) => b,
-        Err(e) => return fail(e),
-    };
-    if !a.show && a.pcap.is_none() {
-        return fail(
-            "sending is not built yet: --show prints the packets, --pcap FILE writes them",
-        );
+        }
     }
+    if sizes.is_empty() {
+        sizes.push(Sizes::Natural);
+    }
+    let mut builders = Vec::new();
+    for s in sizes {
+        match tunlab_gen::builder(&text, s) {
+            Ok(b) => builders.push(b),
+            Err(e) => return fail(e),
+        }
+    }
+    if !a.show && a.pcap.is_none() {
+        return crate::gen_send::run(&a, &text, &builders);
+    }
+    if builders.len() > 1 {
+        return fail("--show and --pcap take one --size");
+    }
+    let b = &builders[0];
     let flows = b.flows();
     let count = a
         .count
         .unwrap_or_else(|| flows.min(if a.show { 8 } else { 1 << 20 }) as u64);
     if let Some(path) = &a.pcap {
-        if let Err(e) = write_pcap(path, &b, count, a.seed) {
+        if let Err(e) = write_pcap(path, b, count, a.seed) {
             eprintln!("tunlab gen: {e}");
             return ExitCode::FAILURE;
         }
@@ -99,7 +146,7 @@ pub fn run(a: Args) -> ExitCode {
     if a.show {
         println!("{flows} flows; showing {count} packets (packet n is flow n mod {flows})");
         let mut out = String::new();
-        for (n, p) in tunlab_gen::packets(&b, count, a.seed).enumerate() {
+        for (n, p) in tunlab_gen::packets(b, count, a.seed).enumerate() {
             out.clear();
             let f = decode::decode_frame(n + 1, &p, p.len());
             decode::render_text(&f, &mut out);

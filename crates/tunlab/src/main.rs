@@ -7,14 +7,15 @@ use tunlab::{capture, decode};
 
 mod bench;
 mod gen;
+mod gen_send;
 
 /// tunlab: overlay tunnels (Geneve, VXLAN, GRE/NVGRE, STT, QinQ) in userspace.
 ///
 /// Built so far: the packet formats and their decoder, the switch with
 /// tenant TAP ports, Geneve, VXLAN, GRE, NVGRE, STT and QinQ ports and its
-/// control socket (`ctl`), and the lab (`bench`, `report`, `compare`) with
-/// the kernel, Open vSwitch and tunlab variants, and the generator's
-/// packet builder (`gen --show`, `gen --pcap`); sending is not built yet.
+/// control socket (`ctl`), the lab (`bench`, `report`, `compare`) with
+/// the kernel, Open vSwitch and tunlab variants, and the generator (`gen`:
+/// build, show, write, send and count, zero-loss search).
 #[derive(Debug, Parser)]
 #[command(name = "tunlab", version)]
 struct Cli {
@@ -103,9 +104,16 @@ enum Command {
     /// or tlv(class=,type=,data=b"..."), or the TRex article's options_class/
     /// options_type/options_len/options_data), VXLAN, GRE, NVGRE, STT, Raw, pad.
     /// Lengths, checksums and next-protocol fields are filled in as scapy
-    /// does. Not built yet: sending through a packet ring, counting on a
-    /// receiver, the zero-loss search; today gen shows the packets or writes
-    /// them to a pcap.
+    /// does.
+    ///
+    /// --show prints the packets, --pcap writes them; otherwise gen sends
+    /// them through AF_PACKET TX rings (qdisc bypassed, --threads senders)
+    /// at --rate for --duration or --count, counts them on --rx by the
+    /// 16-byte signature each frame carries at its end (per flow, loss,
+    /// duplicates, reordering, latency), and prints a table per frame size.
+    /// --ndr / --pdr PCT search for the highest rate within the loss
+    /// allowed. Without --tx/--rx it sends over a veth pair between two
+    /// namespaces of its own.
     Gen(gen::Args),
     /// Run one overlay node: open its tenant TAP ports and tunnel ports,
     /// load its flow rules, and switch packets until interrupted.

@@ -1,0 +1,87 @@
+//! The generator's own wire when no interface is given: two network
+//! namespaces joined by a veth pair, removed when dropped (and by the next
+//! run if this one was killed).
+//!
+//! ```text
+//!  netns tlgen-PID-0              netns tlgen-PID-1
+//!  [tunlab gen TX] tlg0 ═══ veth ═══ tlg1 [tunlab gen RX]
+//! ```
+//!
+//! IPv6 is off on both ends so that nothing but the generator's frames
+//! crosses the wire.
+
+use crate::send::Endpoint;
+use tunlab_netio::netns::{self, Netns};
+
+/// Namespace prefix of the generator's wire.
+pub const PREFIX: &str = "tlgen";
+
+/// A veth pair between two fresh namespaces.
+#[derive(Debug)]
+pub struct Wire {
+    tx_ns: Netns,
+    rx_ns: Netns,
+}
+
+fn ipv6_off(ns: &Netns) -> Result<(), String> {
+    netns::run(&[
+        "ip",
+        "netns",
+        "exec",
+        ns.name(),
+        "sysctl",
+        "-q",
+        "-w",
+        "net.ipv6.conf.all.disable_ipv6=1",
+    ])
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+}
+
+impl Wire {
+    /// Create the pair with an MTU that carries frames of `max_frame`
+    /// bytes (FCS not included).
+    pub fn create(max_frame: usize) -> Result<Wire, String> {
+        let e = |e: netns::CmdError| e.to_string();
+        let tx_ns = Netns::create(PREFIX, 0).map_err(e)?;
+        let rx_ns = Netns::create(PREFIX, 1).map_err(e)?;
+        ipv6_off(&tx_ns)?;
+        ipv6_off(&rx_ns)?;
+        let mtu = max_frame.saturating_sub(14).max(1500).to_string();
+        tx_ns
+            .ip(&[
+                "link",
+                "add",
+                "tlg0",
+                "mtu",
+                &mtu,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "tlg1",
+                "mtu",
+                &mtu,
+                "netns",
+                rx_ns.name(),
+            ])
+            .map_err(e)?;
+        tx_ns.ip(&["link", "set", "tlg0", "up"]).map_err(e)?;
+        rx_ns.ip(&["link", "set", "tlg1", "up"]).map_err(e)?;
+        Ok(Wire { tx_ns, rx_ns })
+    }
+
+    pub fn tx(&self) -> Endpoint {
+        Endpoint {
+            ifname: "tlg0".into(),
+            netns: Some(self.tx_ns.name().to_string()),
+        }
+    }
+
+    pub fn rx(&self) -> Endpoint {
+        Endpoint {
+            ifname: "tlg1".into(),
+            netns: Some(self.rx_ns.name().to_string()),
+        }
+    }
+}

@@ -1,0 +1,485 @@
+//! AF_PACKET rings: frames shared with the kernel through `mmap`, so a
+//! traffic generator hands over and takes back thousands of frames per
+//! system call instead of one.
+//!
+//! - [`TxRing`]: `PACKET_TX_RING` with `TPACKET_V2` frames and
+//!   `PACKET_QDISC_BYPASS` (frames go straight to the driver, as trafgen
+//!   and TRex's Linux mode do). The caller fills frames, marks them
+//!   `TP_STATUS_SEND_REQUEST`, and one `send()` transmits every marked one.
+//! - [`RxRing`]: `PACKET_RX_RING` with `TPACKET_V3` blocks: the kernel
+//!   fills a block with many frames and hands the whole block over; frames
+//!   this host sent are not seen (`PACKET_IGNORE_OUTGOING`).
+//!
+//! Layout of one TX frame (`TPACKET_V2`, no `PACKET_TX_HAS_OFF`):
+//!
+//! ```text
+//! 0                      32                                frame_size
+//! ┌──────────────────────┬──────────────────────────────────────┐
+//! │ tpacket2_hdr (align) │ Ethernet frame (tp_len bytes)        │
+//! └──────────────────────┴──────────────────────────────────────┘
+//! ```
+
+use crate::udp::set_int_opt;
+use nix::libc;
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// `PACKET_IGNORE_OUTGOING` (Linux 4.20), not in every libc crate.
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+
+/// Where the frame starts inside a TX ring slot: the header, aligned.
+const TX_DATA: usize = (size_of::<libc::tpacket2_hdr>() + libc::TPACKET_ALIGNMENT - 1)
+    & !(libc::TPACKET_ALIGNMENT - 1);
+
+fn ifindex(ifname: &str) -> io::Result<i32> {
+    let name = std::ffi::CString::new(ifname)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL"))?;
+    // SAFETY: if_nametoindex reads the NUL-terminated name only.
+    let i = unsafe { libc::if_nametoindex(name.as_ptr()) } as i32;
+    if i == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no interface named '{ifname}' in this network namespace"),
+        ));
+    }
+    Ok(i)
+}
+
+fn packet_socket(proto: u16) -> io::Result<OwnedFd> {
+    // SAFETY: socket() has no memory arguments.
+    let raw = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            proto.to_be() as libc::c_int,
+        )
+    };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+fn set_opt<T>(fd: &OwnedFd, opt: libc::c_int, val: &T) -> io::Result<()> {
+    // SAFETY: setsockopt reads size_of::<T>() bytes from `val`, which lives
+    // for the call.
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            opt,
+            (val as *const T).cast(),
+            size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn bind(fd: &OwnedFd, ifindex: i32, proto: u16) -> io::Result<()> {
+    // SAFETY: sockaddr_ll is a plain C struct; all-zero is valid.
+    let mut sll: libc::sockaddr_ll = unsafe { zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = proto.to_be();
+    sll.sll_ifindex = ifindex;
+    // SAFETY: `sll` is a sockaddr_ll of the length given, alive for the call.
+    let r = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sll as *const libc::sockaddr_ll).cast(),
+            size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A shared mapping of a ring, unmapped on drop.
+#[derive(Debug)]
+struct Map {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Map {
+    fn new(fd: &OwnedFd, len: usize) -> io::Result<Map> {
+        // SAFETY: a fresh shared mapping of the socket's ring; the kernel
+        // checks `len` against the ring it set up.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Map { ptr: p.cast(), len })
+    }
+
+    /// The status word at `off` (the first field of every ring header),
+    /// shared with the kernel.
+    fn status(&self, off: usize) -> &AtomicU32 {
+        debug_assert!(off + 4 <= self.len && off.is_multiple_of(4));
+        // SAFETY: `off` is a slot or block start inside the mapping (the
+        // callers compute it from the ring geometry), 4-aligned because
+        // slots are TPACKET_ALIGNMENT-aligned; the kernel and we access
+        // the word only atomically.
+        unsafe { &*(self.ptr.add(off) as *const AtomicU32) }
+    }
+}
+
+impl Drop for Map {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` are exactly the mapping made in `new`.
+        unsafe {
+            libc::munmap(self.ptr.cast(), self.len);
+        }
+    }
+}
+
+// SAFETY: the mapping is owned by one ring object and only reached through
+// `&mut self` (TX) or `&self` reads of kernel-released blocks (RX).
+unsafe impl Send for Map {}
+
+/// A transmit ring on one interface.
+#[derive(Debug)]
+pub struct TxRing {
+    fd: OwnedFd,
+    map: Map,
+    slot: usize,
+    slots: usize,
+    next: usize,
+    queued: usize,
+}
+
+impl TxRing {
+    /// A ring of `slots` frames of up to `max_frame` bytes each on
+    /// `ifname`, bypassing the qdisc.
+    pub fn open(ifname: &str, max_frame: usize, slots: usize) -> io::Result<TxRing> {
+        let ifi = ifindex(ifname)?;
+        // Protocol 0: this socket only sends, it hooks no receive path.
+        let fd = packet_socket(0)?;
+        set_int_opt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_VERSION,
+            libc::tpacket_versions::TPACKET_V2 as libc::c_int,
+        )?;
+        set_int_opt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_QDISC_BYPASS,
+            1,
+        )?;
+        // Slots are a power of two, at least a page's worth of frame.
+        let slot = (TX_DATA + max_frame).next_power_of_two().max(2048);
+        let page = 4096usize;
+        let block = slot.max(page) * 16;
+        let per_block = block / slot;
+        let slots = slots.div_ceil(per_block) * per_block;
+        let req = libc::tpacket_req {
+            tp_block_size: block as u32,
+            tp_block_nr: (slots / per_block) as u32,
+            tp_frame_size: slot as u32,
+            tp_frame_nr: slots as u32,
+        };
+        set_opt(&fd, libc::PACKET_TX_RING, &req)?;
+        let map = Map::new(&fd, slot * slots)?;
+        bind(&fd, ifi, 0)?;
+        Ok(TxRing {
+            fd,
+            map,
+            slot,
+            slots,
+            next: 0,
+            queued: 0,
+        })
+    }
+
+    /// The largest frame a slot holds.
+    pub fn max_frame(&self) -> usize {
+        self.slot - TX_DATA
+    }
+
+    /// Fill the next free slot with `fill` (given the slot's frame area,
+    /// returning the frame's length) and mark it for sending. False when
+    /// the ring is full (the kernel still owns the next slot).
+    #[inline]
+    pub fn push(&mut self, fill: impl FnOnce(&mut [u8]) -> usize) -> bool {
+        let off = self.next * self.slot;
+        if self.map.status(off).load(Ordering::Acquire) != libc::TP_STATUS_AVAILABLE {
+            return false;
+        }
+        // SAFETY: the slot is ours (status AVAILABLE) and lies inside the
+        // mapping: `off + slot <= slot * slots`.
+        let area = unsafe {
+            std::slice::from_raw_parts_mut(self.map.ptr.add(off + TX_DATA), self.slot - TX_DATA)
+        };
+        let len = fill(area).min(self.slot - TX_DATA);
+        // SAFETY: the header is at the start of our slot; tp_len is the
+        // second u32 of tpacket2_hdr.
+        unsafe {
+            let h = self.map.ptr.add(off) as *mut libc::tpacket2_hdr;
+            (*h).tp_len = len as u32;
+        }
+        self.map
+            .status(off)
+            .store(libc::TP_STATUS_SEND_REQUEST, Ordering::Release);
+        self.next = (self.next + 1) % self.slots;
+        self.queued += 1;
+        true
+    }
+
+    /// Frames marked since the last [`flush`](Self::flush).
+    pub fn queued(&self) -> usize {
+        self.queued
+    }
+
+    /// Hand every marked frame to the kernel; returns when it has taken
+    /// them. Frames the kernel refused (`TP_STATUS_WRONG_FORMAT`) are an
+    /// error naming the slot.
+    pub fn flush(&mut self) -> io::Result<()> {
+        if self.queued == 0 {
+            return Ok(());
+        }
+        loop {
+            // SAFETY: send() with no buffer: the kernel reads the ring.
+            let r = unsafe { libc::send(self.fd.as_raw_fd(), std::ptr::null(), 0, 0) };
+            if r >= 0 {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                // The driver's queue was full: what was taken stays taken;
+                // the rest goes out on the next flush.
+                Some(libc::ENOBUFS) | Some(libc::EAGAIN) => break,
+                _ => return Err(e),
+            }
+        }
+        self.queued = 0;
+        let prev = (self.next + self.slots - 1) % self.slots;
+        if self.map.status(prev * self.slot).load(Ordering::Acquire) == libc::TP_STATUS_WRONG_FORMAT
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("the kernel refused the frame in TX ring slot {prev} (wrong format)"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One received frame, borrowed from a ring block.
+#[derive(Debug, Clone, Copy)]
+pub struct RxFrame<'a> {
+    pub data: &'a [u8],
+    /// The frame's length on the wire (`data` may be cut to the snap length).
+    pub wire_len: usize,
+    /// When the kernel received it, nanoseconds of `CLOCK_REALTIME`.
+    pub ts_ns: u64,
+}
+
+/// A receive ring on one interface.
+#[derive(Debug)]
+pub struct RxRing {
+    fd: OwnedFd,
+    map: Map,
+    block: usize,
+    blocks: usize,
+    next: usize,
+}
+
+/// Receive statistics of the socket since the last call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RxStats {
+    pub packets: u64,
+    /// Frames the kernel dropped because the ring was full.
+    pub drops: u64,
+}
+
+impl RxRing {
+    /// `blocks` blocks of `block` bytes (a power of two, at least a page),
+    /// handed over at the latest `timeout_ms` after their first frame.
+    pub fn open(ifname: &str, block: usize, blocks: usize, timeout_ms: u32) -> io::Result<RxRing> {
+        let ifi = ifindex(ifname)?;
+        let proto = libc::ETH_P_ALL as u16;
+        let fd = packet_socket(proto)?;
+        set_int_opt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_VERSION,
+            libc::tpacket_versions::TPACKET_V3 as libc::c_int,
+        )?;
+        set_int_opt(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)?;
+        let block = block.next_power_of_two().max(4096);
+        let frame = 2048usize;
+        let req = libc::tpacket_req3 {
+            tp_block_size: block as u32,
+            tp_block_nr: blocks as u32,
+            tp_frame_size: frame as u32,
+            tp_frame_nr: (block / frame * blocks) as u32,
+            tp_retire_blk_tov: timeout_ms,
+            tp_sizeof_priv: 0,
+            tp_feature_req_word: 0,
+        };
+        set_opt(&fd, libc::PACKET_RX_RING, &req)?;
+        let map = Map::new(&fd, block * blocks)?;
+        bind(&fd, ifi, proto)?;
+        Ok(RxRing {
+            fd,
+            map,
+            block,
+            blocks,
+            next: 0,
+        })
+    }
+
+    /// Wait up to `timeout_ms` for a block, then call `each` for every
+    /// frame of every block the kernel has handed over, and give the
+    /// blocks back. Returns the frames seen.
+    pub fn poll(
+        &mut self,
+        timeout_ms: i32,
+        mut each: impl FnMut(RxFrame<'_>),
+    ) -> io::Result<usize> {
+        let mut seen = 0;
+        let mut waited = false;
+        loop {
+            let off = self.next * self.block;
+            let status = self.map.status(off + block_status_offset());
+            if status.load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
+                if waited || seen > 0 {
+                    return Ok(seen);
+                }
+                let mut pfd = libc::pollfd {
+                    fd: self.fd.as_raw_fd(),
+                    events: libc::POLLIN | libc::POLLERR,
+                    revents: 0,
+                };
+                // SAFETY: one pollfd, alive for the call.
+                let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+                if r < 0 {
+                    let e = io::Error::last_os_error();
+                    if e.raw_os_error() != Some(libc::EINTR) {
+                        return Err(e);
+                    }
+                }
+                waited = true;
+                continue;
+            }
+            seen += self.walk_block(off, &mut each);
+            status.store(libc::TP_STATUS_KERNEL, Ordering::Release);
+            self.next = (self.next + 1) % self.blocks;
+        }
+    }
+
+    fn walk_block(&self, off: usize, each: &mut impl FnMut(RxFrame<'_>)) -> usize {
+        // SAFETY: the block at `off` was handed to us (TP_STATUS_USER) and
+        // lies inside the mapping; the kernel wrote its descriptor.
+        let desc = unsafe { &*(self.map.ptr.add(off) as *const libc::tpacket_block_desc) };
+        // SAFETY: bh1 is the only member of the header union for V3.
+        let bh = unsafe { desc.hdr.bh1 };
+        let n = bh.num_pkts as usize;
+        let mut p = bh.offset_to_first_pkt as usize;
+        for _ in 0..n {
+            if p + size_of::<libc::tpacket3_hdr>() > self.block {
+                break;
+            }
+            // SAFETY: `p` is inside this block (checked above); the kernel
+            // wrote a tpacket3_hdr there.
+            let h = unsafe { &*(self.map.ptr.add(off + p) as *const libc::tpacket3_hdr) };
+            let start = p + h.tp_mac as usize;
+            let len = h.tp_snaplen as usize;
+            if start + len <= self.block {
+                // SAFETY: the frame lies inside this block (checked).
+                let data =
+                    unsafe { std::slice::from_raw_parts(self.map.ptr.add(off + start), len) };
+                each(RxFrame {
+                    data,
+                    wire_len: h.tp_len as usize,
+                    ts_ns: h.tp_sec as u64 * 1_000_000_000 + h.tp_nsec as u64,
+                });
+            }
+            if h.tp_next_offset == 0 {
+                break;
+            }
+            p += h.tp_next_offset as usize;
+        }
+        n
+    }
+
+    /// Frames received and dropped by this socket since the last call
+    /// (the kernel resets the counters when read).
+    pub fn stats(&self) -> io::Result<RxStats> {
+        // SAFETY: a plain C struct; all-zero is valid.
+        let mut s: libc::tpacket_stats_v3 = unsafe { zeroed() };
+        let mut len = size_of::<libc::tpacket_stats_v3>() as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes into `s`.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                (&mut s as *mut libc::tpacket_stats_v3).cast(),
+                &mut len,
+            )
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(RxStats {
+            packets: s.tp_packets as u64,
+            drops: s.tp_drops as u64,
+        })
+    }
+}
+
+/// Offset of `block_status` in a V3 block: after `version` and
+/// `offset_to_priv`.
+const fn block_status_offset() -> usize {
+    8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tx_frames_start_after_the_aligned_header() {
+        // The kernel reads a V2 TX frame at TPACKET2_HDRLEN - sizeof(sockaddr_ll).
+        assert_eq!(
+            TX_DATA,
+            libc::TPACKET2_HDRLEN - size_of::<libc::sockaddr_ll>()
+        );
+        assert_eq!(TX_DATA, 32);
+    }
+
+    #[test]
+    fn block_status_is_the_first_word_of_the_v3_header() {
+        // SAFETY: a plain C struct; all-zero is valid.
+        let d: libc::tpacket_block_desc = unsafe { zeroed() };
+        let base = &d as *const _ as usize;
+        // SAFETY: reading the address of a union field, not its value.
+        let st = unsafe { &d.hdr.bh1.block_status as *const u32 as usize };
+        assert_eq!(st - base, block_status_offset());
+    }
+
+    #[test]
+    fn a_missing_interface_is_named() {
+        let e = TxRing::open("tl-no-such0", 1500, 64).unwrap_err();
+        assert!(e.to_string().contains("tl-no-such0"), "{e}");
+    }
+}

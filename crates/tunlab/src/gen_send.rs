@@ -1,0 +1,361 @@
+//! `tunlab gen` when it sends: one run (or one zero-loss search) per frame
+//! size, a progress bar while it runs, then a table like the TRex article's
+//! and, with --json, every figure and trial.
+
+use crate::gen::{fail, Args};
+use serde::Serialize;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tunlab_gen::ndr::{self, Found, Outcome, Phase, Step};
+use tunlab_gen::pool::Pool;
+use tunlab_gen::send::{self, Endpoint, Limit, Live, Measured, Rate, Spec};
+use tunlab_gen::topo::Wire;
+use tunlab_gen::{Builder, Sizes};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_: nix::libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// One row: a frame size's run, or its search's final trial.
+#[derive(Debug, Serialize)]
+struct Row {
+    frame_size: String,
+    /// The rate asked, frames/s (`None`: as fast as possible).
+    rate_pps: Option<f64>,
+    measured: Measured,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    search: Option<Found>,
+}
+
+#[derive(Debug, Serialize)]
+struct Report<'a> {
+    description: &'a str,
+    tx: String,
+    rx: String,
+    threads: usize,
+    interrupted: bool,
+    rows: Vec<Row>,
+}
+
+fn size_name(s: &Sizes, pool: &Pool) -> String {
+    match s {
+        Sizes::Fixed(n) => n.to_string(),
+        Sizes::Imix => "imix".into(),
+        Sizes::Natural => format!("{}", pool.get(0).1.len() + tunlab_gen::build::FCS),
+    }
+}
+
+fn secs(what: &str, v: f64) -> Result<Duration, String> {
+    if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
+        return Err(format!(
+            "{what}: {v} is not a number of seconds between 0 and 86400"
+        ));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+/// Run one trial with a progress bar that shows what was sent and
+/// received so far.
+fn trial(pool: &Pool, spec: &Spec, label: &str) -> Result<Measured, String> {
+    let live = Live::default();
+    let bar = match spec.limit {
+        Limit::Time(d) => indicatif::ProgressBar::new(d.as_millis() as u64),
+        Limit::Count(n) => indicatif::ProgressBar::new(n),
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(label.to_string());
+    let started = std::time::Instant::now();
+    let r = std::thread::scope(|s| {
+        let h = s.spawn(|| send::run(pool, spec, &STOP, &live));
+        while !h.is_finished() {
+            std::thread::sleep(Duration::from_millis(200));
+            let tx = live.tx.load(Ordering::Relaxed);
+            let rx = live.rx.load(Ordering::Relaxed);
+            let t = started.elapsed();
+            bar.set_position(match spec.limit {
+                Limit::Time(_) => t.as_millis() as u64,
+                Limit::Count(_) => tx,
+            });
+            bar.set_message(format!(
+                "tx {tx} rx {rx} ({:.3} Mpps)",
+                tx as f64 / t.as_secs_f64().max(1e-3) / 1e6
+            ));
+        }
+        h.join()
+            .unwrap_or_else(|_| Err("the run's thread panicked".into()))
+    });
+    bar.finish_and_clear();
+    r
+}
+
+fn fmt_rate(pps: Option<f64>) -> String {
+    match pps {
+        None => "max".into(),
+        Some(p) if p >= 1e6 => format!("{:.3} Mpps", p / 1e6),
+        Some(p) => format!("{:.1} kpps", p / 1e3),
+    }
+}
+
+fn print_table(rows: &[Row]) {
+    println!(
+        "{:>10} {:>8} {:>10} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>9} {:>5} {:>5} {:>17} {:>7} {:>7}",
+        "Frame (B)", "Dur (s)", "Rate", "Flows", "Tx L1", "Tx L2", "Rx L1", "Rx L2", "Tx Mpps",
+        "Rx Mpps", "Drop (pk)", "Drop %", "Dup", "Reord", "Lat avg/p99 (µs)", "CPU gen", "CPU all"
+    );
+    println!(
+        "{:>10} {:>8} {:>10} {:>7} {:>8} {:>8} {:>8} {:>8}",
+        "", "", "", "", "Gbit/s", "Gbit/s", "Gbit/s", "Gbit/s"
+    );
+    for r in rows {
+        let m = &r.measured;
+        let lat = m
+            .latency
+            .map_or("-".into(), |l| format!("{:.1}/{:.1}", l.mean_us, l.p99_us));
+        println!(
+            "{:>10} {:>8.2} {:>10} {:>7} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>10} {:>9.4} {:>5} {:>5} {:>17} {:>6.1}% {:>6.1}%",
+            r.frame_size,
+            m.duration_s,
+            fmt_rate(r.rate_pps),
+            m.flows,
+            m.tx_l1_gbps,
+            m.tx_l2_gbps,
+            m.rx_l1_gbps,
+            m.rx_l2_gbps,
+            m.tx_mpps,
+            m.rx_mpps,
+            m.lost,
+            m.loss_pct,
+            m.duplicates,
+            m.reordered,
+            lat,
+            m.gen_cpu_pct,
+            m.system_cpu_pct,
+        );
+    }
+    for r in rows {
+        let m = &r.measured;
+        if m.flows_with_loss > 0 || m.rx_ring_drops > 0 || m.rx_foreign > 0 {
+            println!(
+                "  {} B: {} of {} flows lost frames; receive ring dropped {}; {} frames without this run's signature",
+                r.frame_size, m.flows_with_loss, m.flows, m.rx_ring_drops, m.rx_foreign
+            );
+        }
+        if let Some(f) = &r.search {
+            match (f.rate_pps, f.generator_limited) {
+                (Some(p), true) => println!(
+                    "  {} B: no loss at the generator's top rate {}: the device is faster than this generator here",
+                    r.frame_size,
+                    fmt_rate(Some(p))
+                ),
+                (Some(p), false) => println!(
+                    "  {} B: highest rate within the loss allowed: {} ({:.3} Gbit/s L2), {} trials",
+                    r.frame_size,
+                    fmt_rate(Some(p)),
+                    r.measured.tx_l2_gbps,
+                    f.steps.len()
+                ),
+                (None, _) => println!("  {} B: no rate passed", r.frame_size),
+            }
+        }
+    }
+}
+
+fn print_step(size: &str, st: &Step) {
+    eprintln!(
+        "  {size} B {:<10} {:>14}: tx {} rx {} ({:.3} Mpps sent) -> {} ({})",
+        match st.phase {
+            Phase::Max => "top rate",
+            Phase::Search => "search",
+            Phase::Validation => "validation",
+        },
+        fmt_rate(st.rate_pps),
+        st.outcome.tx,
+        st.outcome.rx,
+        st.outcome.tx_pps / 1e6,
+        if st.passed { "pass" } else { "FAIL" },
+        st.why
+    );
+}
+
+fn one_size(a: &Args, b: &Builder, tx: &Endpoint, rx: &Endpoint) -> Result<Row, String> {
+    let pool = Pool::new(b, a.threads, a.seed)?;
+    let size = size_name(b.sizes(), &pool);
+    let rate = Rate::parse(&a.rate)?.pps(send::avg_frame(&pool));
+    let limit = match a.count {
+        Some(n) => Limit::Count(n),
+        None => Limit::Time(secs("--duration", a.duration)?),
+    };
+    let search = match (a.ndr, a.pdr) {
+        (true, _) => Some(0.0),
+        (false, Some(p)) if p.is_finite() && (0.0..100.0).contains(&p) => Some(p),
+        (false, Some(p)) => return Err(format!("--pdr: {p} is not a loss in % (0 to 100)")),
+        (false, None) => None,
+    };
+    let Some(loss_pct) = search else {
+        let spec = Spec {
+            tx: tx.clone(),
+            rx: rx.clone(),
+            rate_pps: rate,
+            limit,
+        };
+        let m = trial(&pool, &spec, &format!("{size} B"))?;
+        return Ok(Row {
+            frame_size: size,
+            rate_pps: rate,
+            measured: m,
+            search: None,
+        });
+    };
+    let settings = ndr::Settings {
+        trial: secs("--trial", a.trial)?,
+        validation: secs("--validation", a.validation)?,
+        granularity_pct: a.granularity,
+        loss_pct,
+        ..ndr::Settings::default()
+    };
+    if !(a.granularity.is_finite() && a.granularity > 0.0 && a.granularity < 100.0) {
+        return Err(format!(
+            "--granularity: {} is not a % between 0 and 100",
+            a.granularity
+        ));
+    }
+    // The measurement behind each step, in step order.
+    let mut trials: Vec<(Option<f64>, Measured)> = Vec::new();
+    let found = ndr::search(
+        &settings,
+        |r, d, phase| {
+            if STOP.load(Ordering::SeqCst) {
+                return Err("interrupted".to_string());
+            }
+            let spec = Spec {
+                tx: tx.clone(),
+                rx: rx.clone(),
+                rate_pps: r,
+                limit: Limit::Time(d),
+            };
+            let label = format!(
+                "{size} B {} {}",
+                format!("{phase:?}").to_lowercase(),
+                fmt_rate(r)
+            );
+            let m = trial(&pool, &spec, &label)?;
+            let o = Outcome {
+                tx: m.tx_packets,
+                rx: m.rx_packets,
+                tx_pps: m.tx_packets as f64 / m.duration_s,
+            };
+            trials.push((r, m));
+            Ok(o)
+        },
+        |st| print_step(&size, st),
+    )?;
+    // The row shows the last trial that passed (the validation, or the
+    // top rate), or the last trial if none did.
+    let i = found
+        .steps
+        .iter()
+        .rposition(|st| st.passed)
+        .unwrap_or(found.steps.len().saturating_sub(1));
+    let (rate_pps, measured) = trials
+        .into_iter()
+        .nth(i)
+        .ok_or_else(|| "the search ran no trial".to_string())?;
+    Ok(Row {
+        frame_size: size,
+        rate_pps,
+        measured,
+        search: Some(found),
+    })
+}
+
+pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    if a.threads == 0 || a.threads > 64 {
+        return fail(format!("--threads: {} is not between 1 and 64", a.threads));
+    }
+    // SAFETY: the handler only stores to an atomic, which is
+    // async-signal-safe.
+    unsafe {
+        let _ = signal(Signal::SIGINT, SigHandler::Handler(on_interrupt));
+        let _ = signal(Signal::SIGTERM, SigHandler::Handler(on_interrupt));
+    }
+    let wire;
+    let (tx, rx) = match (&a.tx, &a.rx) {
+        (Some(t), Some(r)) => match (Endpoint::parse(t), Endpoint::parse(r)) {
+            (Ok(t), Ok(r)) => (t, r),
+            (Err(e), _) => return fail(format!("--tx: {e}")),
+            (_, Err(e)) => return fail(format!("--rx: {e}")),
+        },
+        _ => {
+            let max = builders
+                .iter()
+                .map(|b| match b.sizes() {
+                    Sizes::Fixed(n) => *n,
+                    Sizes::Imix => 1518,
+                    Sizes::Natural => b.min_frame(),
+                })
+                .max()
+                .unwrap_or(1518);
+            wire = match Wire::create(max) {
+                Ok(w) => w,
+                Err(e) => return fail(format!("cannot make the generator's veth wire: {e}")),
+            };
+            (wire.tx(), wire.rx())
+        }
+    };
+    eprintln!(
+        "tunlab gen: {} -> {}, {} thread(s), rate {}",
+        tx, rx, a.threads, a.rate
+    );
+    let mut rows = Vec::new();
+    let mut error = None;
+    for b in builders {
+        if STOP.load(Ordering::SeqCst) {
+            break;
+        }
+        match one_size(a, b, &tx, &rx) {
+            Ok(r) => rows.push(r),
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    let interrupted = STOP.load(Ordering::SeqCst);
+    if !rows.is_empty() {
+        print_table(&rows);
+    }
+    if let Some(path) = &a.json {
+        let report = Report {
+            description: text,
+            tx: tx.to_string(),
+            rx: rx.to_string(),
+            threads: a.threads,
+            interrupted,
+            rows,
+        };
+        let written = serde_json::to_string_pretty(&report)
+            .map_err(|e| e.to_string())
+            .and_then(|j| std::fs::write(path, j + "\n").map_err(|e| e.to_string()));
+        if let Err(e) = written {
+            eprintln!("tunlab gen: {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    if let Some(e) = error {
+        eprintln!("tunlab gen: {e}");
+        return ExitCode::FAILURE;
+    }
+    if interrupted {
+        eprintln!("tunlab gen: interrupted");
+        return ExitCode::from(130);
+    }
+    ExitCode::SUCCESS
+}

@@ -3,7 +3,7 @@
 //! run if this one was killed).
 //!
 //! ```text
-//!  netns tlgen-PID-0              netns tlgen-PID-1
+//!  netns tlgen-PID-N              netns tlgen-PID-N+1
 //!  [tunlab gen TX] tlg0 ═══ veth ═══ tlg1 [tunlab gen RX]
 //! ```
 //!
@@ -11,6 +11,7 @@
 //! crosses the wire.
 
 use crate::send::Endpoint;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tunlab_netio::netns::{self, Netns};
 
 /// Namespace prefix of the generator's wire.
@@ -43,8 +44,11 @@ impl Wire {
     /// bytes (FCS not included).
     pub fn create(max_frame: usize) -> Result<Wire, String> {
         let e = |e: netns::CmdError| e.to_string();
-        let tx_ns = Netns::create(PREFIX, 0).map_err(e)?;
-        let rx_ns = Netns::create(PREFIX, 1).map_err(e)?;
+        // Several wires may live in one process (tests run in parallel).
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(2, Ordering::Relaxed);
+        let tx_ns = Netns::create(PREFIX, n).map_err(e)?;
+        let rx_ns = Netns::create(PREFIX, n + 1).map_err(e)?;
         ipv6_off(&tx_ns)?;
         ipv6_off(&rx_ns)?;
         let mtu = max_frame.saturating_sub(14).max(1500).to_string();

@@ -285,9 +285,14 @@ impl TxRing {
 /// One received frame, borrowed from a ring block.
 #[derive(Debug, Clone, Copy)]
 pub struct RxFrame<'a> {
+    /// The frame without its outermost VLAN tag if the kernel took it off
+    /// into metadata (`vlan`).
     pub data: &'a [u8],
-    /// The frame's length on the wire (`data` may be cut to the snap length).
+    /// The frame's length on the wire, the tag included (`data` may be
+    /// cut to the snap length).
     pub wire_len: usize,
+    /// The outermost tag the kernel took off: TPID and TCI.
+    pub vlan: Option<(u16, u16)>,
     /// When the kernel received it, nanoseconds of `CLOCK_REALTIME`.
     pub ts_ns: u64,
 }
@@ -407,9 +412,18 @@ impl RxRing {
                 // SAFETY: the frame lies inside this block (checked).
                 let data =
                     unsafe { std::slice::from_raw_parts(self.map.ptr.add(off + start), len) };
+                let vlan = (h.tp_status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
+                    let tpid = if h.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+                        h.hv1.tp_vlan_tpid
+                    } else {
+                        0x8100
+                    };
+                    (tpid, h.hv1.tp_vlan_tci as u16)
+                });
                 each(RxFrame {
                     data,
-                    wire_len: h.tp_len as usize,
+                    wire_len: h.tp_len as usize + if vlan.is_some() { 4 } else { 0 },
+                    vlan,
                     ts_ns: h.tp_sec as u64 * 1_000_000_000 + h.tp_nsec as u64,
                 });
             }

@@ -1,0 +1,114 @@
+//! The generator on a real wire: a veth pair between two namespaces of its
+//! own (removed on drop). Needs root, as CI has.
+//!
+//! ```text
+//!  netns tlgen-PID-0                 netns tlgen-PID-1
+//!  [TX rings] tlg0 ═════ veth ═════ tlg1 [RX ring, counter]
+//! ```
+
+use std::sync::atomic::AtomicBool;
+use tunlab_gen::pool::Pool;
+use tunlab_gen::send::{self, Endpoint, Limit, Live, Measured, Spec};
+use tunlab_gen::topo::Wire;
+use tunlab_gen::Sizes;
+
+fn send(desc: &str, sizes: Sizes, threads: usize, rate: f64, n: u64) -> (Pool, Measured) {
+    let b = tunlab_gen::builder(desc, sizes).unwrap();
+    let pool = Pool::new(&b, threads, 7).unwrap();
+    let wire = Wire::create(pool.max_len()).unwrap();
+    let spec = Spec {
+        tx: wire.tx(),
+        rx: wire.rx(),
+        rate_pps: Some(rate),
+        limit: Limit::Count(n),
+    };
+    let m = send::run(&pool, &spec, &AtomicBool::new(false), &Live::default()).unwrap();
+    (pool, m)
+}
+
+#[test]
+fn every_frame_sent_at_a_low_rate_arrives_once_in_its_flow() {
+    // 4 x 3 x 2 = 24 flows, two sending threads.
+    let (_, m) = send(
+        "Ether()/IP(src=10.0.0.1-10.0.0.4,dst=[10.1.0.1,10.1.0.2,10.1.0.3])/UDP(dport=1000-1001)",
+        Sizes::Fixed(64),
+        2,
+        20_000.0,
+        12_000,
+    );
+    assert_eq!(m.tx_packets, 12_000);
+    assert_eq!(m.rx_packets, 12_000, "{m:?}");
+    assert_eq!(
+        (m.lost, m.duplicates, m.reordered, m.rx_ring_drops),
+        (0, 0, 0, 0)
+    );
+    assert_eq!(m.flows, 24);
+    assert_eq!(m.flows_with_loss, 0);
+    assert!(
+        m.per_flow.iter().all(|&(t, r)| t == 500 && r == 500),
+        "{:?}",
+        m.per_flow
+    );
+    assert_eq!(m.tx_bytes, 12_000 * 64);
+    assert_eq!(m.rx_bytes, m.tx_bytes);
+    // 12000 frames at 20 kfps take 0.6 s; the rate was held.
+    assert!(
+        m.duration_s > 0.55 && m.duration_s < 1.5,
+        "{}",
+        m.duration_s
+    );
+    let l = m.latency.expect("latency");
+    assert_eq!(l.samples, 12_000);
+    assert!(
+        l.min_us > 0.0 && l.min_us <= l.p50_us && l.p99_us <= l.max_us,
+        "{l:?}"
+    );
+}
+
+#[test]
+fn the_articles_packet_jumbo_frames_and_imix_arrive_whole() {
+    let article = "Ether(src='40:a6:b7:0b:e9:b1',dst='fa:16:3e:40:4d:7d')/Dot1Q(vlan=177,type='IPv4')/IP(proto=17,src='172.17.2.163',dst='172.17.2.60')/UDP(sport=57025,dport=6081)/GENEVE(vni=6,opt=ovn(ingress=3,egress=2))/Ether(src='fa:16:3e:7f:a1:49',dst='fa:16:3e:a0:1f:28',type=0x0800)/IP(src='192.168.2.1',dst='192.168.2.181')/UDP(dport=1000,sport=2000)/pad";
+    let plain = "Ether()/IP(src=10.0.0.1-10.0.0.5)/UDP()";
+    for (desc, sizes) in [
+        (article, Sizes::Fixed(128)),
+        (article, Sizes::Fixed(9000)),
+        (plain, Sizes::Imix),
+    ] {
+        let (pool, m) = send(desc, sizes.clone(), 1, 10_000.0, 1200);
+        assert_eq!((m.rx_packets, m.lost), (1200, 0), "{sizes:?}: {m:?}");
+        assert_eq!(m.rx_bytes, m.tx_bytes, "{sizes:?}");
+        if sizes == Sizes::Imix {
+            // 100 rounds of 7x64 + 4x594 + 1x1518.
+            assert_eq!(m.tx_bytes, 100 * (7 * 64 + 4 * 594 + 1518));
+            assert_eq!(pool.len(), 60, "lcm of 5 flows and 12 sizes");
+        }
+    }
+}
+
+#[test]
+fn a_missing_interface_is_named_and_nothing_hangs() {
+    let b = tunlab_gen::builder("Ether()/IP()/UDP()", Sizes::Fixed(64)).unwrap();
+    let pool = Pool::new(&b, 2, 1).unwrap();
+    let wire = Wire::create(pool.max_len()).unwrap();
+    let mut tx = wire.tx();
+    tx.ifname = "tl-nope0".into();
+    let spec = Spec {
+        tx,
+        rx: wire.rx(),
+        rate_pps: None,
+        limit: Limit::Count(10),
+    };
+    let e = send::run(&pool, &spec, &AtomicBool::new(false), &Live::default()).unwrap_err();
+    assert!(e.contains("tl-nope0"), "{e}");
+    let spec = Spec {
+        tx: wire.tx(),
+        rx: Endpoint {
+            ifname: "tlg1".into(),
+            netns: Some("tl-no-such-netns".into()),
+        },
+        rate_pps: None,
+        limit: Limit::Count(10),
+    };
+    let e = send::run(&pool, &spec, &AtomicBool::new(false), &Live::default()).unwrap_err();
+    assert!(e.contains("tl-no-such-netns"), "{e}");
+}

@@ -4,9 +4,9 @@
 //! on the receive interface and feeds a [`Counter`]. Each thread enters
 //! its interface's network namespace before opening its socket.
 //!
-//! Frames are stamped once per batch (up to [`BATCH`] frames), just
-//! before the batch is written: latency includes the time the batch
-//! waits in the ring, as it would on a NIC queue.
+//! Frames are stamped once per [`BATCH`] frames as they are written:
+//! latency includes the time a frame waits in the ring, as it would on a
+//! NIC queue.
 
 use crate::count::{Counter, Latency};
 use crate::pool::Pool;
@@ -18,10 +18,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tunlab_netio::cpu;
 use tunlab_netio::{netns, RxRing, TxRing};
 
-/// Frames per ring flush at most.
+/// Frames stamped with one clock reading.
 pub const BATCH: usize = 64;
-/// Slots of each sender's TX ring.
-const TX_SLOTS: usize = 1024;
+/// Slots of each sender's TX ring: small enough that the ring stays in
+/// cache (measured against trafgen: 4096 slots sent 20 % fewer frames
+/// than 256).
+const TX_SLOTS: usize = 256;
 /// How long the receiver keeps reading after the last frame was sent.
 const DRAIN: Duration = Duration::from_millis(300);
 
@@ -127,7 +129,9 @@ pub enum Limit {
 #[derive(Debug, Clone)]
 pub struct Spec {
     pub tx: Endpoint,
-    pub rx: Endpoint,
+    /// Where to count; `None` sends only (the interface counters of the
+    /// far end tell what arrived), as trafgen does.
+    pub rx: Option<Endpoint>,
     /// Frames per second, all threads together; `None`: as fast as possible.
     pub rate_pps: Option<f64>,
     pub limit: Limit,
@@ -138,6 +142,9 @@ pub struct Spec {
 /// counts the FCS.
 #[derive(Debug, Clone, Serialize)]
 pub struct Measured {
+    /// False when nothing was counted (`--rx none`): the receive figures
+    /// are then zero and mean nothing.
+    pub counted: bool,
     pub duration_s: f64,
     pub tx_packets: u64,
     pub tx_bytes: u64,
@@ -224,6 +231,8 @@ fn sender(
     }
     start.wait();
     let mut ring = opened?;
+    // Which template each ring slot holds.
+    let mut held = vec![u32::MAX; ring.slots()];
     let t0 = Instant::now();
     let mut sent: u64 = 0;
     let mut k = 0usize;
@@ -232,7 +241,9 @@ fn sender(
         if deadline.is_some_and(|d| elapsed >= d) {
             break;
         }
-        let mut want = BATCH as u64;
+        // As fast as possible: fill the whole ring, then one system call
+        // (as trafgen does); at a fixed rate, what is due.
+        let mut want = TX_SLOTS as u64;
         if let Some(pps) = per_thread_pps {
             let due = (elapsed.as_secs_f64() * pps) as u64 + 1;
             want = want.min(due.saturating_sub(sent));
@@ -247,9 +258,12 @@ fn sender(
             }
         }
         want = want.min(quota - sent);
-        let ts = now_ns() as u32;
+        let mut ts = 0;
         let mut n = 0;
         while n < want {
+            if n % BATCH as u64 == 0 {
+                ts = now_ns() as u32;
+            }
             let (e, bytes) = pool.get(mine[k]);
             let s = Signature {
                 stream: t as u8,
@@ -258,9 +272,16 @@ fn sender(
                 ts,
             };
             let tail = e.tail_sum;
-            if !ring.push(|area| {
+            let template = mine[k] as u32;
+            if !ring.push(|slot, area| {
                 let f = &mut area[..bytes.len()];
-                f.copy_from_slice(bytes);
+                // A slot that last carried this template holds its bytes
+                // already (the pool's cycle usually divides the ring):
+                // only the signature changes.
+                if held[slot] != template {
+                    f.copy_from_slice(bytes);
+                    held[slot] = template;
+                }
                 s.write(f, tail);
                 bytes.len()
             }) {
@@ -284,15 +305,14 @@ fn sender(
 }
 
 fn receiver(
-    spec: &Spec,
+    at: &Endpoint,
     counter: &mut Counter,
     ready: &Barrier,
     done: &AtomicBool,
     live: &Live,
 ) -> Result<u64, String> {
-    let opened = spec.rx.enter().and_then(|_| {
-        RxRing::open(&spec.rx.ifname, 1 << 20, 64, 10)
-            .map_err(|e| format!("RX ring on {}: {e}", spec.rx))
+    let opened = at.enter().and_then(|_| {
+        RxRing::open(&at.ifname, 1 << 20, 64, 10).map_err(|e| format!("RX ring on {at}: {e}"))
     });
     ready.wait();
     let mut ring = opened?;
@@ -302,7 +322,7 @@ fn receiver(
     loop {
         let n = ring
             .poll(20, |f| counter.frame(f.data, f.wire_len, f.ts_ns))
-            .map_err(|e| format!("receiving on {}: {e}", spec.rx))?;
+            .map_err(|e| format!("receiving on {at}: {e}"))?;
         live.rx.store(counter.rx, Ordering::Relaxed);
         if done.load(Ordering::Relaxed) {
             if n > 0 {
@@ -321,14 +341,16 @@ fn receiver(
 /// early (Ctrl-C); what was measured until then is returned.
 pub fn run(pool: &Pool, spec: &Spec, stop: &AtomicBool, live: &Live) -> Result<Measured, String> {
     let threads = pool.threads();
-    let start = Barrier::new(threads + 2);
+    let start = Barrier::new(threads + 1 + usize::from(spec.rx.is_some()));
     let sending_done = AtomicBool::new(false);
     let counter = Mutex::new(Counter::new(pool.flows(), threads));
     let cpu0 = cpu::Snapshot::take(&[std::process::id()]);
     let (sent, rx_drops) = std::thread::scope(|s| {
-        let rx = s.spawn(|| {
-            let mut c = counter.lock().map_err(|_| "counter poisoned".to_string())?;
-            receiver(spec, &mut c, &start, &sending_done, live)
+        let rx = spec.rx.as_ref().map(|at| {
+            s.spawn(|| {
+                let mut c = counter.lock().map_err(|_| "counter poisoned".to_string())?;
+                receiver(at, &mut c, &start, &sending_done, live)
+            })
         });
         let txs: Vec<_> = (0..threads)
             .map(|t| {
@@ -345,9 +367,10 @@ pub fn run(pool: &Pool, spec: &Spec, stop: &AtomicBool, live: &Live) -> Result<M
             })
             .collect();
         sending_done.store(true, Ordering::Relaxed);
-        let rx = rx
-            .join()
-            .unwrap_or_else(|_| Err("the receiver thread panicked".into()));
+        let rx = rx.map_or(Ok(0), |h| {
+            h.join()
+                .unwrap_or_else(|_| Err("the receiver thread panicked".into()))
+        });
         (sent, rx)
     });
     let usage = cpu0.usage();
@@ -363,6 +386,7 @@ pub fn run(pool: &Pool, spec: &Spec, stop: &AtomicBool, live: &Live) -> Result<M
         .enumerate()
         .map(|(t, s)| pool.tx_bytes(t, s.packets))
         .sum();
+    let counted = spec.rx.is_some();
     let mut tx_flow = vec![0u64; pool.flows() as usize];
     for (t, s) in sent.iter().enumerate() {
         pool.tx_per_flow(t, s.packets, &mut tx_flow);
@@ -370,18 +394,23 @@ pub fn run(pool: &Pool, spec: &Spec, stop: &AtomicBool, live: &Live) -> Result<M
     let flows_with_loss = tx_flow
         .iter()
         .zip(&c.per_flow)
-        .filter(|(t, r)| r < t)
+        .filter(|(t, r)| counted && r < t)
         .count() as u32;
-    let lost = tx_packets.saturating_sub(c.rx);
+    let lost = if counted {
+        tx_packets.saturating_sub(c.rx)
+    } else {
+        0
+    };
     let gbps = |bytes: u64| bytes as f64 * 8.0 / secs / 1e9;
     Ok(Measured {
+        counted,
         duration_s: secs,
         tx_packets,
         tx_bytes,
         rx_packets: c.rx,
         rx_bytes: c.rx_bytes,
         lost,
-        loss_pct: if tx_packets == 0 {
+        loss_pct: if tx_packets == 0 || !counted {
             0.0
         } else {
             100.0 * lost as f64 / tx_packets as f64

@@ -18,7 +18,7 @@ fn send(desc: &str, sizes: Sizes, threads: usize, rate: f64, n: u64) -> (Pool, M
     let wire = Wire::create(pool.max_len()).unwrap();
     let spec = Spec {
         tx: wire.tx(),
-        rx: wire.rx(),
+        rx: Some(wire.rx()),
         rate_pps: Some(rate),
         limit: Limit::Count(n),
     };
@@ -94,7 +94,7 @@ fn a_missing_interface_is_named_and_nothing_hangs() {
     tx.ifname = "tl-nope0".into();
     let spec = Spec {
         tx,
-        rx: wire.rx(),
+        rx: Some(wire.rx()),
         rate_pps: None,
         limit: Limit::Count(10),
     };
@@ -102,10 +102,10 @@ fn a_missing_interface_is_named_and_nothing_hangs() {
     assert!(e.contains("tl-nope0"), "{e}");
     let spec = Spec {
         tx: wire.tx(),
-        rx: Endpoint {
+        rx: Some(Endpoint {
             ifname: "tlg1".into(),
             netns: Some("tl-no-such-netns".into()),
-        },
+        }),
         rate_pps: None,
         limit: Limit::Count(10),
     };

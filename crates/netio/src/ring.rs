@@ -188,6 +188,8 @@ impl TxRing {
         let page = 4096usize;
         let block = slot.max(page) * 16;
         let per_block = block / slot;
+        // At most 32 MiB of ring (jumbo slots are 16 KiB).
+        let slots = slots.min((32 << 20) / slot).max(per_block);
         let slots = slots.div_ceil(per_block) * per_block;
         let req = libc::tpacket_req {
             tp_block_size: block as u32,
@@ -213,11 +215,18 @@ impl TxRing {
         self.slot - TX_DATA
     }
 
-    /// Fill the next free slot with `fill` (given the slot's frame area,
-    /// returning the frame's length) and mark it for sending. False when
-    /// the ring is full (the kernel still owns the next slot).
+    /// Slots in the ring.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// Fill the next free slot with `fill` (given the slot's number and
+    /// its frame area, returning the frame's length) and mark it for
+    /// sending. The area holds what was last written to that slot: the
+    /// kernel reads TX frames, it never writes them. False when the ring
+    /// is full (the kernel still owns the next slot).
     #[inline]
-    pub fn push(&mut self, fill: impl FnOnce(&mut [u8]) -> usize) -> bool {
+    pub fn push(&mut self, fill: impl FnOnce(usize, &mut [u8]) -> usize) -> bool {
         let off = self.next * self.slot;
         if self.map.status(off).load(Ordering::Acquire) != libc::TP_STATUS_AVAILABLE {
             return false;
@@ -227,7 +236,7 @@ impl TxRing {
         let area = unsafe {
             std::slice::from_raw_parts_mut(self.map.ptr.add(off + TX_DATA), self.slot - TX_DATA)
         };
-        let len = fill(area).min(self.slot - TX_DATA);
+        let len = fill(self.next, area).min(self.slot - TX_DATA);
         // SAFETY: the header is at the start of our slot; tp_len is the
         // second u32 of tpacket2_hdr.
         unsafe {
@@ -247,16 +256,17 @@ impl TxRing {
         self.queued
     }
 
-    /// Hand every marked frame to the kernel; returns when it has taken
-    /// them. Frames the kernel refused (`TP_STATUS_WRONG_FORMAT`) are an
-    /// error naming the slot.
+    /// Hand every marked frame to the kernel, without waiting for the
+    /// driver to free them. Frames the kernel refused
+    /// (`TP_STATUS_WRONG_FORMAT`) are an error naming the slot.
     pub fn flush(&mut self) -> io::Result<()> {
         if self.queued == 0 {
             return Ok(());
         }
         loop {
             // SAFETY: send() with no buffer: the kernel reads the ring.
-            let r = unsafe { libc::send(self.fd.as_raw_fd(), std::ptr::null(), 0, 0) };
+            let r =
+                unsafe { libc::send(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT) };
             if r >= 0 {
                 break;
             }
@@ -264,8 +274,9 @@ impl TxRing {
             match e.raw_os_error() {
                 Some(libc::EINTR) => continue,
                 // The driver's queue was full: what was taken stays taken;
-                // the rest goes out on the next flush.
-                Some(libc::ENOBUFS) | Some(libc::EAGAIN) => break,
+                // the rest goes out on the next flush (still counted as
+                // queued, so that flush makes the call again).
+                Some(libc::ENOBUFS) | Some(libc::EAGAIN) => return Ok(()),
                 _ => return Err(e),
             }
         }

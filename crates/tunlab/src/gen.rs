@@ -41,7 +41,8 @@ pub struct Args {
     #[arg(long, requires = "rx")]
     pub tx: Option<String>,
     /// Receive and count on this interface: IFNAME or IFNAME@NETNS (may be
-    /// the sending one; frames sent from this host are not counted).
+    /// the sending one; frames sent from this host are not counted), or
+    /// none to send only.
     #[arg(long, requires = "tx")]
     pub rx: Option<String>,
     /// max, frames/s (250kpps, 1.5Mpps) or layer-2 bit/s (800Mbps, 2Gbps).

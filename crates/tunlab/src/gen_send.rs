@@ -118,6 +118,15 @@ fn print_table(rows: &[Row]) {
         let lat = m
             .latency
             .map_or("-".into(), |l| format!("{:.1}/{:.1}", l.mean_us, l.p99_us));
+        if !m.counted {
+            println!(
+                "{:>10} {:>8.2} {:>10} {:>7} {:>8.3} {:>8.3} {:>8} {:>8} {:>8.3} {:>8} {:>10} {:>9} {:>5} {:>5} {:>17} {:>6.1}% {:>6.1}%",
+                r.frame_size, m.duration_s, fmt_rate(r.rate_pps), m.flows, m.tx_l1_gbps,
+                m.tx_l2_gbps, "-", "-", m.tx_mpps, "-", "-", "-", "-", "-", "-",
+                m.gen_cpu_pct, m.system_cpu_pct,
+            );
+            continue;
+        }
         println!(
             "{:>10} {:>8.2} {:>10} {:>7} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>10} {:>9.4} {:>5} {:>5} {:>17} {:>6.1}% {:>6.1}%",
             r.frame_size,
@@ -184,7 +193,7 @@ fn print_step(size: &str, st: &Step) {
     );
 }
 
-fn one_size(a: &Args, b: &Builder, tx: &Endpoint, rx: &Endpoint) -> Result<Row, String> {
+fn one_size(a: &Args, b: &Builder, tx: &Endpoint, rx: &Option<Endpoint>) -> Result<Row, String> {
     let pool = Pool::new(b, a.threads, a.seed)?;
     let size = size_name(b.sizes(), &pool);
     let rate = Rate::parse(&a.rate)?.pps(send::avg_frame(&pool));
@@ -286,13 +295,22 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
         let _ = signal(Signal::SIGINT, SigHandler::Handler(on_interrupt));
         let _ = signal(Signal::SIGTERM, SigHandler::Handler(on_interrupt));
     }
+    if (a.ndr || a.pdr.is_some()) && a.rx.as_deref() == Some("none") {
+        return fail("--ndr and --pdr count what arrives: give --rx an interface, not none");
+    }
     let wire;
     let (tx, rx) = match (&a.tx, &a.rx) {
-        (Some(t), Some(r)) => match (Endpoint::parse(t), Endpoint::parse(r)) {
-            (Ok(t), Ok(r)) => (t, r),
-            (Err(e), _) => return fail(format!("--tx: {e}")),
-            (_, Err(e)) => return fail(format!("--rx: {e}")),
-        },
+        (Some(t), Some(r)) => {
+            let rx = match r.as_str() {
+                "none" => Ok(None),
+                r => Endpoint::parse(r).map(Some),
+            };
+            match (Endpoint::parse(t), rx) {
+                (Ok(t), Ok(r)) => (t, r),
+                (Err(e), _) => return fail(format!("--tx: {e}")),
+                (_, Err(e)) => return fail(format!("--rx: {e}")),
+            }
+        }
         _ => {
             let max = builders
                 .iter()
@@ -307,12 +325,15 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
                 Ok(w) => w,
                 Err(e) => return fail(format!("cannot make the generator's veth wire: {e}")),
             };
-            (wire.tx(), wire.rx())
+            (wire.tx(), Some(wire.rx()))
         }
     };
+    let rx_name = rx
+        .as_ref()
+        .map_or("none (sending only)".into(), |r| r.to_string());
     eprintln!(
-        "tunlab gen: {} -> {}, {} thread(s), rate {}",
-        tx, rx, a.threads, a.rate
+        "tunlab gen: {tx} -> {rx_name}, {} thread(s), rate {}",
+        a.threads, a.rate
     );
     let mut rows = Vec::new();
     let mut error = None;
@@ -336,7 +357,7 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
         let report = Report {
             description: text,
             tx: tx.to_string(),
-            rx: rx.to_string(),
+            rx: rx_name,
             threads: a.threads,
             interrupted,
             rows,

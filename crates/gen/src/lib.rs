@@ -11,13 +11,15 @@
 //! signature each frame carries in its last 16 bytes; [`send`] runs sender
 //! threads on AF_PACKET TX rings and a receiver on an RX ring, feeding
 //! [`count`]; [`ndr`] searches for the zero-loss rate; [`topo`] makes the
-//! generator's own veth wire when no interface is given.
+//! generator's own veth wire when no interface is given; [`reflect`] is
+//! the tenant of a PVP test, sending every frame back.
 
 pub mod build;
 pub mod count;
 pub mod layer;
 pub mod ndr;
 pub mod pool;
+pub mod reflect;
 pub mod send;
 pub mod sig;
 pub mod spec;

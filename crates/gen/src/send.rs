@@ -52,7 +52,8 @@ impl Endpoint {
         })
     }
 
-    fn enter(&self) -> Result<(), String> {
+    /// Move the calling thread into the endpoint's namespace.
+    pub fn enter(&self) -> Result<(), String> {
         match &self.netns {
             Some(n) => netns::enter(n).map_err(|e| e.to_string()),
             None => Ok(()),

@@ -23,6 +23,7 @@ pub use tunlab_netio::cpu;
 pub mod host;
 pub mod html;
 pub mod ovs;
+pub mod pvp;
 pub mod report;
 pub mod run;
 pub mod stats;

@@ -72,6 +72,12 @@ pub struct Args {
     /// Write the results (every trial, per-flow counts) to this JSON file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// The TRex article's PVP test with tunlab's switch as the compute node:
+    /// send Geneve with OVN's option at the switch, which decapsulates to a
+    /// tenant that sends every frame back (macswap); count what returns.
+    /// Without a description, the article's packet addressed to the node.
+    #[arg(long, conflicts_with_all = ["tx", "rx"])]
+    pub pvp: bool,
 }
 
 pub(crate) fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -104,6 +110,7 @@ pub fn run(a: Args) -> ExitCode {
             Ok(t) => tunlab_gen::read_profile(&t),
             Err(e) => return fail(format!("{}: {e}", f.display())),
         },
+        (None, None) if a.pvp => tunlab_lab::pvp::DESCRIPTION.to_string(),
         _ => return fail("give a packet description or --profile FILE (one of them)"),
     };
     let mut sizes = Vec::new();

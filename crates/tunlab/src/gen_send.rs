@@ -299,7 +299,21 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
         return fail("--ndr and --pdr count what arrives: give --rx an interface, not none");
     }
     let wire;
+    let pvp;
     let (tx, rx) = match (&a.tx, &a.rx) {
+        _ if a.pvp => {
+            let started = std::env::current_exe()
+                .map_err(|e| format!("cannot find the tunlab binary: {e}"))
+                .and_then(|exe| {
+                    let dir = std::env::temp_dir().join(format!("tunlab-pvp-{}", std::process::id()));
+                    tunlab_lab::pvp::Pvp::start(&exe, &dir).map_err(|e| e.to_string())
+                });
+            pvp = match started {
+                Ok(p) => p,
+                Err(e) => return fail(format!("cannot set up the PVP test: {e}")),
+            };
+            (pvp.generator(), Some(pvp.generator()))
+        }
         (Some(t), Some(r)) => {
             let rx = match r.as_str() {
                 "none" => Ok(None),

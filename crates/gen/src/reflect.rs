@@ -1,0 +1,62 @@
+//! The tenant side of a PVP test: every frame received on an interface
+//! goes back out of it with its Ethernet addresses swapped, as testpmd's
+//! `macswap` forwarding mode does in the TRex article's VM. An RX ring in,
+//! a TX ring out, a batch per ring block.
+
+use crate::send::Endpoint;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tunlab_netio::{RxRing, TxRing};
+
+/// The largest frame reflected (jumbo frames included).
+const MAX_FRAME: usize = 9018;
+
+/// Reflect frames on `at` until `stop`; returns how many. `ready` is
+/// called once both rings are open (or with the error if they are not).
+pub fn run(
+    at: &Endpoint,
+    stop: &AtomicBool,
+    ready: impl FnOnce(Result<(), String>),
+) -> Result<u64, String> {
+    let opened = at.enter().and_then(|_| {
+        let rx = RxRing::open(&at.ifname, 1 << 20, 16, 1)
+            .map_err(|e| format!("reflector RX ring on {at}: {e}"))?;
+        let tx = TxRing::open(&at.ifname, MAX_FRAME, 256)
+            .map_err(|e| format!("reflector TX ring on {at}: {e}"))?;
+        Ok((rx, tx))
+    });
+    let (mut rx, mut tx) = match opened {
+        Ok(r) => {
+            ready(Ok(()));
+            r
+        }
+        Err(e) => {
+            ready(Err(e.clone()));
+            return Err(e);
+        }
+    };
+    let mut reflected = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        rx.poll(20, |f| {
+            if f.data.len() < 14 {
+                return;
+            }
+            let fill = |_: usize, area: &mut [u8]| {
+                let n = f.data.len().min(area.len());
+                area[..n].copy_from_slice(&f.data[..n]);
+                // dst <-> src
+                for i in 0..6 {
+                    area.swap(i, i + 6);
+                }
+                n
+            };
+            // A full ring is flushed once; what still does not fit is
+            // dropped, as a VM's full queue would.
+            if tx.push(fill) || (tx.flush().is_ok() && tx.push(fill)) {
+                reflected += 1;
+            }
+        })
+        .map_err(|e| format!("reflector on {at}: {e}"))?;
+        tx.flush().map_err(|e| format!("reflector on {at}: {e}"))?;
+    }
+    Ok(reflected)
+}

@@ -1,0 +1,171 @@
+//! The TRex article's PVP topology with tunlab's switch as the compute
+//! node: the generator sends Geneve with OVN's option straight at the
+//! node; the switch decapsulates to the tenant, which sends every frame
+//! back with its MAC addresses swapped (testpmd's macswap); the switch
+//! encapsulates it back to the generator, which counts it.
+//!
+//! ```text
+//!  netns TG (generator)           netns H1 (compute node)                 netns T1 (tenant)
+//!  tg0 172.31.0.2 ══ veth ══ under 172.31.0.1 [tunlab switch] ── tap0 [reflector: macswap]
+//!      Geneve VNI 6, OVN option ingress 3 / egress 2 ─►   ◄─ ingress 2 / egress 3
+//! ```
+
+use crate::host::Host;
+use crate::LabError;
+use std::path::Path;
+use std::process::Child;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use tunlab_gen::send::Endpoint;
+
+const TG_MAC: &str = "02:00:00:00:00:02";
+const NODE_MAC: &str = "02:00:00:00:00:01";
+const TG_IP: &str = "172.31.0.2";
+const NODE_IP: &str = "172.31.0.1";
+
+/// The frames the generator sends: the article's packet (its outer VLAN
+/// left out: the lab's underlay is untagged), addressed to the node, with
+/// 8 flows from the inner source address and 8 outer source ports.
+pub const DESCRIPTION: &str = "Ether(src=02:00:00:00:00:02,dst=02:00:00:00:00:01)/IP(src=172.31.0.2,dst=172.31.0.1)/UDP(sport=[49152,49153,49154,49155,49156,49157,49158,49159],dport=6081)/GENEVE(vni=6,opt=ovn(ingress=3,egress=2))/Ether(src=fa:16:3e:7f:a1:49,dst=fa:16:3e:a0:1f:28)/IP(src=192.168.2.1-192.168.2.8,dst=192.168.2.181)/UDP(sport=2000,dport=1000)/pad";
+
+/// The PVP set-up; everything is stopped and removed on drop.
+#[derive(Debug)]
+pub struct Pvp {
+    stop: Arc<AtomicBool>,
+    reflector: Option<JoinHandle<Result<u64, String>>>,
+    switch: Child,
+    // Dropped last: the namespaces.
+    tg: Host,
+    _node: Host,
+    tenant: Host,
+}
+
+fn config(tenant_ns: &str) -> String {
+    format!(
+        r#"[switch]
+name = "pvp"
+control_socket = "/run/tunlab/lab-{pid}-pvp.ctl"
+underlay_mtu = 9000
+tlv_map = ["{{class=0x0102,type=0x80,len=4}}->tun_metadata0"]
+flows = [
+  "in_port=1,tun_metadata0=0x30002 actions=output:2",
+  "in_port=2 actions=set_field:0x20003->tun_metadata0,output:1",
+]
+
+[[port]]
+name = "up"
+ofport = 1
+type = "geneve"
+local_ip = "{NODE_IP}"
+remote_ip = "{TG_IP}"
+key = 6
+
+[[port]]
+name = "tap0"
+ofport = 2
+type = "tap"
+netns = "{tenant_ns}"
+address = "192.168.2.181/24"
+mtu = 8900
+"#,
+        pid = std::process::id()
+    )
+}
+
+impl Pvp {
+    /// Build the namespaces, start the switch (`tunlab` is its binary;
+    /// its configuration goes to `dir`) and the reflector.
+    pub fn start(tunlab: &Path, dir: &Path) -> Result<Pvp, LabError> {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = 1000 + 3 * NEXT.fetch_add(1, Ordering::Relaxed);
+        let tg = Host::create("tg", n)?;
+        let node = Host::create("h1", n + 1)?;
+        let tenant = Host::create("t1", n + 2)?;
+        for h in [&tg, &node] {
+            h.run(&["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"])?;
+        }
+        tg.ip(&[
+            "link", "add", "tg0", "address", TG_MAC, "mtu", "9000", "type", "veth", "peer",
+            "name", "under", "address", NODE_MAC, "mtu", "9000", "netns", node.name(),
+        ])?;
+        tg.ip(&["addr", "add", &format!("{TG_IP}/24"), "dev", "tg0"])?;
+        tg.ip(&["link", "set", "tg0", "up"])?;
+        node.ip(&["addr", "add", &format!("{NODE_IP}/24"), "dev", "under"])?;
+        node.ip(&["link", "set", "under", "up"])?;
+        // The generator's frames come to the node's address: its kernel
+        // must know the generator's MAC for the way back without asking.
+        node.ip(&[
+            "neigh", "replace", TG_IP, "lladdr", TG_MAC, "dev", "under", "nud", "permanent",
+        ])?;
+        // Geneve coming back to the generator finds no socket there: let
+        // its kernel answer with ICMP port unreachable once per 100 s, not
+        // once per second.
+        tg.run(&["sysctl", "-q", "-w", "net.ipv4.icmp_ratelimit=100000"])?;
+        std::fs::create_dir_all(dir).map_err(|err| LabError::Io {
+            path: dir.display().to_string(),
+            err,
+        })?;
+        let path = dir.join("pvp-node.toml");
+        std::fs::write(&path, config(tenant.name())).map_err(|err| LabError::Io {
+            path: path.display().to_string(),
+            err,
+        })?;
+        let exe = tunlab.display().to_string();
+        let p = path.display().to_string();
+        let switch = node.spawn(&[&exe, "switch", "--config", &p])?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut pvp = Pvp {
+            stop: stop.clone(),
+            reflector: None,
+            switch,
+            tg,
+            _node: node,
+            tenant: tenant,
+        };
+        pvp.tenant
+            .wait_for_link("tap0", Duration::from_secs(10))?;
+        let at = Endpoint {
+            ifname: "tap0".into(),
+            netns: Some(pvp.tenant.name().to_string()),
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        pvp.reflector = Some(std::thread::spawn(move || {
+            tunlab_gen::reflect::run(&at, &stop, |r| {
+                let _ = tx.send(r);
+            })
+        }));
+        rx.recv()
+            .map_err(|_| LabError::Setup("the reflector thread ended".into()))?
+            .map_err(LabError::Setup)?;
+        Ok(pvp)
+    }
+
+    /// Where the generator sends and counts: the same interface.
+    pub fn generator(&self) -> Endpoint {
+        Endpoint {
+            ifname: "tg0".into(),
+            netns: Some(self.tg.name().to_string()),
+        }
+    }
+
+    /// The switch's process id (for its CPU).
+    pub fn switch_pid(&self) -> u32 {
+        self.switch.id()
+    }
+}
+
+impl Drop for Pvp {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.reflector.take() {
+            let _ = h.join();
+        }
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.switch.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.switch.wait();
+    }
+}

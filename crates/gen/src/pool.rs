@@ -36,6 +36,7 @@ pub struct Pool {
     entries: Vec<Entry>,
     flows: u32,
     threads: usize,
+    sizes: Sizes,
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -105,7 +106,16 @@ impl Pool {
             entries,
             flows: flows as u32,
             threads: threads.max(1),
+            sizes: b.sizes().clone(),
         })
+    }
+
+    /// The frame size as a table names it: bytes with FCS, or imix.
+    pub fn size_name(&self) -> String {
+        match self.sizes {
+            Sizes::Imix => "imix".into(),
+            _ => (self.get(0).1.len() + FCS).to_string(),
+        }
     }
 
     pub fn len(&self) -> usize {

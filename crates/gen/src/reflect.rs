@@ -20,7 +20,10 @@ pub fn run(
     let opened = at.enter().and_then(|_| {
         let rx = RxRing::open(&at.ifname, 1 << 20, 16, 1)
             .map_err(|e| format!("reflector RX ring on {at}: {e}"))?;
-        let tx = TxRing::open(&at.ifname, MAX_FRAME, 256)
+        // Frames sent into a TAP hold their slot until the switch reads
+        // them: a deep ring (2048 slots, the most 32 MiB of jumbo slots
+        // hold) so that the reflector is not what drops.
+        let tx = TxRing::open(&at.ifname, MAX_FRAME, 4096)
             .map_err(|e| format!("reflector TX ring on {at}: {e}"))?;
         Ok((rx, tx))
     });

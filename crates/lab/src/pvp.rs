@@ -87,8 +87,24 @@ impl Pvp {
             h.run(&["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"])?;
         }
         tg.ip(&[
-            "link", "add", "tg0", "address", TG_MAC, "mtu", "9000", "type", "veth", "peer",
-            "name", "under", "address", NODE_MAC, "mtu", "9000", "netns", node.name(),
+            "link",
+            "add",
+            "tg0",
+            "address",
+            TG_MAC,
+            "mtu",
+            "9000",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "under",
+            "address",
+            NODE_MAC,
+            "mtu",
+            "9000",
+            "netns",
+            node.name(),
         ])?;
         tg.ip(&["addr", "add", &format!("{TG_IP}/24"), "dev", "tg0"])?;
         tg.ip(&["link", "set", "tg0", "up"])?;
@@ -97,7 +113,15 @@ impl Pvp {
         // The generator's frames come to the node's address: its kernel
         // must know the generator's MAC for the way back without asking.
         node.ip(&[
-            "neigh", "replace", TG_IP, "lladdr", TG_MAC, "dev", "under", "nud", "permanent",
+            "neigh",
+            "replace",
+            TG_IP,
+            "lladdr",
+            TG_MAC,
+            "dev",
+            "under",
+            "nud",
+            "permanent",
         ])?;
         // Geneve coming back to the generator finds no socket there: let
         // its kernel answer with ICMP port unreachable once per 100 s, not
@@ -124,8 +148,7 @@ impl Pvp {
             _node: node,
             tenant: tenant,
         };
-        pvp.tenant
-            .wait_for_link("tap0", Duration::from_secs(10))?;
+        pvp.tenant.wait_for_link("tap0", Duration::from_secs(10))?;
         let at = Endpoint {
             ifname: "tap0".into(),
             netns: Some(pvp.tenant.name().to_string()),

@@ -163,3 +163,42 @@ pub fn run(a: Args) -> ExitCode {
     }
     ExitCode::SUCCESS
 }
+
+/// `tunlab bench --pvp`: the PVP zero-loss search with the profile's trial
+/// lengths, through the same path as `tunlab gen --pvp --ndr`.
+pub fn bench_pvp(profile: &str, out: Option<PathBuf>) -> ExitCode {
+    #[derive(Debug, clap::Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        args: Args,
+    }
+    use clap::Parser;
+    // The article's frame sizes (its packet needs 104 bytes, so no 64).
+    let (trial, validation, sizes) = match profile {
+        "quick" => ("2", "5", "128,512,1500"),
+        "full" => ("30", "30", "128,256,512,1024,1500,9000"),
+        p => return fail(format!("--profile: '{p}' is not a profile: quick, full")),
+    };
+    let out = out.unwrap_or_else(tunlab_lab::run::default_out);
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        return fail(format!("{}: {e}", out.display()));
+    }
+    let json = out.join("pvp.json");
+    let argv = [
+        "gen",
+        "--pvp",
+        "--ndr",
+        "--size",
+        sizes,
+        "--trial",
+        trial,
+        "--validation",
+        validation,
+        "--json",
+        json.to_str().unwrap_or("pvp.json"),
+    ];
+    match Wrap::try_parse_from(argv) {
+        Ok(w) => run(w.args),
+        Err(e) => fail(e),
+    }
+}

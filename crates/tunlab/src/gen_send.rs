@@ -40,14 +40,6 @@ struct Report<'a> {
     rows: Vec<Row>,
 }
 
-fn size_name(s: &Sizes, pool: &Pool) -> String {
-    match s {
-        Sizes::Fixed(n) => n.to_string(),
-        Sizes::Imix => "imix".into(),
-        Sizes::Natural => format!("{}", pool.get(0).1.len() + tunlab_gen::build::FCS),
-    }
-}
-
 fn secs(what: &str, v: f64) -> Result<Duration, String> {
     if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
         return Err(format!(
@@ -193,28 +185,66 @@ fn print_step(size: &str, st: &Step) {
     );
 }
 
-fn one_size(a: &Args, b: &Builder, tx: &Endpoint, rx: &Option<Endpoint>) -> Result<Row, String> {
-    let pool = Pool::new(b, a.threads, a.seed)?;
-    let size = size_name(b.sizes(), &pool);
-    let rate = Rate::parse(&a.rate)?.pps(send::avg_frame(&pool));
+/// The run's settings, checked before anything is set up.
+struct Plan {
+    rate: Rate,
+    limit: Limit,
+    /// The search's settings, with --ndr or --pdr.
+    search: Option<ndr::Settings>,
+}
+
+fn plan(a: &Args) -> Result<Plan, String> {
+    if a.threads == 0 || a.threads > 64 {
+        return Err(format!("--threads: {} is not between 1 and 64", a.threads));
+    }
+    let rate = Rate::parse(&a.rate)?;
     let limit = match a.count {
+        Some(0) => return Err("--count: 0 frames would send nothing".into()),
         Some(n) => Limit::Count(n),
         None => Limit::Time(secs("--duration", a.duration)?),
     };
-    let search = match (a.ndr, a.pdr) {
+    let loss_pct = match (a.ndr, a.pdr) {
         (true, _) => Some(0.0),
         (false, Some(p)) if p.is_finite() && (0.0..100.0).contains(&p) => Some(p),
         (false, Some(p)) => return Err(format!("--pdr: {p} is not a loss in % (0 to 100)")),
         (false, None) => None,
     };
-    let Some(loss_pct) = search else {
+    let search = match loss_pct {
+        None => None,
+        Some(loss_pct) => {
+            if !(a.granularity.is_finite() && a.granularity > 0.0 && a.granularity < 100.0) {
+                return Err(format!(
+                    "--granularity: {} is not a % between 0 and 100",
+                    a.granularity
+                ));
+            }
+            Some(ndr::Settings {
+                trial: secs("--trial", a.trial)?,
+                validation: secs("--validation", a.validation)?,
+                granularity_pct: a.granularity,
+                loss_pct,
+                ..ndr::Settings::default()
+            })
+        }
+    };
+    Ok(Plan {
+        rate,
+        limit,
+        search,
+    })
+}
+
+fn one_size(plan: &Plan, pool: &Pool, tx: &Endpoint, rx: &Option<Endpoint>) -> Result<Row, String> {
+    let size = pool.size_name();
+    let rate = plan.rate.pps(send::avg_frame(pool));
+    let Some(settings) = &plan.search else {
         let spec = Spec {
             tx: tx.clone(),
             rx: rx.clone(),
             rate_pps: rate,
-            limit,
+            limit: plan.limit,
         };
-        let m = trial(&pool, &spec, &format!("{size} B"))?;
+        let m = trial(pool, &spec, &format!("{size} B"))?;
         return Ok(Row {
             frame_size: size,
             rate_pps: rate,
@@ -222,23 +252,10 @@ fn one_size(a: &Args, b: &Builder, tx: &Endpoint, rx: &Option<Endpoint>) -> Resu
             search: None,
         });
     };
-    let settings = ndr::Settings {
-        trial: secs("--trial", a.trial)?,
-        validation: secs("--validation", a.validation)?,
-        granularity_pct: a.granularity,
-        loss_pct,
-        ..ndr::Settings::default()
-    };
-    if !(a.granularity.is_finite() && a.granularity > 0.0 && a.granularity < 100.0) {
-        return Err(format!(
-            "--granularity: {} is not a % between 0 and 100",
-            a.granularity
-        ));
-    }
     // The measurement behind each step, in step order.
     let mut trials: Vec<(Option<f64>, Measured)> = Vec::new();
     let found = ndr::search(
-        &settings,
+        settings,
         |r, d, phase| {
             if STOP.load(Ordering::SeqCst) {
                 return Err("interrupted".to_string());
@@ -254,7 +271,7 @@ fn one_size(a: &Args, b: &Builder, tx: &Endpoint, rx: &Option<Endpoint>) -> Resu
                 format!("{phase:?}").to_lowercase(),
                 fmt_rate(r)
             );
-            let m = trial(&pool, &spec, &label)?;
+            let m = trial(pool, &spec, &label)?;
             let o = Outcome {
                 tx: m.tx_packets,
                 rx: m.rx_packets,
@@ -286,8 +303,18 @@ fn one_size(a: &Args, b: &Builder, tx: &Endpoint, rx: &Option<Endpoint>) -> Resu
 
 pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
     use nix::sys::signal::{signal, SigHandler, Signal};
-    if a.threads == 0 || a.threads > 64 {
-        return fail(format!("--threads: {} is not between 1 and 64", a.threads));
+    // Everything that can be wrong with the arguments is found before a
+    // namespace is made.
+    let plan = match plan(a) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let mut pools = Vec::new();
+    for b in builders {
+        match Pool::new(b, a.threads, a.seed) {
+            Ok(p) => pools.push(p),
+            Err(e) => return fail(e),
+        }
     }
     // SAFETY: the handler only stores to an atomic, which is
     // async-signal-safe.
@@ -305,7 +332,8 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
             let started = std::env::current_exe()
                 .map_err(|e| format!("cannot find the tunlab binary: {e}"))
                 .and_then(|exe| {
-                    let dir = std::env::temp_dir().join(format!("tunlab-pvp-{}", std::process::id()));
+                    let dir =
+                        std::env::temp_dir().join(format!("tunlab-pvp-{}", std::process::id()));
                     tunlab_lab::pvp::Pvp::start(&exe, &dir).map_err(|e| e.to_string())
                 });
             pvp = match started {
@@ -351,11 +379,11 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
     );
     let mut rows = Vec::new();
     let mut error = None;
-    for b in builders {
+    for pool in &pools {
         if STOP.load(Ordering::SeqCst) {
             break;
         }
-        match one_size(a, b, &tx, &rx) {
+        match one_size(&plan, pool, &tx, &rx) {
             Ok(r) => rows.push(r),
             Err(e) => {
                 error = Some(e);

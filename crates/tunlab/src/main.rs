@@ -73,6 +73,12 @@ enum Command {
         /// Remove the namespaces a killed run left behind, and exit.
         #[arg(long)]
         cleanup: bool,
+        /// Run the TRex article's PVP test instead: `tunlab gen --pvp`'s
+        /// zero-loss search per frame size (quick: 128, 512, 1500 bytes,
+        /// 2 s trials, 5 s validation; full: the article's six sizes and
+        /// trafficgen's 30 s and 30 s), results in OUT/pvp.json.
+        #[arg(long, conflicts_with_all = ["variants", "tests", "samples", "seconds"])]
+        pvp: bool,
     },
     /// Make the tables, the HTML report and the charts of a finished run
     /// again from its results.json (into the same folder unless --out).
@@ -156,11 +162,15 @@ fn main() -> ExitCode {
             baseline,
             out,
             cleanup,
+            pvp,
         } => {
             if cleanup {
                 let n = tunlab_lab::host::cleanup();
                 println!("tunlab bench: removed {n} namespaces left by killed runs");
                 return ExitCode::SUCCESS;
+            }
+            if pvp {
+                return gen::bench_pvp(&profile, out);
             }
             bench::run(bench::Args {
                 profile,

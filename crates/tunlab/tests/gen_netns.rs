@@ -1,0 +1,229 @@
+//! `tunlab gen` sending for real, as a user runs it (needs root, as CI
+//! has): over its own veth wire, with a JSON report; the PVP test through
+//! tunlab's switch and a reflecting tenant; and the errors a user sees.
+//!
+//! ```text
+//!  plain:  [gen TX] tlg0 ══ veth ══ tlg1 [gen RX]
+//!  PVP:    [gen] tg0 ══ veth ══ under [tunlab switch] ── tap0 [macswap]
+//! ```
+
+use std::process::{Command, Output};
+
+fn tunlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tunlab"))
+        .args(args)
+        .output()
+        .expect("run tunlab")
+}
+
+fn json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("json written")).expect("json")
+}
+
+/// Namespaces named `PREFIX-PID-N` whose process has exited: what a run
+/// left behind (tests running beside this one have theirs alive).
+fn namespaces_left(prefix: &str) -> Vec<String> {
+    let out = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| {
+            let Some(rest) = name.strip_prefix(prefix).and_then(|r| r.strip_prefix('-')) else {
+                return false;
+            };
+            let pid = rest.split('-').next().unwrap_or("");
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_counted_run_reports_every_frame_in_table_and_json() {
+    let dir = tempdir();
+    let j = dir.join("run.json");
+    let out = tunlab(&[
+        "gen",
+        "Ether()/IP(src=10.0.0.1-10.0.0.4)/UDP(dport=[53,54])",
+        "--size",
+        "64,1518",
+        "--count",
+        "4000",
+        "--rate",
+        "20kpps",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // One row per frame size, the article's columns.
+    assert!(
+        stdout.contains("Tx L1") && stdout.contains("Rx Mpps") && stdout.contains("Drop %"),
+        "{stdout}"
+    );
+    let rows = json(&j)["rows"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 2);
+    for (row, size) in rows.iter().zip([64u64, 1518]) {
+        let m = &row["measured"];
+        assert_eq!(row["frame_size"], size.to_string());
+        assert_eq!(m["tx_packets"], 4000);
+        assert_eq!(m["rx_packets"], 4000, "{m}");
+        assert_eq!(m["lost"], 0);
+        assert_eq!(m["flows"], 8);
+        assert_eq!(m["tx_bytes"], 4000 * size);
+        assert!(m["per_flow"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f[0] == 500 && f[1] == 500));
+    }
+}
+
+#[test]
+fn pvp_frames_go_through_the_switch_and_come_back() {
+    let dir = tempdir();
+    let j = dir.join("pvp.json");
+    let out = tunlab(&[
+        "gen",
+        "--pvp",
+        "--size",
+        "256",
+        "--count",
+        "3000",
+        "--rate",
+        "5kpps",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m = &json(&j)["rows"][0]["measured"];
+    assert_eq!(m["tx_packets"], 3000);
+    // Decapsulated, reflected by the tenant, encapsulated back: at 5 kfps
+    // nothing is lost, and the frames come back with their size.
+    assert_eq!(m["rx_packets"], 3000, "{m}");
+    assert_eq!(m["rx_bytes"], m["tx_bytes"]);
+    assert_eq!(m["duplicates"], 0);
+    assert!(
+        namespaces_left("tl-bench").is_empty(),
+        "{:?}",
+        namespaces_left("tl-bench")
+    );
+}
+
+#[test]
+fn a_short_zero_loss_search_ends_with_a_validated_rate() {
+    let dir = tempdir();
+    let j = dir.join("ndr.json");
+    let out = tunlab(&[
+        "gen",
+        "--pvp",
+        "--size",
+        "512",
+        "--ndr",
+        "--trial",
+        "0.5",
+        "--validation",
+        "1",
+        "--granularity",
+        "20",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = &json(&j)["rows"][0];
+    let steps = row["search"]["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["phase"], "max");
+    let rate = row["search"]["rate_pps"].as_f64().expect("a rate passed");
+    assert!(rate > 0.0);
+    let last = steps.last().unwrap();
+    assert!(last["passed"].as_bool().unwrap());
+    // The row is the passing trial, with no loss.
+    assert_eq!(row["measured"]["lost"], 0);
+}
+
+#[test]
+fn bad_input_names_what_is_wrong() {
+    for (args, want) in [
+        (
+            vec!["gen", "Ether()/IP()/UDP()", "--rate", "fast"],
+            "--rate: 'fast'",
+        ),
+        (
+            vec!["gen", "Ether()/IP()/TCP()", "--size", "64"],
+            "--size 74",
+        ),
+        (
+            vec!["gen", "Ether()/IP()/UDP()", "--size", "46"],
+            "--size: '46'",
+        ),
+        (
+            vec!["gen", "Ether()/IP()/UDP()", "--tx", "a@", "--rx", "b"],
+            "--tx: 'a@'",
+        ),
+        (
+            vec!["gen", "Ether()/IP()/UDP()", "--threads", "0"],
+            "--threads",
+        ),
+        (
+            vec!["gen", "Ether()/IP()/UDP()", "--pdr", "200"],
+            "--pdr: 200",
+        ),
+        (
+            vec!["gen", "Ether()/IP()/UDP()", "--duration", "0"],
+            "--duration: 0",
+        ),
+        (
+            vec![
+                "gen",
+                "Ether()/IP()/UDP()",
+                "--tx",
+                "x",
+                "--rx",
+                "none",
+                "--ndr",
+            ],
+            "--ndr and --pdr count",
+        ),
+    ] {
+        let mut args = args;
+        if !args.contains(&"--size") {
+            args.extend(["--size", "64"]);
+        }
+        let out = tunlab(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    assert!(
+        namespaces_left("tlgen").is_empty(),
+        "{:?}",
+        namespaces_left("tlgen")
+    );
+}
+
+fn tempdir() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "tunlab-gen-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

@@ -233,6 +233,26 @@ mod tests {
         assert_eq!(c.latency.summary().unwrap().samples, 1);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_frame_is_counted_without_panic(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..80),
+            magic: bool,
+            rx_ns: u64,
+        ) {
+            let mut data = data;
+            if magic && data.len() >= 16 {
+                // Make it look like ours, with whatever stream, flow and seq.
+                let at = data.len() - 16;
+                data[at..at + 2].copy_from_slice(&crate::sig::MAGIC.to_be_bytes());
+            }
+            let mut c = Counter::new(4, 2);
+            c.frame(&data, data.len(), rx_ns);
+            c.frame(&data, data.len(), rx_ns);
+            proptest::prop_assert_eq!(c.rx + c.dups + c.foreign, 2);
+        }
+    }
+
     #[test]
     fn quantiles_are_within_a_sixteenth() {
         let mut h = Histogram::default();

@@ -468,6 +468,14 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_rate_or_endpoint_text_is_read_without_panic(s in "\\PC{0,24}") {
+            let _ = Rate::parse(&s).map(|r| r.pps(100.0));
+            let _ = Endpoint::parse(&s);
+        }
+    }
+
     #[test]
     fn endpoints_name_an_interface_and_maybe_a_namespace() {
         assert_eq!(

@@ -146,7 +146,7 @@ impl Pvp {
             switch,
             tg,
             _node: node,
-            tenant: tenant,
+            tenant,
         };
         pvp.tenant.wait_for_link("tap0", Duration::from_secs(10))?;
         let at = Endpoint {

@@ -80,6 +80,26 @@ pub fn fuzz_parse(data: &[u8]) {
     }
 }
 
+/// The fuzz target's body for what arrives from outside while sending
+/// (fuzz/fuzz_targets/gen_receive.rs): any frame is counted without
+/// panicking and lands in exactly one count; any text given as a rate or
+/// an interface is read without panicking.
+#[doc(hidden)]
+pub fn fuzz_receive(data: &[u8]) {
+    let (head, frame) = data.split_at(data.len().min(2));
+    let flows = u32::from(*head.first().unwrap_or(&1)).max(1);
+    let streams = usize::from(*head.get(1).unwrap_or(&1) % 8).max(1);
+    let mut c = count::Counter::new(flows, streams);
+    for rx_ns in [0, u64::MAX] {
+        c.frame(frame, frame.len(), rx_ns);
+    }
+    assert_eq!(c.rx + c.dups + c.foreign, 2);
+    assert!(c.per_flow.iter().sum::<u64>() == c.rx);
+    let text = String::from_utf8_lossy(data);
+    let _ = send::Rate::parse(&text).map(|r| r.pps(64.0));
+    let _ = send::Endpoint::parse(&text);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,37 +1,37 @@
-//! The decoder's fuzz corpus (fuzz/corpus/decode_frame/) as regression inputs.
+//! Fuzz corpora (fuzz/corpus/TARGET/) replayed as regression inputs.
 
 use std::path::Path;
 
-#[test]
-fn decode_corpus_still_passes() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/decode_frame");
+/// Every file of `target`'s corpus through `body`, none panicking.
+fn replay(target: &str, body: fn(&[u8])) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(target);
     let mut ran = 0;
     for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let path = e.unwrap().path();
         let data = std::fs::read(&path).unwrap();
         assert!(
-            std::panic::catch_unwind(|| tunlab::fuzz_decode(&data)).is_ok(),
-            "decode panics on {}",
+            std::panic::catch_unwind(|| body(&data)).is_ok(),
+            "{target} panics on {}",
             path.display()
         );
         ran += 1;
     }
-    assert!(ran > 0);
+    assert!(ran > 0, "{target}: empty corpus");
+}
+
+#[test]
+fn decode_corpus_still_passes() {
+    replay("decode_frame", tunlab::fuzz_decode);
 }
 
 #[test]
 fn gen_parse_corpus_still_passes() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/gen_parse");
-    let mut ran = 0;
-    for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        let path = e.unwrap().path();
-        let data = std::fs::read(&path).unwrap();
-        assert!(
-            std::panic::catch_unwind(|| tunlab_gen::fuzz_parse(&data)).is_ok(),
-            "the generator's parser panics on {}",
-            path.display()
-        );
-        ran += 1;
-    }
-    assert!(ran > 0);
+    replay("gen_parse", tunlab_gen::fuzz_parse);
+}
+
+#[test]
+fn gen_receive_corpus_still_passes() {
+    replay("gen_receive", tunlab_gen::fuzz_receive);
 }

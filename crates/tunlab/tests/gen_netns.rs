@@ -158,49 +158,24 @@ fn a_short_zero_loss_search_ends_with_a_validated_rate() {
 
 #[test]
 fn bad_input_names_what_is_wrong() {
-    for (args, want) in [
+    let udp = "Ether()/IP()/UDP()";
+    let cases: &[(&str, &[&str], &str)] = &[
+        (udp, &["--rate", "fast"], "--rate: 'fast'"),
+        ("Ether()/IP()/TCP()", &[], "--size 74"),
+        (udp, &["--size", "46"], "--size: '46'"),
+        (udp, &["--tx", "a@", "--rx", "b"], "--tx: 'a@'"),
+        (udp, &["--threads", "0"], "--threads"),
+        (udp, &["--pdr", "200"], "--pdr: 200"),
+        (udp, &["--duration", "0"], "--duration: 0"),
         (
-            vec!["gen", "Ether()/IP()/UDP()", "--rate", "fast"],
-            "--rate: 'fast'",
-        ),
-        (
-            vec!["gen", "Ether()/IP()/TCP()", "--size", "64"],
-            "--size 74",
-        ),
-        (
-            vec!["gen", "Ether()/IP()/UDP()", "--size", "46"],
-            "--size: '46'",
-        ),
-        (
-            vec!["gen", "Ether()/IP()/UDP()", "--tx", "a@", "--rx", "b"],
-            "--tx: 'a@'",
-        ),
-        (
-            vec!["gen", "Ether()/IP()/UDP()", "--threads", "0"],
-            "--threads",
-        ),
-        (
-            vec!["gen", "Ether()/IP()/UDP()", "--pdr", "200"],
-            "--pdr: 200",
-        ),
-        (
-            vec!["gen", "Ether()/IP()/UDP()", "--duration", "0"],
-            "--duration: 0",
-        ),
-        (
-            vec![
-                "gen",
-                "Ether()/IP()/UDP()",
-                "--tx",
-                "x",
-                "--rx",
-                "none",
-                "--ndr",
-            ],
+            udp,
+            &["--tx", "x", "--rx", "none", "--ndr"],
             "--ndr and --pdr count",
         ),
-    ] {
-        let mut args = args;
+    ];
+    for (desc, extra, want) in cases {
+        let mut args = vec!["gen", desc];
+        args.extend_from_slice(extra);
         if !args.contains(&"--size") {
             args.extend(["--size", "64"]);
         }

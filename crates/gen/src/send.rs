@@ -299,9 +299,21 @@ fn sender(
             .map_err(|e| format!("sending on {}: {e}", spec.tx))?;
         live.tx.fetch_add(n, Ordering::Relaxed);
     }
+    let secs = t0.elapsed().as_secs_f64();
+    // Frames marked but not yet taken by the kernel (its queue was full at
+    // the last flush) are sent before the count is final.
+    if !ring
+        .drain(Duration::from_secs(1))
+        .map_err(|e| format!("sending on {}: {e}", spec.tx))?
+    {
+        return Err(format!(
+            "sending on {}: the kernel did not take the last frames within 1 s",
+            spec.tx
+        ));
+    }
     Ok(Sent {
         packets: sent,
-        secs: t0.elapsed().as_secs_f64(),
+        secs,
     })
 }
 

@@ -293,6 +293,32 @@ impl TxRing {
     }
 }
 
+impl TxRing {
+    /// Flush until the kernel has sent every marked frame (a full driver
+    /// queue leaves some for later), or `timeout` passes; true if all went.
+    pub fn drain(&mut self, timeout: std::time::Duration) -> io::Result<bool> {
+        let start = std::time::Instant::now();
+        loop {
+            self.flush()?;
+            let pending = (0..self.slots).any(|i| {
+                // SENDING: taken, in the driver's hands; only a frame still
+                // waiting for the kernel is pending.
+                self.map.status(i * self.slot).load(Ordering::Acquire)
+                    == libc::TP_STATUS_SEND_REQUEST
+            });
+            if !pending {
+                return Ok(true);
+            }
+            if start.elapsed() >= timeout {
+                return Ok(false);
+            }
+            // Marked frames the last flush left are flushed again.
+            self.queued = self.queued.max(1);
+            std::thread::yield_now();
+        }
+    }
+}
+
 /// One received frame, borrowed from a ring block.
 #[derive(Debug, Clone, Copy)]
 pub struct RxFrame<'a> {

@@ -6,18 +6,64 @@
 use crate::sig::Signature;
 use serde::Serialize;
 
-/// Sequence numbers a stream tracks for duplicates (128 MiB of bitmap at
-/// most); frames beyond still count, without duplicate detection.
-const MAX_TRACKED_SEQ: u32 = 1 << 30;
+/// How far behind the newest frame of a stream duplicates are still found
+/// (a 512 KiB bitmap per stream); an older frame counts as reordered.
+const WINDOW: u32 = 1 << 22;
 /// Latencies above this (ns) are not latencies: a clock step or a
 /// signature from a frame sent before this run.
 const MAX_LATENCY_NS: u32 = 1 << 31;
 
+/// One sending stream's sequence numbers: a bitmap of the last
+/// [`WINDOW`] of them, bit `seq % WINDOW`.
 #[derive(Debug, Default)]
 struct Stream {
     seen: Vec<u64>,
     /// One past the highest sequence seen.
     next: u32,
+}
+
+enum Seen {
+    New,
+    Late,
+    Duplicate,
+}
+
+impl Stream {
+    fn bit(seq: u32) -> (usize, u64) {
+        let i = seq % WINDOW;
+        ((i / 64) as usize, 1u64 << (i % 64))
+    }
+
+    fn mark(&mut self, seq: u32) -> Seen {
+        if self.seen.is_empty() {
+            self.seen = vec![0; (WINDOW / 64) as usize];
+        }
+        if seq >= self.next {
+            // Slots between the newest and this one held sequences a
+            // window older: clear them.
+            if seq - self.next >= WINDOW {
+                self.seen.fill(0);
+            } else {
+                for s in self.next..seq {
+                    let (w, b) = Self::bit(s);
+                    self.seen[w] &= !b;
+                }
+            }
+            let (w, b) = Self::bit(seq);
+            self.seen[w] |= b;
+            self.next = seq.saturating_add(1);
+            return Seen::New;
+        }
+        if self.next - seq > WINDOW {
+            return Seen::Late;
+        }
+        let (w, b) = Self::bit(seq);
+        if self.seen[w] & b != 0 {
+            return Seen::Duplicate;
+        }
+        self.seen[w] |= b;
+        Seen::Late
+    }
 }
 
 /// Latency histogram: 16 linear sub-buckets per power of two, so every
@@ -153,21 +199,13 @@ impl Counter {
             self.foreign += 1;
             return;
         };
-        if s.seq < MAX_TRACKED_SEQ {
-            let (w, bit) = ((s.seq / 64) as usize, 1u64 << (s.seq % 64));
-            if w >= st.seen.len() {
-                st.seen.resize((w + 1).next_power_of_two(), 0);
-            }
-            if st.seen[w] & bit != 0 {
+        match st.mark(s.seq) {
+            Seen::Duplicate => {
                 self.dups += 1;
                 return;
             }
-            st.seen[w] |= bit;
-        }
-        if s.seq < st.next {
-            self.reordered += 1;
-        } else {
-            st.next = s.seq.wrapping_add(1);
+            Seen::Late => self.reordered += 1,
+            Seen::New => {}
         }
         self.rx += 1;
         self.rx_bytes += (wire_len + crate::build::FCS) as u64;
@@ -219,6 +257,21 @@ mod tests {
         c.frame(&frame(0, 3, 9, 0), 60, 0);
         assert_eq!(c.foreign, 3);
         assert_eq!(c.rx, 5);
+    }
+
+    #[test]
+    fn duplicates_are_found_within_the_window_and_memory_stays_bounded() {
+        let mut c = Counter::new(1, 1);
+        // A stale or foreign frame far ahead does not make the bitmap grow.
+        c.frame(&frame(0, 0, u32::MAX - 1, 0), 60, 0);
+        assert_eq!(c.streams[0].seen.len(), (WINDOW / 64) as usize);
+        let mut c = Counter::new(1, 1);
+        for seq in [0, 1, WINDOW + 5, 6, WINDOW + 5, 2] {
+            c.frame(&frame(0, 0, seq, 0), 60, 0);
+        }
+        // seq 6 is within the window behind WINDOW + 5: late, not a dup;
+        // WINDOW + 5 again: a duplicate; seq 2 is too old to tell: late.
+        assert_eq!((c.rx, c.dups, c.reordered), (5, 1, 2));
     }
 
     #[test]

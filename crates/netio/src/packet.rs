@@ -7,14 +7,12 @@
 //! was on the wire. Frames this socket sent are not received back
 //! (`PACKET_IGNORE_OUTGOING`).
 
+use crate::ring::PACKET_IGNORE_OUTGOING;
 use crate::udp::set_int_opt;
 use nix::libc;
 use std::io;
 use std::mem::{size_of, zeroed};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-
-/// `PACKET_IGNORE_OUTGOING` (Linux 4.20), not in every libc crate.
-const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 
 /// A packet socket bound to one interface.
 #[derive(Debug)]
@@ -26,16 +24,7 @@ pub struct PacketSocket {
 impl PacketSocket {
     /// Open a non-blocking packet socket for every protocol on `ifname`.
     pub fn open(ifname: &str) -> io::Result<PacketSocket> {
-        let name = std::ffi::CString::new(ifname)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL"))?;
-        // SAFETY: if_nametoindex reads the NUL-terminated name only.
-        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) } as i32;
-        if ifindex == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("no interface named '{ifname}' in this network namespace"),
-            ));
-        }
+        let ifindex = crate::ring::ifindex(ifname)?;
         let proto = (libc::ETH_P_ALL as u16).to_be();
         // SAFETY: socket() has no memory arguments.
         let raw = unsafe {

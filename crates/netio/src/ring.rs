@@ -27,13 +27,14 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// `PACKET_IGNORE_OUTGOING` (Linux 4.20), not in every libc crate.
-const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+pub(crate) const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 
 /// Where the frame starts inside a TX ring slot: the header, aligned.
 const TX_DATA: usize = (size_of::<libc::tpacket2_hdr>() + libc::TPACKET_ALIGNMENT - 1)
     & !(libc::TPACKET_ALIGNMENT - 1);
 
-fn ifindex(ifname: &str) -> io::Result<i32> {
+/// The index of `ifname` in the calling thread's network namespace.
+pub(crate) fn ifindex(ifname: &str) -> io::Result<i32> {
     let name = std::ffi::CString::new(ifname)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL"))?;
     // SAFETY: if_nametoindex reads the NUL-terminated name only.

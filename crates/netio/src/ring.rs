@@ -252,11 +252,6 @@ impl TxRing {
         true
     }
 
-    /// Frames marked since the last [`flush`](Self::flush).
-    pub fn queued(&self) -> usize {
-        self.queued
-    }
-
     /// Hand every marked frame to the kernel, without waiting for the
     /// driver to free them. Frames the kernel refused
     /// (`TP_STATUS_WRONG_FORMAT`) are an error naming the slot.

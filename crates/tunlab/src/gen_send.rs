@@ -334,7 +334,10 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
                 .and_then(|exe| {
                     let dir =
                         std::env::temp_dir().join(format!("tunlab-pvp-{}", std::process::id()));
-                    tunlab_lab::pvp::Pvp::start(&exe, &dir).map_err(|e| e.to_string())
+                    let started = tunlab_lab::pvp::Pvp::start(&exe, &dir);
+                    // The switch has read its configuration by now.
+                    let _ = std::fs::remove_dir_all(&dir);
+                    started.map_err(|e| e.to_string())
                 });
             pvp = match started {
                 Ok(p) => p,

@@ -16,8 +16,28 @@ fn tunlab(args: &[&str]) -> Output {
         .expect("run tunlab")
 }
 
-fn json(path: &std::path::Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("json written")).expect("json")
+/// Run `tunlab ARGS --json FILE`, which must succeed; its stdout and the
+/// JSON it wrote (the file is removed).
+fn run_json(args: &[&str]) -> (String, serde_json::Value) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let path = std::env::temp_dir().join(format!(
+        "tunlab-gen-test-{}-{}.json",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut argv = args.to_vec();
+    argv.extend(["--json", path.to_str().unwrap()]);
+    let out = tunlab(&argv);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{args:?}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&path).expect("json written");
+    let _ = std::fs::remove_file(&path);
+    (stdout, serde_json::from_str(&text).expect("json"))
 }
 
 /// Namespaces named `PREFIX-PID-N` whose process has exited: what a run
@@ -43,9 +63,7 @@ fn namespaces_left(prefix: &str) -> Vec<String> {
 
 #[test]
 fn a_counted_run_reports_every_frame_in_table_and_json() {
-    let dir = tempdir();
-    let j = dir.join("run.json");
-    let out = tunlab(&[
+    let (stdout, report) = run_json(&[
         "gen",
         "Ether()/IP(src=10.0.0.1-10.0.0.4)/UDP(dport=[53,54])",
         "--size",
@@ -54,21 +72,13 @@ fn a_counted_run_reports_every_frame_in_table_and_json() {
         "4000",
         "--rate",
         "20kpps",
-        "--json",
-        j.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     // One row per frame size, the article's columns.
     assert!(
         stdout.contains("Tx L1") && stdout.contains("Rx Mpps") && stdout.contains("Drop %"),
         "{stdout}"
     );
-    let rows = json(&j)["rows"].as_array().unwrap().clone();
+    let rows = report["rows"].as_array().unwrap().clone();
     assert_eq!(rows.len(), 2);
     for (row, size) in rows.iter().zip([64u64, 1518]) {
         let m = &row["measured"];
@@ -88,26 +98,10 @@ fn a_counted_run_reports_every_frame_in_table_and_json() {
 
 #[test]
 fn pvp_frames_go_through_the_switch_and_come_back() {
-    let dir = tempdir();
-    let j = dir.join("pvp.json");
-    let out = tunlab(&[
-        "gen",
-        "--pvp",
-        "--size",
-        "256",
-        "--count",
-        "3000",
-        "--rate",
-        "5kpps",
-        "--json",
-        j.to_str().unwrap(),
+    let (_, report) = run_json(&[
+        "gen", "--pvp", "--size", "256", "--count", "3000", "--rate", "5kpps",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let m = &json(&j)["rows"][0]["measured"];
+    let m = &report["rows"][0]["measured"];
     assert_eq!(m["tx_packets"], 3000);
     // Decapsulated, reflected by the tenant, encapsulated back: at 5 kfps
     // nothing is lost, and the frames come back with their size.
@@ -123,9 +117,7 @@ fn pvp_frames_go_through_the_switch_and_come_back() {
 
 #[test]
 fn a_short_zero_loss_search_ends_with_a_validated_rate() {
-    let dir = tempdir();
-    let j = dir.join("ndr.json");
-    let out = tunlab(&[
+    let (_, report) = run_json(&[
         "gen",
         "--pvp",
         "--size",
@@ -137,15 +129,8 @@ fn a_short_zero_loss_search_ends_with_a_validated_rate() {
         "1",
         "--granularity",
         "20",
-        "--json",
-        j.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let row = &json(&j)["rows"][0];
+    let row = &report["rows"][0];
     let steps = row["search"]["steps"].as_array().unwrap();
     assert_eq!(steps[0]["phase"], "max");
     let rate = row["search"]["rate_pps"].as_f64().expect("a rate passed");
@@ -189,16 +174,4 @@ fn bad_input_names_what_is_wrong() {
         "{:?}",
         namespaces_left("tlgen")
     );
-}
-
-fn tempdir() -> std::path::PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "tunlab-gen-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }

@@ -15,6 +15,11 @@ use std::os::fd::AsRawFd;
 pub const GRO_BUF: usize = 65535;
 const SOL_UDP: libc::c_int = 17;
 const UDP_GRO: libc::c_int = 104;
+const UDP_SEGMENT: libc::c_int = 103;
+/// Send and receive buffer asked for an underlay socket.
+const SOCKET_BUF: libc::c_int = 4 << 20;
+/// The most datagrams one UDP GSO send may make (UDP_MAX_SEGMENTS).
+pub const GSO_MAX_SEGMENTS: usize = 64;
 const UDP_NO_CHECK6_TX: libc::c_int = 101;
 const UDP_NO_CHECK6_RX: libc::c_int = 102;
 
@@ -191,6 +196,17 @@ impl Underlay {
         sock.set_nonblocking(true)?;
         let on: libc::c_int = 1;
         let gro = set_int_opt(sock.as_raw_fd(), SOL_UDP, UDP_GRO, on).is_ok();
+        // Room for a few 64 KB GSO sends and GRO receives: the defaults
+        // (about 200 KB) overflow at one super-frame burst. Root may
+        // exceed the system maximum; anyone else gets what it allows.
+        for (force, plain) in [
+            (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+            (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+        ] {
+            if set_int_opt(sock.as_raw_fd(), libc::SOL_SOCKET, force, SOCKET_BUF).is_err() {
+                let _ = set_int_opt(sock.as_raw_fd(), libc::SOL_SOCKET, plain, SOCKET_BUF);
+            }
+        }
         if local.is_ipv6() {
             // RFC 6935: over IPv6 a zero UDP checksum is accepted only by
             // sockets that opt in; tunnel peers (OVS, tunlab with csum off)
@@ -380,6 +396,53 @@ impl Underlay {
     }
 }
 
+impl Underlay {
+    /// Send the bytes of `parts`, in order, to `dst` as datagrams of
+    /// `seg_len` bytes each (the last may be shorter): one `sendmsg` with
+    /// `UDP_SEGMENT`, the kernel cutting the datagrams (UDP GSO). At most
+    /// [`GSO_MAX_SEGMENTS`] datagrams and 65535 bytes in all. Returns
+    /// false if the socket's queue is full (nothing sent).
+    pub fn send_segmented(
+        &self,
+        parts: &[io::IoSlice<'_>],
+        dst: SocketAddr,
+        seg_len: u16,
+    ) -> io::Result<bool> {
+        let (mut addr, addr_len) = std_to_sockaddr(&dst);
+        let mut ctrl = [0u64; 4];
+        // SAFETY: all-zero is a valid msghdr; every pointer set below
+        // points at a local that outlives the sendmsg call.
+        let mut h: libc::msghdr = unsafe { zeroed() };
+        h.msg_name = (&mut addr as *mut libc::sockaddr_storage).cast();
+        h.msg_namelen = addr_len;
+        // IoSlice is ABI-compatible with iovec (std guarantees it on Unix).
+        h.msg_iov = parts.as_ptr() as *mut libc::iovec;
+        h.msg_iovlen = parts.len() as _;
+        h.msg_control = ctrl.as_mut_ptr().cast();
+        // SAFETY: CMSG_SPACE only computes a size.
+        h.msg_controllen = unsafe { libc::CMSG_SPACE(size_of::<u16>() as u32) } as _;
+        // SAFETY: the control buffer is 32 bytes, aligned for cmsghdr and
+        // longer than CMSG_SPACE(2); CMSG_FIRSTHDR/CMSG_DATA stay inside it.
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(&h);
+            (*c).cmsg_level = SOL_UDP;
+            (*c).cmsg_type = UDP_SEGMENT;
+            (*c).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
+            std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg_len);
+        }
+        let r = retry_eintr(|| {
+            // SAFETY: `h` points at `addr`, `parts` (read only) and `ctrl`,
+            // all alive for the call.
+            unsafe { libc::sendmsg(self.sock.as_raw_fd(), &h, libc::MSG_DONTWAIT) as libc::c_int }
+        });
+        match r {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// What the control messages say: the UDP_GRO segment size (0 if none)
 /// and the IP_PKTINFO / IPV6_PKTINFO destination address, if present.
 fn control_messages(h: &libc::msghdr) -> (u16, Option<IpAddr>) {
@@ -484,6 +547,43 @@ mod tests {
         }
         assert_eq!(got, payloads);
         assert_eq!(rx.recv_batch(&mut b).unwrap(), 0);
+    }
+
+    /// One UDP GSO send from header/payload pieces arrives as datagrams
+    /// cut at the segment length, whatever the pieces' boundaries.
+    #[test]
+    fn segmented_send_arrives_as_datagrams() {
+        let rx = Underlay::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let tx = Underlay::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let dst = rx.local_addr().unwrap();
+        let hdrs: Vec<[u8; 10]> = (0..5u8).map(|i| [i; 10]).collect();
+        let body = vec![0xeeu8; 90 * 5];
+        let mut parts = Vec::new();
+        for (i, h) in hdrs.iter().enumerate() {
+            parts.push(io::IoSlice::new(h));
+            let end = if i == 4 { 90 * 4 + 40 } else { 90 * (i + 1) };
+            parts.push(io::IoSlice::new(&body[90 * i..end]));
+        }
+        assert!(tx.send_segmented(&parts, dst, 100).unwrap());
+        let mut b = RecvBatch::new(8, GRO_BUF);
+        let mut got: Vec<Vec<u8>> = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while got.len() < 5 && Instant::now() < deadline {
+            let n = rx.recv_batch(&mut b).unwrap();
+            for i in 0..n {
+                let (data, stride, _) = b.get(i).unwrap();
+                let stride = if stride == 0 { data.len() } else { stride as usize };
+                got.extend(data.chunks(stride).map(<[u8]>::to_vec));
+            }
+            if n == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        assert_eq!(got.len(), 5);
+        for (i, d) in got.iter().enumerate() {
+            assert_eq!(d.len(), if i == 4 { 50 } else { 100 });
+            assert_eq!(d[..10], [i as u8; 10]);
+        }
     }
 
     /// A socket bound to the wildcard address learns each datagram's

@@ -6,6 +6,8 @@
 //! underlay_mtu = 1500
 //! tlv_map = ["{class=0x0102,type=0x80,len=4}->tun_metadata0"]
 //! flows = ["in_port=1 actions=output:10", "in_port=10 actions=output:1"]
+//! offloads = true      # optional: TCP super-frames (TAP TSO, UDP GSO/GRO);
+//!                      # false: every frame at most one MTU, as before
 //!
 //! [[port]]             # a tenant port: a TAP the switch creates
 //! name = "tap-a"
@@ -76,6 +78,12 @@ struct RawSwitch {
     flows: Vec<String>,
     #[serde(default)]
     control_socket: Option<String>,
+    #[serde(default = "default_offloads")]
+    offloads: bool,
+}
+
+fn default_offloads() -> bool {
+    true
 }
 
 fn default_mtu() -> u16 {
@@ -156,6 +164,9 @@ pub struct Config {
     pub tlv: TlvMap,
     pub flows: Vec<FlowRule>,
     pub control_socket: Option<String>,
+    /// Let tenants hand over TCP super-frames, and keep them whole to
+    /// Geneve/VXLAN ports (UDP GSO) and back (software GRO).
+    pub offloads: bool,
 }
 
 /// Port names for flow rules (`in_port=tap-a`, `output:gnv0`).
@@ -365,6 +376,7 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
         tlv,
         flows: Vec::new(),
         control_socket: raw.switch.control_socket,
+        offloads: raw.switch.offloads,
     };
     let names = cfg.port_map();
     for (index, f) in raw.switch.flows.iter().enumerate() {

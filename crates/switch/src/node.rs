@@ -23,6 +23,7 @@ use tunlab_netio::{netns, PacketSocket, RecvBatch, RstGuard, Tap, TapOptions, Un
 use tunlab_wire::geneve::{self, OptType, OptionRepr, OptionsBuf};
 use tunlab_wire::stt::{self, Reassembled, Reassembler};
 use tunlab_wire::tunnel::{self, Decap, PopConfig, TunnelKind, TunnelMetadata};
+use tunlab_wire::gso::{Coalescer, TcpSuper};
 use tunlab_wire::{checksum, virtio_net, vlan, PacketBuf, Vni};
 
 /// Why the node could not start.
@@ -40,6 +41,15 @@ pub struct PortStats {
     pub tx_packets: u64,
     pub tx_bytes: u64,
     pub tx_errors: u64,
+}
+
+/// A TCP super-frame travelling through the node: its segment size, and
+/// whether its TCP checksum is partial (a tenant's, pseudo-header sum
+/// only) or complete (joined here from checked segments).
+#[derive(Debug, Clone, Copy)]
+pub struct Gso {
+    pub mss: u16,
+    pub partial: bool,
 }
 
 enum Io {
@@ -82,6 +92,10 @@ const FRAME_MAX: usize = 65536;
 /// frame may wait for its other segments.
 const STT_REASM_SLOTS: usize = 8;
 const STT_REASM_TIMEOUT_NS: u64 = 1_000_000_000;
+/// Segments per UDP GSO send, and the room for one segment's tunnel and
+/// inner headers in the header arena.
+const GSO_BATCH: usize = tunlab_netio::udp::GSO_MAX_SEGMENTS;
+const GSO_HDR_ROOM: usize = 8 + geneve::MAX_OPTIONS_LEN + tunlab_wire::gso::MAX_HDR;
 
 /// A running node.
 pub struct Node {
@@ -111,6 +125,17 @@ pub struct Node {
     rst_guards: Vec<RstGuard>,
     /// The ports' configuration, for the default tenant MTU.
     port_cfgs: Vec<Port>,
+    /// Received TCP segments being joined into one frame for a tenant,
+    /// with the port and tunnel metadata they all came with.
+    gro: Coalescer,
+    gro_from: Option<(u32, TunnelMetadata)>,
+    /// Per-segment header runs of a super-frame being sent.
+    gso_hdrs: Vec<u8>,
+    /// One segment of a super-frame cut for a port without a fast path.
+    seg_frame: PacketBuf<Vec<u8>>,
+    /// Send super-frames whole to the tenant and through UDP GSO (false:
+    /// segment everything here, the way before TSO; for comparison).
+    pub offloads: bool,
 }
 
 impl std::fmt::Debug for Node {
@@ -147,6 +172,11 @@ impl Node {
             stt_seg: Vec::with_capacity(FRAME_MAX),
             rst_guards: Vec::new(),
             port_cfgs: Vec::new(),
+            gro: Coalescer::with_headroom(HEADROOM),
+            gro_from: None,
+            gso_hdrs: vec![0u8; GSO_BATCH * GSO_HDR_ROOM],
+            seg_frame: PacketBuf::new(vec![0u8; HEADROOM + FRAME_MAX], HEADROOM),
+            offloads: cfg.offloads,
         };
         node.port_cfgs = cfg.ports.clone();
         for p in &cfg.ports {
@@ -171,13 +201,18 @@ impl Node {
                 mtu,
                 queues,
             } => {
-                // Checksum offload only: the kernel completes segmentation
-                // before the TAP, so no super-frames reach this loop yet.
-                // Always multi-queue, so that queues can be added for threads.
+                // Checksum and TSO offload: the tenant's kernel hands over
+                // TCP super-frames of up to 64 KB with the checksum partial,
+                // and takes joined ones back. Always multi-queue, so that
+                // queues can be added for threads.
                 let opts = TapOptions {
                     vnet_hdr: true,
                     multi_queue: true,
-                    offload: offload::CSUM,
+                    offload: if self.offloads {
+                        offload::CSUM | offload::TSO4 | offload::TSO6 | offload::TSO_ECN
+                    } else {
+                        offload::CSUM
+                    },
                 };
                 let mut tap = Vec::with_capacity(*queues as usize);
                 for _ in 0..*queues {
@@ -530,19 +565,31 @@ impl Node {
             let mut frame = std::mem::replace(&mut self.frame, PacketBuf::new(Vec::new(), 0));
             frame.reset(HEADROOM);
             let _ = frame.extend(&self.tap_buf[VNET_HDR_LEN..len]);
-            if vh.needs_csum()
-                && !finish_partial_csum(
-                    frame.data_mut(),
-                    vh.csum_start as usize,
-                    vh.csum_offset as usize,
-                )
-            {
-                self.drop("bad_csum_offsets");
-            } else if vh.gso_type != virtio_net::GsoType::None {
-                // The TAP was opened without TSO: the kernel must not send these.
-                self.drop("unexpected_gso");
-            } else {
-                self.forward(ofport, &mut frame, false);
+            match vh.gso_type {
+                virtio_net::GsoType::TcpV4 | virtio_net::GsoType::TcpV6 => {
+                    // A super-frame: its checksum stays partial, each
+                    // segment gets its own when it is cut.
+                    let gso = Gso {
+                        mss: vh.gso_size,
+                        partial: vh.needs_csum(),
+                    };
+                    self.forward(ofport, &mut frame, false, Some(gso));
+                }
+                virtio_net::GsoType::None => {
+                    if vh.needs_csum()
+                        && !finish_partial_csum(
+                            frame.data_mut(),
+                            vh.csum_start as usize,
+                            vh.csum_offset as usize,
+                        )
+                    {
+                        self.drop("bad_csum_offsets");
+                    } else {
+                        self.forward(ofport, &mut frame, false, None);
+                    }
+                }
+                // UDP segmentation was not offered to the TAP.
+                _ => self.drop("unexpected_gso"),
             }
             self.frame = frame;
         }
@@ -570,7 +617,7 @@ impl Node {
             let mut frame = std::mem::replace(&mut self.frame, PacketBuf::new(Vec::new(), 0));
             frame.reset(HEADROOM);
             let _ = frame.extend(&self.tap_buf[..len]);
-            self.forward(ofport, &mut frame, false);
+            self.forward(ofport, &mut frame, false, None);
             self.frame = frame;
         }
         Ok(n)
@@ -633,20 +680,69 @@ impl Node {
                         continue;
                     }
                 };
-                frame.reset(HEADROOM);
-                let _ = frame.extend(&dg[at..]);
                 let Some(in_port) = self.tunnel_in_port(si, from.ip()) else {
                     self.drop("unknown_remote");
                     continue;
                 };
                 let pi = self.by_ofport[&in_port];
                 self.ports[pi].stats.rx_packets += 1;
-                self.ports[pi].stats.rx_bytes += frame.len() as u64;
-                self.forward(in_port, &mut frame, true);
+                self.ports[pi].stats.rx_bytes += (dg.len() - at) as u64;
+                // TCP segments of one flow are joined (software GRO) and
+                // go on as one frame; anything else goes on as it is,
+                // after what was joined before it.
+                if self.offloads {
+                    let same = self
+                        .gro_from
+                        .as_ref()
+                        .is_none_or(|(p, m)| *p == in_port && *m == self.meta);
+                    if same && self.gro.push(&dg[at..]) {
+                        self.gro_from = Some((in_port, self.meta));
+                        continue;
+                    }
+                    self.flush_joined();
+                    let Some((data, _, _)) = self.socks[si].rx.get(m) else {
+                        break;
+                    };
+                    let dg = &data[c * stride..((c + 1) * stride).min(data.len())];
+                    if self.gro.push(&dg[at..]) {
+                        self.gro_from = Some((in_port, self.meta));
+                        continue;
+                    }
+                }
+                let Some((data, _, _)) = self.socks[si].rx.get(m) else {
+                    break;
+                };
+                let dg = &data[c * stride..((c + 1) * stride).min(data.len())];
+                frame.reset(HEADROOM);
+                let _ = frame.extend(&dg[at..]);
+                self.forward(in_port, &mut frame, true, None);
             }
         }
+        self.flush_joined();
         self.frame = frame;
         Ok(got)
+    }
+
+    /// Send on the frame joined from received segments, if any.
+    fn flush_joined(&mut self) {
+        let Some((in_port, meta)) = self.gro_from.take() else {
+            return;
+        };
+        let Some(c) = self.gro.finish() else {
+            return;
+        };
+        let (len, segs) = (c.frame.len(), c.segments);
+        let gso = (segs > 1).then_some(Gso {
+            mss: c.mss,
+            partial: false,
+        });
+        let head = self.gro.headroom();
+        let Some(mut pb) = PacketBuf::with_range(self.gro.take_buffer(), head, head + len) else {
+            return;
+        };
+        self.meta = meta;
+        self.forward(in_port, &mut pb, true, gso);
+        self.gro.restore(pb.into_inner());
     }
 
     /// One IPv4 packet from the raw GRE socket: the receiving port (by outer
@@ -683,7 +779,7 @@ impl Node {
         let _ = frame.extend(&data[at..]);
         self.ports[pi].stats.rx_packets += 1;
         self.ports[pi].stats.rx_bytes += frame.len() as u64;
-        self.forward(in_port, frame, true);
+        self.forward(in_port, frame, true, None);
     }
 
     /// One IPv4 packet from the raw TCP socket: an STT segment if it is for
@@ -771,7 +867,7 @@ impl Node {
         let pi = self.by_ofport[&in_port];
         self.ports[pi].stats.rx_packets += 1;
         self.ports[pi].stats.rx_bytes += frame.len() as u64;
-        self.forward(in_port, frame, true);
+        self.forward(in_port, frame, true, None);
     }
 
     /// The tunnel port a packet from `remote` on socket `si` belongs to:
@@ -794,7 +890,13 @@ impl Node {
     }
 
     /// Classify a frame and carry out the actions.
-    fn forward(&mut self, in_port: u32, frame: &mut PacketBuf<Vec<u8>>, tunnelled: bool) {
+    fn forward(
+        &mut self,
+        in_port: u32,
+        frame: &mut PacketBuf<Vec<u8>>,
+        tunnelled: bool,
+        gso: Option<Gso>,
+    ) {
         if frame.len() < 14 {
             // A tunnel header with (almost) nothing behind it, or a runt
             // from a tenant: no Ethernet frame to switch.
@@ -834,7 +936,7 @@ impl Node {
                         Op::SetVlanPcp(p) => {
                             set_tci(frame.data_mut(), |t| (t & 0x1fff) | ((p as u16) << 13))
                         }
-                        Op::Output { port, tun } => self.output(port, in_port, frame, &tun),
+                        Op::Output { port, tun } => self.output(port, in_port, frame, &tun, gso),
                         Op::Flood { except } => {
                             let targets: Vec<u32> = self
                                 .ports
@@ -843,7 +945,7 @@ impl Node {
                                 .filter(|&p| p != except)
                                 .collect();
                             for p in targets {
-                                self.output(p, in_port, frame, &TunnelSet::default());
+                                self.output(p, in_port, frame, &TunnelSet::default(), gso);
                             }
                         }
                     }
@@ -854,11 +956,39 @@ impl Node {
         self.ops = ops;
     }
 
-    fn output(&mut self, port: u32, in_port: u32, frame: &mut PacketBuf<Vec<u8>>, tun: &TunnelSet) {
+    fn output(
+        &mut self,
+        port: u32,
+        in_port: u32,
+        frame: &mut PacketBuf<Vec<u8>>,
+        tun: &TunnelSet,
+        gso: Option<Gso>,
+    ) {
         let Some(&pi) = self.by_ofport.get(&port) else {
             self.drop("no_such_port");
             return;
         };
+        if let Some(g) = gso {
+            // A super-frame goes whole to a tenant and through UDP GSO to
+            // a Geneve or VXLAN port; everywhere else (and when it does
+            // not fit those) it is cut here into segments first.
+            let whole = match &self.ports[pi].io {
+                Io::Tap(_) => self.offloads,
+                Io::Tunnel { cfg, .. } => {
+                    self.offloads
+                        && matches!(cfg.kind, TunnelKind::Geneve | TunnelKind::Vxlan)
+                        && self.output_udp_gso(pi, frame, tun, g)
+                }
+                Io::Qinq(_) => false,
+            };
+            if !whole {
+                self.output_cut(port, in_port, frame, tun, g);
+                return;
+            }
+            if !matches!(self.ports[pi].io, Io::Tap(_)) {
+                return;
+            }
+        }
         if matches!(self.ports[pi].io, Io::Qinq(_)) && frame.len() > self.underlay_mtu + 14 {
             // The tags count against the underlay MTU; the tenant hears
             // about what is left for its IP packet.
@@ -870,6 +1000,17 @@ impl Node {
             }
             return;
         }
+        let tap_hdr = if matches!(self.ports[pi].io, Io::Tap(_)) {
+            match tap_vnet_header(frame.data(), gso) {
+                Ok(vh) => Some(vh),
+                Err(why) => {
+                    self.drop(why);
+                    return;
+                }
+            }
+        } else {
+            None
+        };
         let tlv = self.tlv;
         let p = &mut self.ports[pi];
         match &p.io {
@@ -888,18 +1029,9 @@ impl Node {
                     n => &qs[tunlab_wire::flowhash::hash_frame(frame.data()) as usize % n],
                 };
                 let len = frame.len();
-                let hint = partial_checksum(frame.data());
+                let vh = tap_hdr.unwrap_or(virtio_net::Repr::NONE);
                 let ok = match frame.push(VNET_HDR_LEN) {
                     Ok(d) => {
-                        let vh = match hint {
-                            Some((start, offset)) => virtio_net::Repr {
-                                flags: virtio_net::F_NEEDS_CSUM,
-                                csum_start: start,
-                                csum_offset: offset,
-                                ..virtio_net::Repr::NONE
-                            },
-                            None => virtio_net::Repr::NONE,
-                        };
                         vh.emit(d);
                         d[10..VNET_HDR_LEN].fill(0);
                         let r = t.send(d);
@@ -918,21 +1050,9 @@ impl Node {
             Io::Tunnel { cfg, sock } => {
                 // Copies: the port may need `self` again (ICMP replies).
                 let (cfg, sock) = (*cfg, *sock);
-                let remote = match (cfg.remote_ip, tun.dst) {
-                    (FromFlow::Fixed(ip), _) => ip,
-                    (FromFlow::Flow, Some(ip)) => ip,
-                    (FromFlow::Flow, None) => {
-                        self.drops
-                            .entry("no_tun_dst")
-                            .and_modify(|n| *n += 1)
-                            .or_insert(1);
-                        return;
-                    }
-                };
-                let key = match (cfg.key, tun.id) {
-                    (_, Some(id)) => id,
-                    (FromFlow::Fixed(k), None) => k,
-                    (FromFlow::Flow, None) => 0,
+                let Some((remote, key)) = remote_and_key(&cfg, tun) else {
+                    self.drop("no_tun_dst");
+                    return;
                 };
                 if cfg.kind == TunnelKind::Stt {
                     let (local, sock) = (cfg.local_ip, sock);
@@ -976,18 +1096,7 @@ impl Node {
                     self.ports[pi].stats.tx_bytes += frame.len() as u64;
                     return;
                 }
-                let mut opts = OptionsBuf::new();
-                if cfg.kind == TunnelKind::Geneve {
-                    for (n, v) in tun.metadata.iter().enumerate() {
-                        if let (Some(v), Some((class, typ, _))) = (v, tlv.option(n)) {
-                            let _ = opts.push(OptionRepr {
-                                class,
-                                opt_type: OptType(typ),
-                                data: &v.to_be_bytes(),
-                            });
-                        }
-                    }
-                }
+                let opts = geneve_options(cfg.kind, &tlv, tun);
                 // Path MTU: outer IP + UDP + tunnel header + the frame must
                 // fit the underlay.
                 let outer = if remote.is_ipv4() { 20 } else { 40 } + 8 + 8 + opts.len();
@@ -1098,6 +1207,119 @@ impl Node {
         }
     }
 
+    /// Cut a super-frame into segments and output each.
+    fn output_cut(
+        &mut self,
+        port: u32,
+        in_port: u32,
+        frame: &PacketBuf<Vec<u8>>,
+        tun: &TunnelSet,
+        g: Gso,
+    ) {
+        let sup = match TcpSuper::parse(frame.data(), g.mss) {
+            Ok(s) => s,
+            Err(why) => {
+                self.drop(why);
+                return;
+            }
+        };
+        let mut seg = std::mem::replace(&mut self.seg_frame, PacketBuf::new(Vec::new(), 0));
+        let mut h = [0u8; tunlab_wire::gso::MAX_HDR];
+        for i in 0..sup.segments() {
+            let r = sup.segment(frame.data(), i, &mut h);
+            seg.reset(HEADROOM);
+            let _ = seg.extend(&h[..sup.hdr_len()]);
+            let _ = seg.extend(&frame.data()[r]);
+            self.output(port, in_port, &mut seg, tun, None);
+        }
+        self.seg_frame = seg;
+    }
+
+    /// Send a super-frame through a Geneve or VXLAN port as UDP GSO sends
+    /// of up to 64 datagrams each: per segment, the tunnel header, the
+    /// segment's own inner headers (written here) and its payload (where
+    /// the tenant put it), handed to the kernel as one iovec. Returns
+    /// false, having sent nothing, if the frame needs the per-segment
+    /// path (no destination, not plain TCP, or segments too big for the
+    /// underlay, which that path answers with ICMP or fragments).
+    fn output_udp_gso(
+        &mut self,
+        pi: usize,
+        frame: &PacketBuf<Vec<u8>>,
+        tun: &TunnelSet,
+        g: Gso,
+    ) -> bool {
+        let Io::Tunnel { cfg, sock } = &self.ports[pi].io else {
+            return false;
+        };
+        let (cfg, si) = (*cfg, *sock);
+        // Linux refuses UDP GSO on a socket that sends no UDP checksum.
+        if !self.socks[si].csum {
+            return false;
+        }
+        let Some((remote, key)) = remote_and_key(&cfg, tun) else {
+            return false;
+        };
+        let Ok(sup) = TcpSuper::parse(frame.data(), g.mss) else {
+            return false;
+        };
+        let opts = geneve_options(cfg.kind, &self.tlv, tun);
+        let mut th = [0u8; 8 + geneve::MAX_OPTIONS_LEN];
+        let Ok(tl) = tunnel::udp_tunnel_header(
+            cfg.kind,
+            Vni::from_masked(key as u32),
+            opts.as_bytes(),
+            &mut th,
+        ) else {
+            return false;
+        };
+        let dgram = tl + sup.hdr_len() + sup.mss;
+        let outer = if remote.is_ipv4() { 20 } else { 40 } + 8;
+        if outer + dgram > self.underlay_mtu || dgram > u16::MAX as usize {
+            return false;
+        }
+        // Datagrams queued before this frame leave before it.
+        self.flush_socket(si);
+        let per = GSO_BATCH.min(65535 / dgram).max(1);
+        let dst = remote.into_socket(cfg.dst_port);
+        let data = frame.data();
+        let hl = sup.hdr_len();
+        let n = sup.segments();
+        let (mut sent, mut lost) = (0u64, 0u64);
+        let mut ranges = [(0usize, 0usize); GSO_BATCH];
+        let mut i = 0;
+        while i < n {
+            let k = per.min(n - i);
+            for (j, r) in ranges.iter_mut().enumerate().take(k) {
+                let h = &mut self.gso_hdrs[j * GSO_HDR_ROOM..(j + 1) * GSO_HDR_ROOM];
+                let seg = sup.segment(data, i + j, h);
+                *r = (seg.start, seg.end);
+            }
+            let mut iov = [std::io::IoSlice::new(&[]); 3 * GSO_BATCH];
+            for j in 0..k {
+                iov[3 * j] = std::io::IoSlice::new(&th[..tl]);
+                iov[3 * j + 1] =
+                    std::io::IoSlice::new(&self.gso_hdrs[j * GSO_HDR_ROOM..j * GSO_HDR_ROOM + hl]);
+                iov[3 * j + 2] = std::io::IoSlice::new(&data[ranges[j].0..ranges[j].1]);
+            }
+            match self.socks[si]
+                .under
+                .send_segmented(&iov[..3 * k], dst, dgram as u16)
+            {
+                Ok(true) => sent += k as u64,
+                _ => lost += k as u64,
+            }
+            i += k;
+        }
+        if lost > 0 {
+            *self.drops.entry("underlay_tx_full").or_insert(0) += lost;
+        }
+        let p = &mut self.ports[pi];
+        p.stats.tx_packets += sent;
+        p.stats.tx_bytes += (frame.len() as u64).saturating_sub(hl as u64 * lost);
+        true
+    }
+
     /// If `frame` is IPv4 with DF, or IPv6, answer its sender with the ICMP
     /// error that says the tunnel leaves `room` bytes, out of the tenant
     /// port it came in; returns whether it did.
@@ -1110,7 +1332,7 @@ impl Node {
         let _ = r.extend(&reply);
         if let Some(&pi) = self.by_ofport.get(&in_port) {
             if matches!(self.ports[pi].io, Io::Tap(_)) {
-                self.output(in_port, in_port, &mut r, &TunnelSet::default());
+                self.output(in_port, in_port, &mut r, &TunnelSet::default(), None);
             }
         }
         true
@@ -1143,9 +1365,17 @@ impl Node {
     }
 
     fn flush_sends(&mut self) {
-        for s in &mut self.socks {
+        for si in 0..self.socks.len() {
+            self.flush_socket(si);
+        }
+    }
+
+    /// Send what socket `si` has queued.
+    fn flush_socket(&mut self, si: usize) {
+        {
+            let s = &mut self.socks[si];
             if s.tx_used == 0 {
-                continue;
+                return;
             }
             let msgs: Vec<(&[u8], SocketAddr)> = s.tx[..s.tx_used]
                 .iter()
@@ -1175,6 +1405,76 @@ impl Node {
         v.extend(self.socks.iter().map(|s| s.under.socket().as_raw_fd()));
         v
     }
+}
+
+/// The virtio-net header for a frame written to a tenant TAP: a
+/// super-frame's segmentation, or a checksum left partial.
+fn tap_vnet_header(frame: &[u8], gso: Option<Gso>) -> Result<virtio_net::Repr, &'static str> {
+    let Some(g) = gso else {
+        return Ok(match partial_checksum(frame) {
+            Some((start, offset)) => virtio_net::Repr {
+                flags: virtio_net::F_NEEDS_CSUM,
+                csum_start: start,
+                csum_offset: offset,
+                ..virtio_net::Repr::NONE
+            },
+            None => virtio_net::Repr::NONE,
+        });
+    };
+    let l = tunlab_wire::gso::TcpLayout::parse(frame)?;
+    Ok(virtio_net::Repr {
+        // A tenant's partial checksum stays partial; a joined frame's is
+        // complete, and the receiving tenant's kernel checks it.
+        flags: if g.partial {
+            virtio_net::F_NEEDS_CSUM
+        } else {
+            0
+        },
+        gso_type: if l.v6 {
+            virtio_net::GsoType::TcpV6
+        } else {
+            virtio_net::GsoType::TcpV4
+        },
+        gso_ecn: false,
+        hdr_len: l.hdr_len as u16,
+        gso_size: g.mss,
+        csum_start: l.l4 as u16,
+        csum_offset: 16,
+    })
+}
+
+/// The Geneve options a frame leaving through a `kind` port carries: one
+/// per `tun_metadataN` the flow set, as the TLV map says.
+fn geneve_options(kind: TunnelKind, tlv: &TlvMap, tun: &TunnelSet) -> OptionsBuf {
+    let mut opts = OptionsBuf::new();
+    if kind == TunnelKind::Geneve {
+        for (n, v) in tun.metadata.iter().enumerate() {
+            if let (Some(v), Some((class, typ, _))) = (v, tlv.option(n)) {
+                let _ = opts.push(OptionRepr {
+                    class,
+                    opt_type: OptType(typ),
+                    data: &v.to_be_bytes(),
+                });
+            }
+        }
+    }
+    opts
+}
+
+/// Where a tunnel port sends a frame and with which key: the port's own
+/// settings, or what the flow set (`set_field:...->tun_dst`, `tun_id`).
+fn remote_and_key(cfg: &TunnelPort, tun: &TunnelSet) -> Option<(IpAddr, u64)> {
+    let remote = match (cfg.remote_ip, tun.dst) {
+        (FromFlow::Fixed(ip), _) => ip,
+        (FromFlow::Flow, Some(ip)) => ip,
+        (FromFlow::Flow, None) => return None,
+    };
+    let key = match (cfg.key, tun.id) {
+        (_, Some(id)) => id,
+        (FromFlow::Fixed(k), None) => k,
+        (FromFlow::Flow, None) => 0,
+    };
+    Some((remote, key))
 }
 
 /// The outer TCP header STT segments carry (no options).

@@ -19,6 +19,7 @@ pub mod flowhash;
 #[doc(hidden)]
 pub mod fuzz_targets;
 pub mod geneve;
+pub mod gso;
 pub mod gre;
 pub mod icmp;
 pub mod ipv4;

@@ -4,7 +4,8 @@
 //!
 //! Requests: `show`, `add-port NAME KEY=VALUE...` (the keys of a
 //! `[[port]]` table), `del-port NAME`, `dump-flows`, `add-flow RULE`,
-//! `del-flows [MATCH]`, `del-flows --strict RULE-MATCH`, `stats`. A reply
+//! `del-flows [MATCH]`, `del-flows --strict RULE-MATCH`, `stats`,
+//! `stats --cycles` and `cycles on|off` (time per stage). A reply
 //! starts with `OK` or `ERROR` on its own line; a rejected rule or port
 //! leaves the node as it was.
 
@@ -148,6 +149,22 @@ pub fn handle(req: &str, node: &mut Node) -> Result<String, String> {
             let n = node.classifier.delete(table, &m, prio);
             Ok(format!("deleted {n} rules\n"))
         }
+        "stats" if arg.trim() == "--cycles" => Ok(node.profile.table()),
+        "cycles" => match arg.trim() {
+            "on" => {
+                node.profile.set(true);
+                Ok("cycles: on, counting from zero\n".into())
+            }
+            "off" => {
+                node.profile.set(false);
+                Ok("cycles: off\n".into())
+            }
+            other => Err(format!("cycles takes 'on' or 'off', not '{other}'")),
+        },
+        "stats" if !arg.trim().is_empty() => Err(format!(
+            "stats takes nothing or --cycles, not '{}'",
+            arg.trim()
+        )),
         "stats" => {
             let mut s = String::new();
             for (name, ofport, kind, st) in node.ports() {
@@ -178,10 +195,10 @@ pub fn handle(req: &str, node: &mut Node) -> Result<String, String> {
             Ok(s)
         }
         "" => {
-            Err("empty request (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE, del-flows [MATCH], stats)".into())
+            Err("empty request (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE, del-flows [MATCH], stats [--cycles], cycles on|off)".into())
         }
         other => Err(format!(
-            "unknown request '{other}' (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE, del-flows [MATCH], stats)"
+            "unknown request '{other}' (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE, del-flows [MATCH], stats [--cycles], cycles on|off)"
         )),
     }
 }

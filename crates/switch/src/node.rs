@@ -12,6 +12,7 @@
 //! QinQ ports over a packet socket on an underlay interface (frames leave
 //! with the tags the flows pushed; only S-tagged frames come in).
 
+use crate::profile::{Profile, Stage};
 use crate::config::{Config, FromFlow, Port, PortKind, PortMap, TunnelPort};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -136,6 +137,8 @@ pub struct Node {
     /// Send super-frames whole to the tenant and through UDP GSO (false:
     /// segment everything here, the way before TSO; for comparison).
     pub offloads: bool,
+    /// Time per stage (`tunlab ctl cycles on`).
+    pub profile: Profile,
 }
 
 impl std::fmt::Debug for Node {
@@ -177,6 +180,7 @@ impl Node {
             gso_hdrs: vec![0u8; GSO_BATCH * GSO_HDR_ROOM],
             seg_frame: PacketBuf::new(vec![0u8; HEADROOM + FRAME_MAX], HEADROOM),
             offloads: cfg.offloads,
+            profile: Profile::default(),
         };
         node.port_cfgs = cfg.ports.clone();
         for p in &cfg.ports {
@@ -539,11 +543,13 @@ impl Node {
     fn drain_tap(&mut self, pi: usize, q: usize) -> std::io::Result<usize> {
         let mut n = 0;
         while n < 64 {
+            let t = self.profile.start();
             let got = match &self.ports[pi].io {
                 Io::Tap(qs) => qs[q].recv(&mut self.tap_buf)?,
                 _ => None,
             };
             let Some(len) = got else { break };
+            self.profile.add(Stage::Receive, t, 1);
             n += 1;
             if let Some(c) = self.ports[pi].queue_rx.get_mut(q) {
                 *c += 1;
@@ -624,8 +630,10 @@ impl Node {
     }
 
     fn drain_socket(&mut self, si: usize) -> std::io::Result<usize> {
+        let t = self.profile.start();
         let s = &mut self.socks[si];
         let got = s.under.recv_batch(&mut s.rx)?;
+        self.profile.add(Stage::Receive, t, got as u64);
         let kind = s.kind;
         let local = s.local;
         let known = self.tlv;
@@ -660,6 +668,7 @@ impl Node {
                     break;
                 };
                 let dg = &data[c * stride..((c + 1) * stride).min(data.len())];
+                let t = self.profile.start();
                 let r = tunnel::pop_udp_payload(
                     kind,
                     dg,
@@ -680,6 +689,7 @@ impl Node {
                         continue;
                     }
                 };
+                self.profile.add(Stage::Decap, t, 1);
                 let Some(in_port) = self.tunnel_in_port(si, from.ip()) else {
                     self.drop("unknown_remote");
                     continue;
@@ -695,8 +705,10 @@ impl Node {
                         .gro_from
                         .as_ref()
                         .is_none_or(|(p, m)| *p == in_port && *m == self.meta);
+                    let t = self.profile.start();
                     if same && self.gro.push(&dg[at..]) {
                         self.gro_from = Some((in_port, self.meta));
+                        self.profile.add(Stage::Decap, t, 0);
                         continue;
                     }
                     self.flush_joined();
@@ -704,8 +716,10 @@ impl Node {
                         break;
                     };
                     let dg = &data[c * stride..((c + 1) * stride).min(data.len())];
+                    let t = self.profile.start();
                     if self.gro.push(&dg[at..]) {
                         self.gro_from = Some((in_port, self.meta));
+                        self.profile.add(Stage::Decap, t, 0);
                         continue;
                     }
                 }
@@ -903,19 +917,22 @@ impl Node {
             self.drop("short_frame");
             return;
         }
+        let t = self.profile.start();
         extract(frame.data(), in_port, &mut self.key);
         if tunnelled {
             extract_tunnel(&self.meta, &self.tlv, &mut self.key);
         }
         let now = self.now();
         let mut ops = std::mem::take(&mut self.ops);
-        match self.pipeline.process(
+        let r = self.pipeline.process(
             &mut self.classifier,
             &self.key,
             frame.len() as u64,
             now,
             &mut ops,
-        ) {
+        );
+        self.profile.add(Stage::Classify, t, 1);
+        match r {
             Ok(()) => {
                 for op in &ops {
                     match *op {
@@ -957,6 +974,26 @@ impl Node {
     }
 
     fn output(
+        &mut self,
+        port: u32,
+        in_port: u32,
+        frame: &mut PacketBuf<Vec<u8>>,
+        tun: &TunnelSet,
+        gso: Option<Gso>,
+    ) {
+        // A frame into a tunnel port's queue: all of it is encapsulation
+        // (the queue is sent in `flush_socket`).
+        let tunnel = gso.is_none()
+            && self
+                .by_ofport
+                .get(&port)
+                .is_some_and(|&pi| matches!(self.ports[pi].io, Io::Tunnel { .. }));
+        let t = if tunnel { self.profile.start() } else { None };
+        self.output_one(port, in_port, frame, tun, gso);
+        self.profile.add(Stage::Encap, t, 1);
+    }
+
+    fn output_one(
         &mut self,
         port: u32,
         in_port: u32,
@@ -1034,7 +1071,9 @@ impl Node {
                     Ok(d) => {
                         vh.emit(d);
                         d[10..VNET_HDR_LEN].fill(0);
+                        let ts = self.profile.start();
                         let r = t.send(d);
+                        self.profile.add(Stage::Transmit, ts, 1);
                         let _ = frame.pull(VNET_HDR_LEN);
                         r.is_ok()
                     }
@@ -1290,6 +1329,7 @@ impl Node {
         let mut i = 0;
         while i < n {
             let k = per.min(n - i);
+            let t = self.profile.start();
             for (j, r) in ranges.iter_mut().enumerate().take(k) {
                 let h = &mut self.gso_hdrs[j * GSO_HDR_ROOM..(j + 1) * GSO_HDR_ROOM];
                 let seg = sup.segment(data, i + j, h);
@@ -1302,6 +1342,8 @@ impl Node {
                     std::io::IoSlice::new(&self.gso_hdrs[j * GSO_HDR_ROOM..j * GSO_HDR_ROOM + hl]);
                 iov[3 * j + 2] = std::io::IoSlice::new(&data[ranges[j].0..ranges[j].1]);
             }
+            self.profile.add(Stage::Encap, t, k as u64);
+            let t = self.profile.start();
             match self.socks[si]
                 .under
                 .send_segmented(&iov[..3 * k], dst, dgram as u16)
@@ -1309,6 +1351,7 @@ impl Node {
                 Ok(true) => sent += k as u64,
                 _ => lost += k as u64,
             }
+            self.profile.add(Stage::Transmit, t, k as u64);
             i += k;
         }
         if lost > 0 {
@@ -1381,7 +1424,9 @@ impl Node {
                 .iter()
                 .map(|(b, a)| (&b[..], *a))
                 .collect();
+            let t = self.profile.start();
             let sent = s.under.send_batch(&msgs).unwrap_or(0);
+            self.profile.add(Stage::Transmit, t, msgs.len() as u64);
             let lost = s.tx_used - sent;
             s.tx_used = 0;
             if lost > 0 {

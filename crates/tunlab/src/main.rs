@@ -134,7 +134,7 @@ enum Command {
     },
     /// Talk to a running switch, like ovs-vsctl / ovs-ofctl: show,
     /// add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE,
-    /// del-flows [--strict] [MATCH], stats.
+    /// del-flows [--strict] [MATCH], stats [--cycles], cycles on|off.
     Ctl {
         /// The node's control socket (default /run/tunlab/NODE.ctl).
         #[arg(long, conflicts_with = "node")]

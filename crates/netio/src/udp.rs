@@ -572,7 +572,11 @@ mod tests {
             let n = rx.recv_batch(&mut b).unwrap();
             for i in 0..n {
                 let (data, stride, _) = b.get(i).unwrap();
-                let stride = if stride == 0 { data.len() } else { stride as usize };
+                let stride = if stride == 0 {
+                    data.len()
+                } else {
+                    stride as usize
+                };
                 got.extend(data.chunks(stride).map(<[u8]>::to_vec));
             }
             if n == 0 {

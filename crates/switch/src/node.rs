@@ -12,8 +12,8 @@
 //! QinQ ports over a packet socket on an underlay interface (frames leave
 //! with the tags the flows pushed; only S-tagged frames come in).
 
-use crate::profile::{Profile, Stage};
 use crate::config::{Config, FromFlow, Port, PortKind, PortMap, TunnelPort};
+use crate::profile::{Profile, Stage};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd};
@@ -22,9 +22,9 @@ use tunlab_dp::{extract, extract_tunnel, Classifier, FlowKey, Op, Pipeline, TlvM
 use tunlab_netio::tap::{offload, VNET_HDR_LEN};
 use tunlab_netio::{netns, PacketSocket, RecvBatch, RstGuard, Tap, TapOptions, Underlay};
 use tunlab_wire::geneve::{self, OptType, OptionRepr, OptionsBuf};
+use tunlab_wire::gso::{Coalescer, TcpSuper};
 use tunlab_wire::stt::{self, Reassembled, Reassembler};
 use tunlab_wire::tunnel::{self, Decap, PopConfig, TunnelKind, TunnelMetadata};
-use tunlab_wire::gso::{Coalescer, TcpSuper};
 use tunlab_wire::{checksum, virtio_net, vlan, PacketBuf, Vni};
 
 /// Why the node could not start.

@@ -39,6 +39,200 @@ fn two_nodes(kind: &str, v6: bool) {
     assert!(e2.contains("rx "), "{e2}");
 }
 
+/// How a pair of nodes is set up for one offload combination.
+#[derive(Clone, Copy)]
+struct Offloads {
+    /// Outer UDP checksum (the UDP GSO path needs it).
+    csum: bool,
+    /// The node's `offloads` setting (TAP TSO, UDP GSO, software GRO).
+    node: bool,
+    /// The tenants turn TSO off on their TAP (`ethtool -K tso off`).
+    tenant_tso: bool,
+    /// Tenant MTUs (None: the node's default, the tunnel's room).
+    mtu: [Option<u16>; 2],
+}
+
+const ALL_ON: Offloads = Offloads {
+    csum: true,
+    node: true,
+    tenant_tso: true,
+    mtu: [None, None],
+};
+
+/// Packets in a `stats` line's field: `port 1 tap-n1 (tap): rx N pkts ..., tx M pkts`.
+fn pkts(stats: &str, port: &str, dir: &str) -> u64 {
+    let line = stats
+        .lines()
+        .find(|l| l.contains(&format!(" {port} (")))
+        .unwrap_or_else(|| panic!("no port {port} in {stats}"));
+    let at = line.find(&format!("{dir} ")).unwrap() + dir.len() + 1;
+    line[at..].split(' ').next().unwrap().parse().unwrap()
+}
+
+/// Two nodes under one offload combination: ping, UDP echo and a 2 MB
+/// TCP transfer checked byte for byte, both ways. Returns the nodes'
+/// final statistics.
+fn offload_case(kind: &str, o: Offloads) -> (String, String) {
+    let l = lab();
+    let cfg = |name: &str, ns: &str, ip: &str, local: &str, remote: &str, mtu: Option<u16>| {
+        let mut c = node_config(name, ns, ip, kind, local, remote, 6, 6);
+        if o.csum {
+            c = c.replace("key = 6\n", "key = 6\ncsum = true\n");
+        }
+        if !o.node {
+            c = c.replacen("[switch]\n", "[switch]\noffloads = false\n", 1);
+        }
+        if let Some(m) = mtu {
+            c = c.replace("/24\"\n", &format!("/24\"\nmtu = {m}\n"));
+        }
+        c
+    };
+    let (s1, s2) = start_pair(
+        &l,
+        &cfg(
+            "n1",
+            l.ta.name(),
+            "192.168.7.1",
+            "172.31.0.1",
+            "172.31.0.2",
+            o.mtu[0],
+        ),
+        &cfg(
+            "n2",
+            l.tb.name(),
+            "192.168.7.2",
+            "172.31.0.2",
+            "172.31.0.1",
+            o.mtu[1],
+        ),
+    );
+    if !o.tenant_tso {
+        for (ns, tap) in [(&l.ta, "tap-n1"), (&l.tb, "tap-n2")] {
+            let st = Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    ns.name(),
+                    "ethtool",
+                    "-K",
+                    tap,
+                    "tso",
+                    "off",
+                ])
+                .status()
+                .unwrap();
+            assert!(st.success(), "ethtool -K {tap} tso off");
+        }
+    }
+    traffic_both_ways(&l, kind);
+    (s1.stop(), s2.stop())
+}
+
+/// Every offload on: the tenant hands over super-frames (far fewer frames
+/// from the TAP than segments into the tunnel), and the receiver joins
+/// segments again (far fewer frames to its TAP than segments received).
+#[test]
+fn super_frames_through_geneve() {
+    let (e1, e2) = offload_case("geneve", ALL_ON);
+    let (tap_rx, tun_tx) = (pkts(&e1, "tap-n1", "rx"), pkts(&e1, "t-n1", "tx"));
+    assert!(
+        tun_tx > 3 * tap_rx,
+        "segments {tun_tx}, frames {tap_rx}: {e1}"
+    );
+    let (tun_rx, tap_tx) = (pkts(&e2, "t-n2", "rx"), pkts(&e2, "tap-n2", "tx"));
+    assert!(
+        tun_rx > 3 * tap_tx,
+        "segments {tun_rx}, joined {tap_tx}: {e2}"
+    );
+    assert!(!e1.contains("dropped"), "{e1}");
+    assert!(!e2.contains("dropped"), "{e2}");
+}
+
+#[test]
+fn super_frames_through_vxlan() {
+    let (e1, e2) = offload_case("vxlan", ALL_ON);
+    assert!(
+        pkts(&e1, "t-n1", "tx") > 3 * pkts(&e1, "tap-n1", "rx"),
+        "{e1}"
+    );
+    assert!(
+        pkts(&e2, "t-n2", "rx") > 3 * pkts(&e2, "tap-n2", "tx"),
+        "{e2}"
+    );
+}
+
+/// Super-frames into ports without a GSO path are cut into segments.
+#[test]
+fn super_frames_cut_for_gre_stt_and_zero_checksum_geneve() {
+    for kind in ["gre", "stt"] {
+        offload_case(kind, ALL_ON);
+    }
+    let (e1, _) = offload_case(
+        "geneve",
+        Offloads {
+            csum: false,
+            ..ALL_ON
+        },
+    );
+    assert!(
+        pkts(&e1, "t-n1", "tx") > 3 * pkts(&e1, "tap-n1", "rx"),
+        "{e1}"
+    );
+}
+
+/// The node's offloads off: nothing larger than the MTU crosses the TAP.
+#[test]
+fn node_offloads_off() {
+    let (e1, e2) = offload_case(
+        "geneve",
+        Offloads {
+            node: false,
+            ..ALL_ON
+        },
+    );
+    assert_eq!(pkts(&e1, "tap-n1", "rx"), pkts(&e1, "t-n1", "tx"), "{e1}");
+    assert_eq!(pkts(&e2, "t-n2", "rx"), pkts(&e2, "tap-n2", "tx"), "{e2}");
+}
+
+/// A tenant with TSO off sends MTU-sized frames with the checksum partial.
+#[test]
+fn tenant_with_tso_off() {
+    let (e1, _) = offload_case(
+        "geneve",
+        Offloads {
+            tenant_tso: false,
+            ..ALL_ON
+        },
+    );
+    let (tap_rx, tun_tx) = (pkts(&e1, "tap-n1", "rx"), pkts(&e1, "t-n1", "tx"));
+    assert!(
+        tun_tx <= tap_rx + 10,
+        "segments {tun_tx}, frames {tap_rx}: {e1}"
+    );
+}
+
+/// Tenant MTUs that differ, and one larger than the tunnel leaves: TCP
+/// finds its way (MSS, then ICMP "fragmentation needed" from the node for
+/// segments of a super-frame too big for the underlay).
+#[test]
+fn mixed_tenant_mtus() {
+    offload_case(
+        "geneve",
+        Offloads {
+            mtu: [None, Some(4000)],
+            ..ALL_ON
+        },
+    );
+    let (e1, _) = offload_case(
+        "vxlan",
+        Offloads {
+            mtu: [Some(3000), Some(3000)],
+            ..ALL_ON
+        },
+    );
+    assert!(e1.contains("too_big_icmp_sent"), "{e1}");
+}
+
 #[test]
 fn geneve_ipv4_underlay() {
     two_nodes("geneve", false);

@@ -64,7 +64,10 @@ impl TcpLayout {
         }
         let (l4, v6) = match et {
             0x0800 => {
-                let ip = frame.get(l3..).filter(|ip| ip.len() >= 20).ok_or("gso_not_tcp")?;
+                let ip = frame
+                    .get(l3..)
+                    .filter(|ip| ip.len() >= 20)
+                    .ok_or("gso_not_tcp")?;
                 let ihl = ((ip[0] & 0x0f) as usize) * 4;
                 if ip[0] >> 4 != 4 || ihl < 20 || ip[9] != 6 || crate::be16(ip, 6) & 0x3fff != 0 {
                     return Err("gso_not_tcp");
@@ -72,7 +75,10 @@ impl TcpLayout {
                 (l3 + ihl, false)
             }
             0x86dd => {
-                let ip = frame.get(l3..).filter(|ip| ip.len() >= 40).ok_or("gso_not_tcp")?;
+                let ip = frame
+                    .get(l3..)
+                    .filter(|ip| ip.len() >= 40)
+                    .ok_or("gso_not_tcp")?;
                 if ip[6] != 6 {
                     return Err("gso_not_tcp");
                 }
@@ -427,7 +433,7 @@ fn segment_payload_sum(seg: &[u8], l: &TcpLayout) -> u64 {
     h[17] = 0;
     let hsum = checksum::fold(checksum::sum(0, &h[..hl]));
     let total = !field; // fold(pseudo + header + payload)
-    // payload = total - pseudo - header, in one's-complement arithmetic.
+                        // payload = total - pseudo - header, in one's-complement arithmetic.
     checksum::fold(add(add(total as u64, (!pseudo) as u64), (!hsum) as u64)) as u64
 }
 
@@ -495,8 +501,7 @@ mod tests {
         let l = TcpLayout::parse(f).unwrap();
         let tcp_len = f.len() - l.l4;
         let acc = l.pseudo(f, tcp_len);
-        checksum::fold(checksum::sum(acc, &f[l.l4..])) == 0xffff
-            && checksum::verify(&f[l.l3..l.l4])
+        checksum::fold(checksum::sum(acc, &f[l.l4..])) == 0xffff && checksum::verify(&f[l.l3..l.l4])
     }
 
     #[test]
@@ -533,7 +538,10 @@ mod tests {
         let j = c.finish().unwrap();
         assert_eq!(j.segments, 4);
         assert_eq!(j.mss, 1448);
-        assert!(tcp_ok(j.frame), "joined checksum is that of the joined bytes");
+        assert!(
+            tcp_ok(j.frame),
+            "joined checksum is that of the joined bytes"
+        );
         // Identical to the super-frame with complete checksums except the IP ID.
         assert_eq!(&j.frame[66..], &payload[..]);
         assert_eq!(j.frame.len(), whole.len());
@@ -564,12 +572,18 @@ mod tests {
         assert!(c.push(&a));
         assert!(!c.push(&tcp4(999, TCP_ACK, &[1; 100])), "gap in sequence");
         assert!(!c.push(&tcp4(200, TCP_ACK | TCP_FIN, &[1; 100])), "FIN");
-        assert!(!c.push(&tcp4(200, TCP_ACK, &[1; 200])), "longer than the first");
+        assert!(
+            !c.push(&tcp4(200, TCP_ACK, &[1; 200])),
+            "longer than the first"
+        );
         let mut other = tcp4(200, TCP_ACK, &[1; 100]);
         other[34] ^= 1; // source port
         assert!(!c.push(&other), "other flow");
         assert!(c.push(&tcp4(200, TCP_ACK, &[1; 50])), "short one joins...");
-        assert!(!c.push(&tcp4(250, TCP_ACK, &[1; 50])), "...and ends the run");
+        assert!(
+            !c.push(&tcp4(250, TCP_ACK, &[1; 50])),
+            "...and ends the run"
+        );
         assert_eq!(c.finish().unwrap().segments, 2);
         assert!(!c.push(&tcp4(5, TCP_ACK, &[])), "pure ACK");
         assert!(!c.push(&tcp4(5, TCP_SYN, &[])), "SYN");

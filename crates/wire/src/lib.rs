@@ -19,8 +19,8 @@ pub mod flowhash;
 #[doc(hidden)]
 pub mod fuzz_targets;
 pub mod geneve;
-pub mod gso;
 pub mod gre;
+pub mod gso;
 pub mod icmp;
 pub mod ipv4;
 pub mod ipv6;

@@ -274,6 +274,8 @@ pub fn tcp_transfer(a: &Netns, b: &Netns, b_ip: &str) -> (u64, u64) {
                 Duration::from_secs(5),
             )
             .unwrap();
+            // A broken path fails the test instead of hanging it.
+            c.set_write_timeout(Some(Duration::from_secs(20))).unwrap();
             c.write_all(&data).unwrap();
         }
     });

@@ -337,7 +337,7 @@ impl Coalescer {
                 // bytes adds its sum byte-swapped (RFC 1071 § 2(B)).
                 let at = self.buf.len() - self.head - l.hdr_len;
                 let sum = if at % 2 == 1 {
-                    (checksum::fold(payload_sum) as u16).swap_bytes() as u64
+                    checksum::fold(payload_sum).swap_bytes() as u64
                 } else {
                     payload_sum
                 };

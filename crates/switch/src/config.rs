@@ -6,6 +6,8 @@
 //! underlay_mtu = 1500
 //! tlv_map = ["{class=0x0102,type=0x80,len=4}->tun_metadata0"]
 //! flows = ["in_port=1 actions=output:10", "in_port=10 actions=output:1"]
+//! spin_us = 50         # optional (default 0): after traffic, poll without sleeping
+//!                      # this long (a reply is not kept waiting for a wake-up)
 //! offloads = true      # optional: TCP super-frames (TAP TSO, UDP GSO/GRO);
 //!                      # false: every frame at most one MTU, as before
 //!
@@ -80,6 +82,14 @@ struct RawSwitch {
     control_socket: Option<String>,
     #[serde(default = "default_offloads")]
     offloads: bool,
+    #[serde(default = "default_spin_us")]
+    spin_us: u64,
+}
+
+/// Off by default: on this 2-core machine the spinning takes CPU from
+/// the tenants (README, "Speed").
+fn default_spin_us() -> u64 {
+    0
 }
 
 fn default_offloads() -> bool {
@@ -167,6 +177,8 @@ pub struct Config {
     /// Let tenants hand over TCP super-frames, and keep them whole to
     /// Geneve/VXLAN ports (UDP GSO) and back (software GRO).
     pub offloads: bool,
+    /// After traffic, poll without sleeping for this long (µs).
+    pub spin_us: u64,
 }
 
 /// Port names for flow rules (`in_port=tap-a`, `output:gnv0`).
@@ -377,6 +389,7 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
         flows: Vec::new(),
         control_socket: raw.switch.control_socket,
         offloads: raw.switch.offloads,
+        spin_us: raw.switch.spin_us,
     };
     let names = cfg.port_map();
     for (index, f) in raw.switch.flows.iter().enumerate() {

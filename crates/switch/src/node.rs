@@ -139,6 +139,8 @@ pub struct Node {
     pub offloads: bool,
     /// Time per stage (`tunlab ctl cycles on`).
     pub profile: Profile,
+    /// Microseconds to keep polling without sleeping after traffic.
+    pub spin_us: u64,
 }
 
 impl std::fmt::Debug for Node {
@@ -181,6 +183,7 @@ impl Node {
             seg_frame: PacketBuf::new(vec![0u8; HEADROOM + FRAME_MAX], HEADROOM),
             offloads: cfg.offloads,
             profile: Profile::default(),
+            spin_us: cfg.spin_us,
         };
         node.port_cfgs = cfg.ports.clone();
         for p in &cfg.ports {

@@ -285,11 +285,23 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
         node.classifier.len(),
         ctl_path.display()
     );
+    let spin = std::time::Duration::from_micros(node.spin_us);
+    let mut last_work = std::time::Instant::now() - spin;
     while !STOP.load(std::sync::atomic::Ordering::Relaxed) {
         use std::os::fd::AsFd;
-        match node.poll_once(100, Some(ctl.listener().as_fd())) {
-            Ok((_, true)) => ctl.serve(&mut node),
-            Ok(_) => {}
+        // Right after traffic, look again without sleeping for `spin_us`:
+        // a reply that comes back within it is not kept waiting for a
+        // wake-up.
+        let timeout = if last_work.elapsed() < spin { 0 } else { 100 };
+        match node.poll_once(timeout, Some(ctl.listener().as_fd())) {
+            Ok((n, extra)) => {
+                if n > 0 {
+                    last_work = std::time::Instant::now();
+                }
+                if extra {
+                    ctl.serve(&mut node);
+                }
+            }
             Err(e) => {
                 eprintln!("tunlab switch: {e}");
                 return ExitCode::FAILURE;

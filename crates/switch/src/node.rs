@@ -141,6 +141,20 @@ pub struct Node {
     pub profile: Profile,
     /// Microseconds to keep polling without sleeping after traffic.
     pub spin_us: u64,
+    /// STT super-frames leave through a packet socket on the underlay
+    /// interface towards each remote (found in the neighbour table), so
+    /// that the kernel segments them as TCP; when the last look-up failed.
+    stt_tso: Vec<SttTso>,
+    stt_tso_looked: Option<Instant>,
+}
+
+/// Where STT super-frames to one remote leave: the underlay interface's
+/// packet socket and the two MAC addresses.
+struct SttTso {
+    remote: std::net::Ipv4Addr,
+    sock: PacketSocket,
+    src_mac: [u8; 6],
+    dst_mac: [u8; 6],
 }
 
 impl std::fmt::Debug for Node {
@@ -170,7 +184,8 @@ impl Node {
             ops: Vec::new(),
             key: FlowKey::default(),
             meta: TunnelMetadata::default(),
-            frame: PacketBuf::new(vec![0u8; HEADROOM + FRAME_MAX], HEADROOM),
+            // Room for a whole IP packet behind a stand-in Ethernet header (STT).
+            frame: PacketBuf::new(vec![0u8; HEADROOM + FRAME_MAX + 64], HEADROOM),
             tap_buf: vec![0u8; VNET_HDR_LEN + FRAME_MAX],
             stt_reasm: None,
             stt_packet_id: 0,
@@ -184,6 +199,8 @@ impl Node {
             offloads: cfg.offloads,
             profile: Profile::default(),
             spin_us: cfg.spin_us,
+            stt_tso: Vec::new(),
+            stt_tso_looked: None,
         };
         node.port_cfgs = cfg.ports.clone();
         for p in &cfg.ports {
@@ -827,8 +844,13 @@ impl Node {
         frame.reset(HEADROOM);
         let _ = frame.extend(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x00]);
         let _ = frame.extend(data);
+        // A packet longer than the underlay MTU was never on a wire in one
+        // piece: the local kernel put it together (a veth peer's TSO
+        // super-packet, or GRO) and its TCP checksum is partial, the
+        // segments' checksums having been checked or never needed.
         let cfg = PopConfig {
             stt_port: port,
+            verify_csum: frame.len() - 14 <= self.underlay_mtu,
             ..PopConfig::default()
         };
         let known = self.tlv;
@@ -838,8 +860,14 @@ impl Node {
             |cl, t| known.knows(cl, t) || tunnel::ovn_only(cl, t),
             &mut self.meta,
         );
+        let mut gso = None;
         match r {
-            Ok(Decap::Frame) => {}
+            Ok(Decap::Frame) => {
+                if let Ok(h) = frame.push(stt::HEADER_LEN) {
+                    gso = stt_gso(h);
+                    let _ = frame.pull(stt::HEADER_LEN);
+                }
+            }
             Ok(Decap::SttSegment { key, seq }) => {
                 let now = self.now();
                 let Some(reasm) = self.stt_reasm.as_mut() else {
@@ -862,6 +890,7 @@ impl Node {
                     self.drop("malformed_tunnel_header");
                     return;
                 };
+                gso = stt_gso(whole);
                 // `whole` lives in the reassembler; the frame buffer is free.
                 frame.reset(HEADROOM);
                 let _ = frame.extend(&whole[hl..]);
@@ -884,7 +913,7 @@ impl Node {
         let pi = self.by_ofport[&in_port];
         self.ports[pi].stats.rx_packets += 1;
         self.ports[pi].stats.rx_bytes += frame.len() as u64;
-        self.forward(in_port, frame, true, None);
+        self.forward(in_port, frame, true, gso);
     }
 
     /// The tunnel port a packet from `remote` on socket `si` belongs to:
@@ -1014,6 +1043,9 @@ impl Node {
             // not fit those) it is cut here into segments first.
             let whole = match &self.ports[pi].io {
                 Io::Tap(_) => self.offloads,
+                Io::Tunnel { cfg, .. } if cfg.kind == TunnelKind::Stt => {
+                    self.offloads && self.output_stt_tso(pi, frame, tun, g)
+                }
                 Io::Tunnel { cfg, .. } => {
                     self.offloads
                         && matches!(cfg.kind, TunnelKind::Geneve | TunnelKind::Vxlan)
@@ -1366,6 +1398,133 @@ impl Node {
         true
     }
 
+    /// Send a super-frame through an STT port whole: one STT frame (up to
+    /// 64 KB, checksum partial, the segment size in the STT header) behind
+    /// one outer TCP header, written to the underlay interface's packet
+    /// socket with a virtio-net header that asks the kernel to segment it
+    /// as TCP. Returns false, having sent nothing, when the per-segment
+    /// path must do (IPv6, no partial checksum, remote not yet in the
+    /// neighbour table, frame too long).
+    fn output_stt_tso(
+        &mut self,
+        pi: usize,
+        frame: &PacketBuf<Vec<u8>>,
+        tun: &TunnelSet,
+        g: Gso,
+    ) -> bool {
+        let Io::Tunnel { cfg, sock } = &self.ports[pi].io else {
+            return false;
+        };
+        let (cfg, si) = (*cfg, *sock);
+        let Some((remote, key)) = remote_and_key(&cfg, tun) else {
+            return false;
+        };
+        let (IpAddr::V4(r4), IpAddr::V4(l4)) = (remote, cfg.local_ip) else {
+            return false;
+        };
+        if !g.partial {
+            return false;
+        }
+        let Ok(l) = tunlab_wire::gso::TcpLayout::parse(frame.data()) else {
+            return false;
+        };
+        if l.l4 > u8::MAX as usize || l.v6 {
+            return false;
+        }
+        let Some(ti) = self.stt_tso_for(r4) else {
+            return false;
+        };
+        let sport = tunlab_wire::flowhash::source_port(
+            tunlab_wire::flowhash::hash_frame(frame.data()),
+            49152,
+            65535,
+        );
+        let packet_id = self.stt_packet_id;
+        let r = stt::Repr {
+            flags: stt::flags::CSUM_PARTIAL | stt::flags::IPV4 | stt::flags::TCP,
+            l4_offset: l.l4 as u8,
+            mss: g.mss,
+            context_id: key,
+            ..stt::Repr::default()
+        };
+        let t = &self.stt_tso[ti];
+        let o = stt::TsoOuter {
+            src_mac: t.src_mac,
+            dst_mac: t.dst_mac,
+            src: l4.octets(),
+            dst: r4.octets(),
+            src_port: sport,
+            dst_port: self.socks[si].local.port(),
+            packet_id,
+        };
+        let mut h = [0u8; 10 + stt::TSO_HDR_LEN];
+        if stt::tso_headers(&o, &r, frame.len(), &mut h[10..]).is_none() {
+            return false;
+        }
+        let seg = self.underlay_mtu.saturating_sub(40);
+        virtio_net::Repr {
+            flags: virtio_net::F_NEEDS_CSUM,
+            gso_type: virtio_net::GsoType::TcpV4,
+            gso_ecn: false,
+            hdr_len: 54,
+            gso_size: seg as u16,
+            csum_start: 34,
+            csum_offset: 16,
+        }
+        .emit(&mut h[..10]);
+        self.stt_packet_id = self.stt_packet_id.wrapping_add(1);
+        let tm = self.profile.start();
+        let sent = t.sock.send_vectored(&[
+            std::io::IoSlice::new(&h),
+            std::io::IoSlice::new(frame.data()),
+        ]);
+        let segs = (stt::HEADER_LEN + frame.len()).div_ceil(seg.max(1)) as u64;
+        self.profile.add(Stage::Transmit, tm, segs);
+        match sent {
+            Ok(true) => {
+                let p = &mut self.ports[pi];
+                p.stats.tx_packets += segs;
+                p.stats.tx_bytes += frame.len() as u64;
+            }
+            Ok(false) => *self.drops.entry("underlay_tx_full").or_insert(0) += segs,
+            Err(_) => self.ports[pi].stats.tx_errors += 1,
+        }
+        true
+    }
+
+    /// The packet socket and MACs towards STT remote `r`: opened the
+    /// first time the kernel's neighbour table knows `r` (frames sent
+    /// segment by segment before that make the kernel resolve it); looked
+    /// up at most every 100 ms while it does not.
+    fn stt_tso_for(&mut self, r: std::net::Ipv4Addr) -> Option<usize> {
+        if let Some(i) = self.stt_tso.iter().position(|t| t.remote == r) {
+            return Some(i);
+        }
+        if self
+            .stt_tso_looked
+            .is_some_and(|t| t.elapsed() < std::time::Duration::from_millis(100))
+        {
+            return None;
+        }
+        self.stt_tso_looked = Some(Instant::now());
+        let arp = std::fs::read_to_string("/proc/net/arp").ok()?;
+        let (dev, dst_mac) = neighbour(&arp, r)?;
+        let src_mac = parse_mac(
+            std::fs::read_to_string(format!("/sys/class/net/{dev}/address"))
+                .ok()?
+                .trim(),
+        )?;
+        let sock = PacketSocket::open(&dev).ok()?;
+        sock.enable_vnet_hdr().ok()?;
+        self.stt_tso.push(SttTso {
+            remote: r,
+            sock,
+            src_mac,
+            dst_mac,
+        });
+        Some(self.stt_tso.len() - 1)
+    }
+
     /// If `frame` is IPv4 with DF, or IPv6, answer its sender with the ICMP
     /// error that says the tunnel leaves `room` bytes, out of the tenant
     /// port it came in; returns whether it did.
@@ -1489,6 +1648,40 @@ fn tap_vnet_header(frame: &[u8], gso: Option<Gso>) -> Result<virtio_net::Repr, &
         csum_start: l.l4 as u16,
         csum_offset: 16,
     })
+}
+
+/// A received STT frame that says its TCP checksum is partial and gives
+/// a segment size is a super-frame: it goes on as one (its checksum
+/// partial, as a virtio-net NEEDS_CSUM header says to a tenant).
+fn stt_gso(stt_hdr: &[u8]) -> Option<Gso> {
+    let h = stt::Packet::new_checked(stt_hdr).ok()?;
+    let want = stt::flags::CSUM_PARTIAL | stt::flags::TCP;
+    (h.flags() & want == want && h.mss() > 0).then_some(Gso {
+        mss: h.mss(),
+        partial: true,
+    })
+}
+
+/// The interface and MAC of `ip` in `/proc/net/arp`'s text, if the entry
+/// is complete (flags 0x2).
+fn neighbour(arp: &str, ip: std::net::Ipv4Addr) -> Option<(String, [u8; 6])> {
+    let want = ip.to_string();
+    arp.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let flags = u32::from_str_radix(f.get(2)?.trim_start_matches("0x"), 16).ok()?;
+        (f.len() >= 6 && f[0] == want && flags & 2 != 0)
+            .then(|| Some((f[5].to_string(), parse_mac(f[3])?)))
+            .flatten()
+    })
+}
+
+fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut m = [0u8; 6];
+    let mut parts = s.split(':');
+    for b in &mut m {
+        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    parts.next().is_none().then_some(m)
 }
 
 /// The Geneve options a frame leaving through a `kind` port carries: one
@@ -1766,6 +1959,26 @@ fn finish_partial_csum(frame: &mut [u8], start: usize, offset: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn neighbour_table_is_read() {
+        let arp =
+            "IP address       HW type     Flags       HW address            Mask     Device\n\
+                   172.30.0.2       0x1         0x2         aa:bb:cc:00:11:22     *        under\n\
+                   172.30.0.3       0x1         0x0         00:00:00:00:00:00     *        under\n";
+        assert_eq!(
+            neighbour(arp, "172.30.0.2".parse().unwrap()),
+            Some(("under".to_string(), [0xaa, 0xbb, 0xcc, 0, 0x11, 0x22]))
+        );
+        assert_eq!(
+            neighbour(arp, "172.30.0.3".parse().unwrap()),
+            None,
+            "incomplete"
+        );
+        assert_eq!(neighbour(arp, "172.30.0.9".parse().unwrap()), None);
+        assert_eq!(parse_mac("aa:bb:cc:00:11"), None);
+        assert_eq!(parse_mac("aa:bb:cc:00:11:22:33"), None);
+    }
 
     #[test]
     fn partial_checksum_is_completed() {

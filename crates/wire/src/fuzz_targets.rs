@@ -28,6 +28,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("stt_reassembly", stt_reassembly),
     ("tunnel_pop", tunnel_pop),
     ("virtio_net", virtio_net),
+    ("gso", gso),
 ];
 
 /// Ethernet header and a walk over VLAN tags, with push/pop of a tag.
@@ -247,4 +248,47 @@ pub fn virtio_net(data: &[u8]) {
         r.emit(&mut out);
         assert_eq!(&out[..], &data[..virtio_net::HEADER_LEN]);
     }
+}
+
+/// Cut arbitrary bytes as a TCP super-frame (segment size from the first
+/// two bytes) and join what comes out: the segments' payloads are the
+/// frame's, none longer than the segment size, and joining them gives the
+/// payload back. Then join arbitrary frames carved from the bytes.
+pub fn gso(data: &[u8]) {
+    use crate::gso::{Coalescer, TcpSuper, MAX_HDR};
+    if data.len() < 2 {
+        return;
+    }
+    let mss = u16::from_be_bytes([data[0], data[1]]);
+    let frame = &data[2..];
+    if let Ok(s) = TcpSuper::parse(frame, mss) {
+        let mut h = [0u8; MAX_HDR];
+        let mut payload = Vec::new();
+        let mut c = Coalescer::new();
+        let mut out = Vec::new();
+        let mut joined = true;
+        for i in 0..s.segments().min(64) {
+            let r = s.segment(frame, i, &mut h);
+            assert!(r.len() <= mss as usize);
+            payload.extend_from_slice(&frame[r]);
+            s.segment_into(frame, i, &mut out);
+            joined &= c.push(&out);
+        }
+        if s.segments() <= 64 {
+            assert_eq!(payload, frame[s.hdr_len()..]);
+        }
+        if let Some(j) = c.finish() {
+            if joined && s.segments() <= 64 {
+                assert_eq!(&j.frame[j.hdr_len..], &frame[s.hdr_len()..]);
+            }
+        }
+    }
+    let mut c = Coalescer::new();
+    for chunk in frame.chunks(1 + data[0] as usize) {
+        if !c.push(chunk) {
+            let _ = c.finish();
+            c.push(chunk);
+        }
+    }
+    let _ = c.finish();
 }

@@ -563,34 +563,48 @@ impl Node {
     fn drain_tap(&mut self, pi: usize, q: usize) -> std::io::Result<usize> {
         let mut n = 0;
         while n < 64 {
+            // Read straight into the frame buffer, the virtio-net header
+            // in the last bytes of the headroom: a 64 KB super-frame is
+            // not copied again here.
+            let mut buf =
+                std::mem::replace(&mut self.frame, PacketBuf::new(Vec::new(), 0)).into_inner();
+            let at = HEADROOM - VNET_HDR_LEN;
             let t = self.profile.start();
             let got = match &self.ports[pi].io {
-                Io::Tap(qs) => qs[q].recv(&mut self.tap_buf)?,
-                _ => None,
+                Io::Tap(qs) => qs[q].recv(&mut buf[at..]),
+                _ => Ok(None),
             };
-            let Some(len) = got else { break };
+            let got = match got {
+                Ok(g) => g,
+                Err(e) => {
+                    self.frame = PacketBuf::new(buf, HEADROOM);
+                    return Err(e);
+                }
+            };
+            let Some(len) = got else {
+                self.frame = PacketBuf::new(buf, HEADROOM);
+                break;
+            };
             self.profile.add(Stage::Receive, t, 1);
             n += 1;
             if let Some(c) = self.ports[pi].queue_rx.get_mut(q) {
                 *c += 1;
             }
-            if len < VNET_HDR_LEN {
+            let parsed = virtio_net::Header::new_checked(&buf[at..at + len])
+                .map(|h| virtio_net::Repr::parse(&h));
+            let (Ok(vh), Some(mut frame)) = (
+                parsed,
+                PacketBuf::with_range(buf, HEADROOM, at + len.max(VNET_HDR_LEN)),
+            ) else {
+                // Shorter than a virtio-net header: the buffer comes back
+                // through a fresh packet over the same allocation.
                 self.drop("short_frame");
+                self.frame = PacketBuf::new(vec![0u8; HEADROOM + FRAME_MAX + 64], HEADROOM);
                 continue;
-            }
+            };
             let ofport = self.ports[pi].ofport;
             self.ports[pi].stats.rx_packets += 1;
-            self.ports[pi].stats.rx_bytes += (len - VNET_HDR_LEN) as u64;
-            let vh = match virtio_net::Header::new_checked(&self.tap_buf[..len]) {
-                Ok(h) => virtio_net::Repr::parse(&h),
-                Err(_) => {
-                    self.drop("bad_vnet_hdr");
-                    continue;
-                }
-            };
-            let mut frame = std::mem::replace(&mut self.frame, PacketBuf::new(Vec::new(), 0));
-            frame.reset(HEADROOM);
-            let _ = frame.extend(&self.tap_buf[VNET_HDR_LEN..len]);
+            self.ports[pi].stats.rx_bytes += frame.len() as u64;
             match vh.gso_type {
                 virtio_net::GsoType::TcpV4 | virtio_net::GsoType::TcpV6 => {
                     // A super-frame: its checksum stays partial, each

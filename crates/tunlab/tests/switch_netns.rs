@@ -411,10 +411,26 @@ fn flows_change_at_run_time_through_ctl() {
     );
     assert!(ctl(&c1, &["add-flow", "in_port=tap-n1 actions=output:t-n1"]).0);
     assert!(ctl(&c1, &["add-flow", "in_port=10,tun_id=6 actions=output:1"]).0);
+    let (_, off, _) = ctl(&c1, &["stats", "--cycles"]);
+    assert!(off.contains("cycles: off"), "{off}");
+    assert!(ctl(&c1, &["cycles", "on"]).0);
     assert!(
         udp_echo(&l.ta, &l.tb, "192.168.7.2", 5, 6),
         "flows added at run time must carry traffic"
     );
+    // Every echo went through receive, classify and transmit on n1.
+    let (_, cyc, _) = ctl(&c1, &["stats", "--cycles"]);
+    for stage in ["receive", "classify", "encap", "transmit"] {
+        let line = cyc
+            .lines()
+            .find(|l| l.starts_with(stage))
+            .unwrap_or_else(|| panic!("{stage}: {cyc}"));
+        let frames: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!(frames >= 5, "{stage} saw {frames} frames: {cyc}");
+    }
+    let (ok, _, err) = ctl(&c1, &["cycles", "sideways"]);
+    assert!(!ok && err.contains("'on' or 'off'"), "{err}");
+    assert!(ctl(&c1, &["cycles", "off"]).0);
     let (_, dump, _) = ctl(&c1, &["dump-flows"]);
     assert!(
         dump.contains("in_port=tap-n1 actions=output:t-n1"),

@@ -590,14 +590,17 @@ impl Node {
             if let Some(c) = self.ports[pi].queue_rx.get_mut(q) {
                 *c += 1;
             }
-            let parsed = virtio_net::Header::new_checked(&buf[at..at + len])
-                .map(|h| virtio_net::Repr::parse(&h));
-            let (Ok(vh), Some(mut frame)) = (
-                parsed,
-                PacketBuf::with_range(buf, HEADROOM, at + len.max(VNET_HDR_LEN)),
-            ) else {
-                // Shorter than a virtio-net header: the buffer comes back
-                // through a fresh packet over the same allocation.
+            let vh = match virtio_net::Header::new_checked(&buf[at..at + len]) {
+                Ok(h) => virtio_net::Repr::parse(&h),
+                Err(_) => {
+                    self.drop("short_frame");
+                    self.frame = PacketBuf::new(buf, HEADROOM);
+                    continue;
+                }
+            };
+            // `recv` wrote `len` bytes from `at`, and `len` covers the
+            // virtio-net header, so the frame's range is within `buf`.
+            let Some(mut frame) = PacketBuf::with_range(buf, HEADROOM, at + len) else {
                 self.drop("short_frame");
                 self.frame = PacketBuf::new(vec![0u8; HEADROOM + FRAME_MAX + 64], HEADROOM);
                 continue;
@@ -741,7 +744,9 @@ impl Node {
                         .is_none_or(|(p, m)| *p == in_port && *m == self.meta);
                     let t = self.profile.start();
                     if same && self.gro.push(&dg[at..]) {
-                        self.gro_from = Some((in_port, self.meta));
+                        if self.gro.segments() == 1 {
+                            self.gro_from = Some((in_port, self.meta));
+                        }
                         self.profile.add(Stage::Decap, t, 0);
                         continue;
                     }
@@ -752,7 +757,9 @@ impl Node {
                     let dg = &data[c * stride..((c + 1) * stride).min(data.len())];
                     let t = self.profile.start();
                     if self.gro.push(&dg[at..]) {
-                        self.gro_from = Some((in_port, self.meta));
+                        if self.gro.segments() == 1 {
+                            self.gro_from = Some((in_port, self.meta));
+                        }
                         self.profile.add(Stage::Decap, t, 0);
                         continue;
                     }
@@ -1029,7 +1036,8 @@ impl Node {
     ) {
         // A frame into a tunnel port's queue: all of it is encapsulation
         // (the queue is sent in `flush_socket`).
-        let tunnel = gso.is_none()
+        let tunnel = self.profile.on()
+            && gso.is_none()
             && self
                 .by_ofport
                 .get(&port)
@@ -1247,11 +1255,7 @@ impl Node {
             self.ports[pi].stats.tx_errors += 1;
             return;
         }
-        let sport = tunlab_wire::flowhash::source_port(
-            tunlab_wire::flowhash::hash_frame(frame.data()),
-            49152,
-            65535,
-        );
+        let sport = stt_source_port(frame.data());
         let tenant_len = frame.len() as u64;
         let packet_id = self.stt_packet_id;
         self.stt_packet_id = self.stt_packet_id.wrapping_add(1);
@@ -1323,6 +1327,20 @@ impl Node {
         self.seg_frame = seg;
     }
 
+    /// Tunnel port `pi`'s settings, socket, and where and with which key
+    /// a frame leaves (`None` if `pi` is no tunnel or has no destination).
+    fn tunnel_target(
+        &self,
+        pi: usize,
+        tun: &TunnelSet,
+    ) -> Option<(TunnelPort, usize, IpAddr, u64)> {
+        let Io::Tunnel { cfg, sock } = &self.ports[pi].io else {
+            return None;
+        };
+        let (remote, key) = remote_and_key(cfg, tun)?;
+        Some((*cfg, *sock, remote, key))
+    }
+
     /// Send a super-frame through a Geneve or VXLAN port as UDP GSO sends
     /// of up to 64 datagrams each: per segment, the tunnel header, the
     /// segment's own inner headers (written here) and its payload (where
@@ -1337,17 +1355,13 @@ impl Node {
         tun: &TunnelSet,
         g: Gso,
     ) -> bool {
-        let Io::Tunnel { cfg, sock } = &self.ports[pi].io else {
+        let Some((cfg, si, remote, key)) = self.tunnel_target(pi, tun) else {
             return false;
         };
-        let (cfg, si) = (*cfg, *sock);
         // Linux refuses UDP GSO on a socket that sends no UDP checksum.
         if !self.socks[si].csum {
             return false;
         }
-        let Some((remote, key)) = remote_and_key(&cfg, tun) else {
-            return false;
-        };
         let Ok(sup) = TcpSuper::parse(frame.data(), g.mss) else {
             return false;
         };
@@ -1426,11 +1440,7 @@ impl Node {
         tun: &TunnelSet,
         g: Gso,
     ) -> bool {
-        let Io::Tunnel { cfg, sock } = &self.ports[pi].io else {
-            return false;
-        };
-        let (cfg, si) = (*cfg, *sock);
-        let Some((remote, key)) = remote_and_key(&cfg, tun) else {
+        let Some((cfg, si, remote, key)) = self.tunnel_target(pi, tun) else {
             return false;
         };
         let (IpAddr::V4(r4), IpAddr::V4(l4)) = (remote, cfg.local_ip) else {
@@ -1448,11 +1458,7 @@ impl Node {
         let Some(ti) = self.stt_tso_for(r4) else {
             return false;
         };
-        let sport = tunlab_wire::flowhash::source_port(
-            tunlab_wire::flowhash::hash_frame(frame.data()),
-            49152,
-            65535,
-        );
+        let sport = stt_source_port(frame.data());
         let packet_id = self.stt_packet_id;
         let r = stt::Repr {
             flags: stt::flags::CSUM_PARTIAL | stt::flags::IPV4 | stt::flags::TCP,
@@ -1662,6 +1668,12 @@ fn tap_vnet_header(frame: &[u8], gso: Option<Gso>) -> Result<virtio_net::Repr, &
         csum_start: l.l4 as u16,
         csum_offset: 16,
     })
+}
+
+/// The outer TCP source port of an STT frame: from the inner flow's hash,
+/// so that receivers can spread flows (RSS) as with UDP tunnels.
+fn stt_source_port(frame: &[u8]) -> u16 {
+    tunlab_wire::flowhash::source_port(tunlab_wire::flowhash::hash_frame(frame), 49152, 65535)
 }
 
 /// A received STT frame that says its TCP checksum is partial and gives

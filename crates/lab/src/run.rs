@@ -19,6 +19,9 @@ pub struct Plan {
     pub tests: Vec<Test>,
     pub seconds: u32,
     pub rule: Rule,
+    /// Packet threads per tunlab node; `None`: the switch's default.
+    #[serde(default)]
+    pub workers: Option<u16>,
 }
 
 fn t(kind: Kind, size: usize, instances: usize) -> Test {
@@ -64,6 +67,7 @@ impl Plan {
                     },
                 ],
                 seconds: 2,
+                workers: None,
                 rule: Rule {
                     budget_s: Some(QUICK_BUDGET_S),
                     ..Rule::pbench(3)
@@ -87,6 +91,7 @@ impl Plan {
                     variants: Variant::ALL.to_vec(),
                     tests,
                     seconds: 10,
+                    workers: None,
                     rule: Rule::pbench(5),
                 })
             }
@@ -358,7 +363,7 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> 
         }
         bar.set_message(format!("{}: setting up", v.name()));
         let topo = Topology::build(n)?;
-        let running = match variant::setup(v, &topo, tunlab, &dir) {
+        let running = match variant::setup(v, &topo, tunlab, &dir, plan.workers) {
             Ok(r) => r,
             Err(e) => {
                 vr.status = "failed".into();

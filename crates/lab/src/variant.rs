@@ -219,7 +219,13 @@ impl Drop for Running {
 
 /// Set `v` up on `topo`; `tunlab` is the binary to run the switch with and
 /// `dir` a folder for its configuration files.
-pub fn setup(v: Variant, topo: &Topology, tunlab: &Path, dir: &Path) -> Result<Running, LabError> {
+pub fn setup(
+    v: Variant,
+    topo: &Topology,
+    tunlab: &Path,
+    dir: &Path,
+    workers: Option<u16>,
+) -> Result<Running, LabError> {
     let mut r = Running {
         variant: v,
         daemons: Vec::new(),
@@ -278,7 +284,7 @@ pub fn setup(v: Variant, topo: &Topology, tunlab: &Path, dir: &Path) -> Result<R
                 .tunlab_kind()
                 .ok_or_else(|| LabError::Setup(format!("{}: no tunlab kind", v.name())))?;
             for (i, tenant) in topo.t.iter().enumerate() {
-                let cfg = tunlab_config(v, kind, i, tenant.name());
+                let cfg = tunlab_config(v, kind, i, tenant.name(), workers);
                 let path = dir.join(format!("{}-n{}.toml", v.name(), i + 1));
                 std::fs::write(&path, cfg).map_err(|err| LabError::Io {
                     path: path.display().to_string(),
@@ -428,7 +434,13 @@ fn setup_ovs(v: Variant, topo: &Topology, i: usize, dir: &Path) -> Result<Ovs, L
 }
 
 /// One node's configuration for a tunlab variant.
-fn tunlab_config(v: Variant, kind: &str, i: usize, tenant_ns: &str) -> String {
+fn tunlab_config(
+    v: Variant,
+    kind: &str,
+    i: usize,
+    tenant_ns: &str,
+    workers: Option<u16>,
+) -> String {
     let name = format!("bench{}", i + 1);
     let (flows, tlv) = match v {
         Variant::TunlabQinq => (
@@ -460,12 +472,13 @@ fn tunlab_config(v: Variant, kind: &str, i: usize, tenant_ns: &str) -> String {
         )
     };
     format!(
-        "[switch]\nname = \"{name}\"\ncontrol_socket = \"/run/tunlab/lab-{pid}-{name}.ctl\"\nunderlay_mtu = {UNDERLAY_MTU}\n{tlv}\nflows = [{flows}]\n\n\
+        "[switch]\nname = \"{name}\"\ncontrol_socket = \"/run/tunlab/lab-{pid}-{name}.ctl\"\nunderlay_mtu = {UNDERLAY_MTU}\n{workers}{tlv}\nflows = [{flows}]\n\n\
          [[port]]\nname = \"up\"\nofport = 1\n{uplink}\n\n\
          [[port]]\nname = \"tap0\"\nofport = 2\ntype = \"tap\"\nnetns = \"{tenant_ns}\"\naddress = \"{}/24\"\nmtu = {}\n",
         TENANT[i],
         v.tenant_mtu(),
         pid = std::process::id(),
+        workers = workers.map(|w| format!("workers = {w}\n")).unwrap_or_default(),
     )
 }
 

@@ -93,6 +93,15 @@ impl Snapshot {
     }
 }
 
+/// Run the calling thread on `cpu` only (a packet worker keeps its
+/// caches and its sockets' receive CPU).
+pub fn pin_current_thread(cpu: usize) -> nix::Result<()> {
+    let mut set = nix::sched::CpuSet::new();
+    set.set(cpu)?;
+    // Pid 0: the calling thread.
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,8 +24,19 @@ pub struct PacketSocket {
 impl PacketSocket {
     /// Open a non-blocking packet socket for every protocol on `ifname`.
     pub fn open(ifname: &str) -> io::Result<PacketSocket> {
+        Self::open_proto(ifname, libc::ETH_P_ALL as u16)
+    }
+
+    /// A packet socket on `ifname` that only sends: bound to protocol 0,
+    /// the kernel gives it no frames (for a worker thread whose frames
+    /// from that interface another worker reads).
+    pub fn open_send_only(ifname: &str) -> io::Result<PacketSocket> {
+        Self::open_proto(ifname, 0)
+    }
+
+    fn open_proto(ifname: &str, proto: u16) -> io::Result<PacketSocket> {
         let ifindex = crate::ring::ifindex(ifname)?;
-        let proto = (libc::ETH_P_ALL as u16).to_be();
+        let proto = proto.to_be();
         // SAFETY: socket() has no memory arguments.
         let raw = unsafe {
             libc::socket(

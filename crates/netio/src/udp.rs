@@ -192,8 +192,38 @@ impl Underlay {
     /// Bind `local` (e.g. `0.0.0.0:6081`), non-blocking, with UDP GRO if the
     /// kernel offers it.
     pub fn bind(local: SocketAddr) -> io::Result<Underlay> {
-        let sock = UdpSocket::bind(local)?;
-        sock.set_nonblocking(true)?;
+        Self::bind_with(local, false)
+    }
+
+    /// As [`Underlay::bind`], but one of a group of sockets on the same
+    /// address (`SO_REUSEPORT`), one per worker thread; the kernel hands
+    /// each datagram to one of them (see [`Underlay::steer_by_cpu`]).
+    /// The first of a group fails, as `bind` does, if anyone else holds
+    /// the address without being part of a group.
+    pub fn bind_shared(local: SocketAddr) -> io::Result<Underlay> {
+        Self::bind_with(local, true)
+    }
+
+    fn bind_with(local: SocketAddr, reuse_port: bool) -> io::Result<Underlay> {
+        use nix::sys::socket::{
+            bind, setsockopt, socket, sockopt, AddressFamily, SockFlag, SockType, SockaddrStorage,
+        };
+        let family = if local.is_ipv6() {
+            AddressFamily::Inet6
+        } else {
+            AddressFamily::Inet
+        };
+        let fd = socket(
+            family,
+            SockType::Datagram,
+            SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+            None,
+        )?;
+        if reuse_port {
+            setsockopt(&fd, sockopt::ReusePort, &true)?;
+        }
+        bind(fd.as_raw_fd(), &SockaddrStorage::from(local))?;
+        let sock = UdpSocket::from(fd);
         let on: libc::c_int = 1;
         let gro = set_int_opt(sock.as_raw_fd(), SOL_UDP, UDP_GRO, on).is_ok();
         // Room for a few 64 KB GSO sends and GRO receives: the defaults
@@ -227,6 +257,33 @@ impl Underlay {
             gro,
             raw: false,
         })
+    }
+
+    /// Give each datagram to the socket of the group whose index is the
+    /// number of the CPU that received it, modulo `group`: with worker
+    /// `i` pinned to CPU `i`, a datagram is handled where the kernel
+    /// received it (and, over a veth, where its sender ran). The group is
+    /// this socket's `SO_REUSEPORT` group; its sockets are numbered in
+    /// the order they were bound.
+    pub fn steer_by_cpu(&self, group: u32) -> io::Result<()> {
+        // ld cpu; A %= group; ret A
+        let prog = [
+            bpf_insn(BPF_LD | BPF_W | BPF_ABS, SKF_AD_OFF + SKF_AD_CPU),
+            bpf_insn(BPF_ALU | BPF_MOD | BPF_K, group.max(1)),
+            bpf_insn(BPF_RET | BPF_A, 0),
+        ];
+        attach_filter(self.sock.as_raw_fd(), SO_ATTACH_REUSEPORT_CBPF, &prog)
+    }
+
+    /// Receive nothing on this socket (a filter that drops every packet):
+    /// for a raw socket that a worker only sends on while another worker's
+    /// socket of the same protocol receives.
+    pub fn send_only(&self) -> io::Result<()> {
+        attach_filter(
+            self.sock.as_raw_fd(),
+            libc::SO_ATTACH_FILTER,
+            &[bpf_insn(BPF_RET | BPF_K, 0)],
+        )
     }
 
     /// A raw IPv4 socket for IP protocol `proto` (47 for GRE) bound to
@@ -472,6 +529,55 @@ fn control_messages(h: &libc::msghdr) -> (u16, Option<IpAddr>) {
         }
     }
     (stride, dst)
+}
+
+// Classic BPF, as <linux/filter.h> numbers it.
+const BPF_LD: u16 = 0x00;
+const BPF_W: u16 = 0x00;
+const BPF_ABS: u16 = 0x20;
+const BPF_ALU: u16 = 0x04;
+const BPF_MOD: u16 = 0x90;
+const BPF_K: u16 = 0x00;
+const BPF_RET: u16 = 0x06;
+const BPF_A: u16 = 0x10;
+const SKF_AD_OFF: u32 = (-0x1000i32) as u32;
+const SKF_AD_CPU: u32 = 36;
+const SO_ATTACH_REUSEPORT_CBPF: libc::c_int = 51;
+
+fn bpf_insn(code: u16, k: u32) -> libc::sock_filter {
+    libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
+/// Attach a classic BPF program with socket option `opt` (SOL_SOCKET).
+pub(crate) fn attach_filter(
+    fd: libc::c_int,
+    opt: libc::c_int,
+    prog: &[libc::sock_filter],
+) -> io::Result<()> {
+    let fprog = libc::sock_fprog {
+        len: prog.len() as u16,
+        filter: prog.as_ptr().cast_mut(),
+    };
+    // SAFETY: the kernel copies the program `fprog` points to, which lives
+    // (with `prog`) for the call.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            (&fprog as *const libc::sock_fprog).cast(),
+            size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Set an integer socket option: the one place `setsockopt` is called.

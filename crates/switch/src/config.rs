@@ -10,6 +10,8 @@
 //!                      # this long (a reply is not kept waiting for a wake-up)
 //! offloads = true      # optional: TCP super-frames (TAP TSO, UDP GSO/GRO);
 //!                      # false: every frame at most one MTU, as before
+//! workers = 2          # optional (default 1, at most 64): packet threads, each
+//!                      # pinned to a CPU, flows spread over them by hash
 //!
 //! [[port]]             # a tenant port: a TAP the switch creates
 //! name = "tap-a"
@@ -84,7 +86,12 @@ struct RawSwitch {
     offloads: bool,
     #[serde(default = "default_spin_us")]
     spin_us: u64,
+    #[serde(default)]
+    workers: Option<u16>,
 }
+
+/// The most packet threads a node may have.
+pub const MAX_WORKERS: u16 = 64;
 
 /// Off by default: on this 2-core machine the spinning takes CPU from
 /// the tenants (README, "Speed").
@@ -179,6 +186,9 @@ pub struct Config {
     pub offloads: bool,
     /// After traffic, poll without sleeping for this long (µs).
     pub spin_us: u64,
+    /// Packet threads: each reads its share of every TAP's queues and of
+    /// the underlay sockets.
+    pub workers: u16,
 }
 
 /// Port names for flow rules (`in_port=tap-a`, `output:gnv0`).
@@ -390,6 +400,16 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
         control_socket: raw.switch.control_socket,
         offloads: raw.switch.offloads,
         spin_us: raw.switch.spin_us,
+        workers: match raw.switch.workers {
+            None => 1,
+            Some(w @ 1..=MAX_WORKERS) => w,
+            Some(w) => {
+                return Err(ConfigError::Syntax {
+                    file: file.to_string(),
+                    msg: format!("switch.workers: {w} is not between 1 and {MAX_WORKERS}"),
+                })
+            }
+        },
     };
     let names = cfg.port_map();
     for (index, f) in raw.switch.flows.iter().enumerate() {

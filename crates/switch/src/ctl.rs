@@ -10,7 +10,8 @@
 //! leaves the node as it was.
 
 use crate::config::parse_port_args;
-use crate::node::Node;
+use crate::node::NodeStats;
+use crate::workers::{Switch, WorkerError};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -53,10 +54,18 @@ impl CtlServer {
         &self.listener
     }
 
+    /// Wait up to `timeout_ms` for a client; whether one is waiting.
+    pub fn wait(&self, timeout_ms: u16) -> bool {
+        use nix::poll::{poll, PollFd, PollFlags};
+        use std::os::fd::AsFd;
+        let mut fds = [PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
+        matches!(poll(&mut fds, timeout_ms), Ok(n) if n > 0)
+    }
+
     /// Serve every waiting client (each sends one request line).
-    pub fn serve(&self, node: &mut Node) {
+    pub fn serve(&self, sw: &mut Switch) {
         while let Ok((stream, _)) = self.listener.accept() {
-            let _ = serve_one(stream, node);
+            let _ = serve_one(stream, sw);
         }
     }
 }
@@ -67,14 +76,14 @@ impl Drop for CtlServer {
     }
 }
 
-fn serve_one(stream: UnixStream, node: &mut Node) -> std::io::Result<()> {
+fn serve_one(stream: UnixStream, sw: &mut Switch) -> std::io::Result<()> {
     // A client gets a short while to send its line; the datapath waits for
     // no one longer than that.
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(Duration::from_millis(200)))?;
     let mut line = String::new();
     BufReader::new(&stream).read_line(&mut line)?;
-    let reply = match handle(line.trim(), node) {
+    let reply = match handle(line.trim(), sw) {
         Ok(text) => format!("OK\n{text}"),
         Err(text) => format!("ERROR\n{text}\n"),
     };
@@ -82,48 +91,82 @@ fn serve_one(stream: UnixStream, node: &mut Node) -> std::io::Result<()> {
 }
 
 /// Carry out one request; the text of the reply.
-pub fn handle(req: &str, node: &mut Node) -> Result<String, String> {
+pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
     let (cmd, arg) = req.split_once(char::is_whitespace).unwrap_or((req, ""));
     let arg = arg.trim();
-    let names = &node.port_map();
+    let gone = |e: WorkerError| e.to_string();
+    let names = sw.on(0, |n| n.port_map()).map_err(gone)?;
     match cmd {
         "add-port" => {
             let port = parse_port_args(arg).map_err(|e| e.to_string())?;
-            node.add_port(&port).map_err(|e| e.to_string())?;
+            sw.add_port(&port)?;
             Ok(String::new())
         }
         "del-port" => {
-            node.remove_port(arg)?;
+            let name = arg.to_string();
+            let mut answers = sw.on_all(move |n| n.remove_port(&name)).map_err(gone)?;
+            answers.swap_remove(0)?;
             Ok(String::new())
         }
         "show" => {
-            let mut s = format!("node {}\n", node.name);
-            for (name, ofport, kind, _) in node.ports() {
-                s.push_str(&format!(" {ofport}({name}): {kind}\n"));
+            let mut s = format!("node {}\n", sw.name);
+            let ports = sw
+                .on(0, |n| {
+                    n.ports()
+                        .map(|(name, ofport, kind, _)| format!(" {ofport}({name}): {kind}\n"))
+                        .collect::<String>()
+                })
+                .map_err(gone)?;
+            s.push_str(&ports);
+            if sw.workers() > 1 {
+                s.push_str(&format!(" workers: {}\n", sw.workers()));
             }
             Ok(s)
         }
         "dump-flows" => {
-            let now = node.uptime_ns();
+            // The rules as worker 0 has them; counters summed over workers
+            // (every worker got the same rules in the same order).
+            let per = sw
+                .on_all(|n| {
+                    n.classifier
+                        .rules()
+                        .map(|r| (r.packets, r.bytes))
+                        .collect::<Vec<_>>()
+                })
+                .map_err(gone)?;
+            let rules = sw
+                .on(0, move |n| {
+                    let now = n.uptime_ns();
+                    n.classifier
+                        .rules()
+                        .map(|r| {
+                            let secs = now.saturating_sub(r.added) as f64 / 1e9;
+                            (r.flow.cookie, secs, r.flow.table, format_flow(&r.flow, &names))
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .map_err(gone)?;
             let mut s = String::new();
-            for r in node.classifier.rules() {
-                let secs = now.saturating_sub(r.added) as f64 / 1e9;
+            for (i, (cookie, secs, table, text)) in rules.into_iter().enumerate() {
+                let (packets, bytes) = per
+                    .iter()
+                    .filter_map(|w| w.get(i))
+                    .fold((0, 0), |(p, b), (wp, wb)| (p + wp, b + wb));
                 s.push_str(&format!(
-                    " cookie={:#x}, duration={secs:.3}s, table={}, n_packets={}, n_bytes={}, {}\n",
-                    r.flow.cookie,
-                    r.flow.table,
-                    r.packets,
-                    r.bytes,
-                    format_flow(&r.flow, names)
+                    " cookie={cookie:#x}, duration={secs:.3}s, table={table}, n_packets={packets}, n_bytes={bytes}, {text}\n"
                 ));
             }
             Ok(s)
         }
         "add-flow" => {
-            let rule = parse_flow(arg, names).map_err(|e| e.to_string())?;
-            let now = node.uptime_ns();
-            let replaced = node.classifier.add(rule, now);
-            Ok(if replaced {
+            let rule = parse_flow(arg, &names).map_err(|e| e.to_string())?;
+            let replaced = sw
+                .on_all(move |n| {
+                    let now = n.uptime_ns();
+                    n.classifier.add(rule.clone(), now)
+                })
+                .map_err(gone)?;
+            Ok(if replaced.first().copied().unwrap_or(false) {
                 "replaced an existing rule\n".into()
             } else {
                 String::new()
@@ -137,7 +180,7 @@ pub fn handle(req: &str, node: &mut Node) -> Result<String, String> {
             let (table, m, prio) = if text.is_empty() {
                 (None, Match::default(), None)
             } else {
-                let r = parse_flow(&format!("{text} actions=drop"), names)
+                let r = parse_flow(&format!("{text} actions=drop"), &names)
                     .map_err(|e| e.to_string())?;
                 let has_table = text.contains("table=");
                 (
@@ -146,49 +189,61 @@ pub fn handle(req: &str, node: &mut Node) -> Result<String, String> {
                     strict.then_some(r.priority),
                 )
             };
-            let n = node.classifier.delete(table, &m, prio);
-            Ok(format!("deleted {n} rules\n"))
+            let n = sw
+                .on_all(move |n| n.classifier.delete(table, &m, prio))
+                .map_err(gone)?;
+            Ok(format!("deleted {} rules\n", n.first().copied().unwrap_or(0)))
         }
-        "stats" if arg.trim() == "--cycles" => Ok(node.profile.table()),
-        "cycles" => match arg.trim() {
-            "on" => {
-                node.profile.set(true);
-                Ok("cycles: on, counting from zero\n".into())
+        "stats" if arg == "--cycles" => {
+            let tables = sw.on_all(|n| n.profile.table()).map_err(gone)?;
+            if tables.len() == 1 {
+                return Ok(tables.concat());
             }
-            "off" => {
-                node.profile.set(false);
-                Ok("cycles: off\n".into())
-            }
-            other => Err(format!("cycles takes 'on' or 'off', not '{other}'")),
-        },
-        "stats" if !arg.trim().is_empty() => Err(format!(
-            "stats takes nothing or --cycles, not '{}'",
-            arg.trim()
-        )),
+            Ok(tables
+                .iter()
+                .enumerate()
+                .map(|(i, t)| format!("worker {i}: {t}"))
+                .collect())
+        }
+        "cycles" => {
+            let on = match arg {
+                "on" => true,
+                "off" => false,
+                other => return Err(format!("cycles takes 'on' or 'off', not '{other}'")),
+            };
+            sw.on_all(move |n| n.profile.set(on)).map_err(gone)?;
+            Ok(if on {
+                "cycles: on, counting from zero\n".into()
+            } else {
+                "cycles: off\n".into()
+            })
+        }
+        "stats" if !arg.is_empty() => Err(format!("stats takes nothing or --cycles, not '{arg}'")),
         "stats" => {
+            let st = NodeStats::sum(&sw.on_all(|n| n.snapshot()).map_err(gone)?);
             let mut s = String::new();
-            for (name, ofport, kind, st) in node.ports() {
+            for p in &st.ports {
+                let (name, ofport, kind, st) = (&p.name, p.ofport, p.kind, p.stats);
                 s.push_str(&format!(
                     "port {ofport} {name} ({kind}): rx {} pkts {} bytes, tx {} pkts {} bytes, tx errors {}\n",
                     st.rx_packets, st.rx_bytes, st.tx_packets, st.tx_bytes, st.tx_errors
                 ));
-                let q = node.queue_rx(name);
-                if q.len() > 1 {
-                    let per: Vec<String> = q.iter().map(u64::to_string).collect();
+                if p.queue_rx.len() > 1 {
+                    let per: Vec<String> = p.queue_rx.iter().map(u64::to_string).collect();
                     s.push_str(&format!("  rx per queue: {}\n", per.join(" ")));
                 }
             }
-            let mut drops: Vec<_> = node.drops.iter().collect();
+            let mut drops: Vec<_> = st.drops.iter().collect();
             drops.sort();
             for (why, n) in drops {
                 s.push_str(&format!("dropped {why}: {n}\n"));
             }
-            let mut frag: Vec<_> = node.outer_fragmented.iter().collect();
+            let mut frag: Vec<_> = st.outer_fragmented.iter().collect();
             frag.sort();
             for (kind, n) in frag {
                 s.push_str(&format!("sent in fragmented outer packets ({kind}): {n}\n"));
             }
-            let (hits, misses) = node.cache_stats();
+            let (hits, misses) = st.cache;
             s.push_str(&format!(
                 "exact-match cache: {hits} hits, {misses} misses\n"
             ));

@@ -4,3 +4,4 @@ pub mod config;
 pub mod ctl;
 pub mod node;
 pub mod profile;
+pub mod workers;

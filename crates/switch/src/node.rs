@@ -44,6 +44,74 @@ pub struct PortStats {
     pub tx_errors: u64,
 }
 
+/// One port's counters at one moment.
+#[derive(Debug, Clone)]
+pub struct PortSnapshot {
+    pub name: String,
+    pub ofport: u32,
+    pub kind: &'static str,
+    pub stats: PortStats,
+    /// Frames received per TAP queue (this worker's queues).
+    pub queue_rx: Vec<u64>,
+}
+
+/// A node's (or one worker's) counters at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct NodeStats {
+    pub ports: Vec<PortSnapshot>,
+    pub drops: HashMap<&'static str, u64>,
+    pub outer_fragmented: HashMap<&'static str, u64>,
+    /// Exact-match cache hits and misses.
+    pub cache: (u64, u64),
+}
+
+impl NodeStats {
+    /// The sum of the workers' counters, worker by worker in order. A TAP
+    /// queue's number is `worker + workers * i` for a worker's i-th queue
+    /// (as [`open_tap`] deals them), so the per-queue counts are dealt
+    /// back in that order.
+    pub fn sum(workers: &[NodeStats]) -> NodeStats {
+        let Some(first) = workers.first() else {
+            return NodeStats::default();
+        };
+        let mut total = NodeStats {
+            ports: first.ports.clone(),
+            ..NodeStats::default()
+        };
+        for (pi, p) in total.ports.iter_mut().enumerate() {
+            p.stats = PortStats::default();
+            let per: Vec<&[u64]> = workers
+                .iter()
+                .map(|w| w.ports.get(pi).map_or(&[][..], |q| &q.queue_rx[..]))
+                .collect();
+            let n: usize = per.iter().map(|q| q.len()).sum();
+            p.queue_rx = (0..n)
+                .map(|j| per[j % per.len()].get(j / per.len()).copied().unwrap_or(0))
+                .collect();
+        }
+        for w in workers {
+            for (pi, p) in w.ports.iter().enumerate() {
+                if let Some(t) = total.ports.get_mut(pi) {
+                    t.stats.rx_packets += p.stats.rx_packets;
+                    t.stats.rx_bytes += p.stats.rx_bytes;
+                    t.stats.tx_packets += p.stats.tx_packets;
+                    t.stats.tx_bytes += p.stats.tx_bytes;
+                    t.stats.tx_errors += p.stats.tx_errors;
+                }
+            }
+            for (k, v) in &w.drops {
+                *total.drops.entry(k).or_insert(0) += v;
+            }
+            for (k, v) in &w.outer_fragmented {
+                *total.outer_fragmented.entry(k).or_insert(0) += v;
+            }
+            total.cache.0 += w.cache.0;
+            total.cache.1 += w.cache.1;
+        }
+        total
+    }
+}
+
 /// A TCP super-frame travelling through the node: its segment size, and
 /// whether its TCP checksum is partial (a tenant's, pseudo-header sum
 /// only) or complete (joined here from checked segments).
@@ -98,9 +166,13 @@ const STT_REASM_TIMEOUT_NS: u64 = 1_000_000_000;
 const GSO_BATCH: usize = tunlab_netio::udp::GSO_MAX_SEGMENTS;
 const GSO_HDR_ROOM: usize = 8 + geneve::MAX_OPTIONS_LEN + tunlab_wire::gso::MAX_HDR;
 
-/// A running node.
+/// A running node, or one worker's share of it: its TAP queues, its
+/// sockets, its copy of the flow table and caches.
 pub struct Node {
     pub name: String,
+    /// This worker's number, and how many there are.
+    shard: usize,
+    shards: usize,
     underlay_mtu: usize,
     pub classifier: Classifier,
     pipeline: Pipeline,
@@ -167,9 +239,18 @@ impl std::fmt::Debug for Node {
 }
 
 impl Node {
-    /// Open every port and load the flows.
-    pub fn start(cfg: &Config) -> Result<Node, StartError> {
+    /// Worker `shard` of `shards`: open its share of every port and load
+    /// the flows. `taps` holds each TAP port's queues for this worker
+    /// ([`open_tap`] opened them for all workers); they are taken out.
+    pub fn start_shard(
+        cfg: &Config,
+        shard: usize,
+        shards: usize,
+        taps: &mut HashMap<String, Vec<Tap>>,
+    ) -> Result<Node, StartError> {
         let mut node = Node {
+            shard,
+            shards: shards.max(1),
             name: cfg.name.clone(),
             underlay_mtu: cfg.underlay_mtu as usize,
             classifier: Classifier::new(),
@@ -204,7 +285,7 @@ impl Node {
         };
         node.port_cfgs = cfg.ports.clone();
         for p in &cfg.ports {
-            node.open_port(p)?;
+            node.open_port(p, taps.remove(&p.name))?;
         }
         for f in &cfg.flows {
             node.classifier.add(f.clone(), 0);
@@ -212,56 +293,22 @@ impl Node {
         Ok(node)
     }
 
-    /// Open one port's device or socket and make it part of the node.
-    fn open_port(&mut self, p: &Port) -> Result<(), StartError> {
+    /// Open this worker's share of one port's device or socket and make it
+    /// part of the node; a TAP port's queues come opened (`taps`).
+    fn open_port(&mut self, p: &Port, taps: Option<Vec<Tap>>) -> Result<(), StartError> {
         let perr = |msg: String| StartError::Port {
             port: p.name.clone(),
             msg,
         };
+        // With several workers, the receiving side of a raw or packet
+        // socket is worker 0's (the kernel would give every such socket
+        // a copy); the others only send.
+        let receives = self.shard == 0;
         let io = match &p.kind {
-            PortKind::Tap {
-                netns: ns,
-                address,
-                mtu,
-                queues,
-            } => {
-                // Checksum and TSO offload: the tenant's kernel hands over
-                // TCP super-frames of up to 64 KB with the checksum partial,
-                // and takes joined ones back. Always multi-queue, so that
-                // queues can be added for threads.
-                let opts = TapOptions {
-                    vnet_hdr: true,
-                    multi_queue: true,
-                    offload: if self.offloads {
-                        offload::CSUM | offload::TSO4 | offload::TSO6 | offload::TSO_ECN
-                    } else {
-                        offload::CSUM
-                    },
-                };
-                let mut tap = Vec::with_capacity(*queues as usize);
-                for _ in 0..*queues {
-                    tap.push(Tap::open(&p.name, opts).map_err(|e| perr(e.to_string()))?);
-                }
-                let tunnel_mtu = default_tenant_mtu(self.underlay_mtu as u16, &self.port_cfgs);
-                let mtu = mtu.unwrap_or(tunnel_mtu).to_string();
-                let ip = |args: &[&str]| -> Result<(), StartError> {
-                    let r = match ns {
-                        Some(n) => netns::ip(n, args),
-                        None => netns::run(&[&["ip"][..], args].concat()),
-                    };
-                    r.map(|_| ()).map_err(|e| perr(e.to_string()))
-                };
-                if let Some(n) = ns {
-                    netns::run(&["ip", "link", "set", &p.name, "netns", n])
-                        .map_err(|e| perr(e.to_string()))?;
-                }
-                ip(&["link", "set", &p.name, "mtu", &mtu])?;
-                if let Some(a) = address {
-                    ip(&["addr", "add", a, "dev", &p.name])?;
-                }
-                ip(&["link", "set", &p.name, "up"])?;
-                Io::Tap(tap)
-            }
+            PortKind::Tap { .. } => match taps {
+                Some(t) if !t.is_empty() => Io::Tap(t),
+                _ => return Err(perr("no TAP queue for this worker".into())),
+            },
             PortKind::Tunnel(t) if matches!(t.kind, TunnelKind::Geneve | TunnelKind::Vxlan) => {
                 let local = SocketAddr::new(t.local_ip, t.dst_port);
                 let sock = match self.socks.iter().position(|s| s.local == local) {
@@ -276,7 +323,21 @@ impl Node {
                         )))
                     }
                     None => {
-                        let under = Underlay::bind(local).map_err(|e| perr(format!("cannot bind {local}: {e}")))?;
+                        let under = if self.shards > 1 {
+                            // One socket per worker on the same address;
+                            // a datagram goes to the worker on the CPU
+                            // that received it.
+                            let u = Underlay::bind_shared(local)
+                                .map_err(|e| perr(format!("cannot bind {local}: {e}")))?;
+                            if self.shard == 0 {
+                                u.steer_by_cpu(self.shards as u32).map_err(|e| {
+                                    perr(format!("cannot steer {local} by CPU: {e}"))
+                                })?;
+                            }
+                            u
+                        } else {
+                            Underlay::bind(local).map_err(|e| perr(format!("cannot bind {local}: {e}")))?
+                        };
                         under
                             .set_tx_checksum(t.csum)
                             .map_err(|e| perr(format!("cannot set the outer UDP checksum {}: {e}", if t.csum { "on" } else { "off" })))?;
@@ -312,6 +373,11 @@ impl Node {
                         under
                             .allow_fragmentation()
                             .map_err(|e| perr(format!("cannot clear DF: {e}")))?;
+                        if !receives {
+                            under.send_only().map_err(|e| {
+                                perr(format!("cannot make a send-only GRE socket: {e}"))
+                            })?;
+                        }
                         self.add_socket(TunnelKind::Gre, false, local, under)
                     }
                 };
@@ -332,22 +398,32 @@ impl Node {
                 {
                     Some(i) => i,
                     None => {
-                        let guard = RstGuard::install(&self.name, t.dst_port)
-                            .map_err(|e| perr(e.to_string()))?;
-                        self.rst_guards.push(guard);
                         let under = Underlay::raw_ipv4(local4, 6).map_err(|e| {
                             perr(format!("cannot open a raw TCP socket on {local4}: {e}"))
                         })?;
-                        self.stt_reasm
-                            .get_or_insert_with(|| Reassembler::new(STT_REASM_SLOTS));
+                        if receives {
+                            let guard = RstGuard::install(&self.name, t.dst_port)
+                                .map_err(|e| perr(e.to_string()))?;
+                            self.rst_guards.push(guard);
+                            self.stt_reasm
+                                .get_or_insert_with(|| Reassembler::new(STT_REASM_SLOTS));
+                        } else {
+                            under.send_only().map_err(|e| {
+                                perr(format!("cannot make a send-only STT socket: {e}"))
+                            })?;
+                        }
                         self.add_socket(TunnelKind::Stt, true, local, under)
                     }
                 };
                 Io::Tunnel { cfg: *t, sock }
             }
             PortKind::QinQ { underlay } => Io::Qinq(
-                PacketSocket::open(underlay)
-                    .map_err(|e| perr(format!("cannot open a packet socket on {underlay}: {e}")))?,
+                if receives {
+                    PacketSocket::open(underlay)
+                } else {
+                    PacketSocket::open_send_only(underlay)
+                }
+                .map_err(|e| perr(format!("cannot open a packet socket on {underlay}: {e}")))?,
             ),
         };
         self.by_ofport.insert(p.ofport, self.ports.len());
@@ -367,23 +443,34 @@ impl Node {
 
     /// Add a port while running (`tunlab ctl add-port`): refused if its
     /// name or number is taken; nothing else changes.
-    pub fn add_port(&mut self, p: &Port) -> Result<(), StartError> {
-        if let Some(o) = self
-            .port_cfgs
-            .iter()
-            .find(|o| o.name == p.name || o.ofport == p.ofport)
-        {
-            return Err(StartError::Port {
-                port: p.name.clone(),
-                msg: format!("clashes with port '{}' (ofport {})", o.name, o.ofport),
-            });
-        }
+    pub fn add_port(&mut self, p: &Port, taps: Option<Vec<Tap>>) -> Result<(), StartError> {
+        self.check_new_port(p)?;
         self.port_cfgs.push(p.clone());
-        if let Err(e) = self.open_port(p) {
+        if let Err(e) = self.open_port(p, taps) {
             self.port_cfgs.pop();
             return Err(e);
         }
         Ok(())
+    }
+
+    /// Refuse a port whose name or number is taken.
+    pub fn check_new_port(&self, p: &Port) -> Result<(), StartError> {
+        match self
+            .port_cfgs
+            .iter()
+            .find(|o| o.name == p.name || o.ofport == p.ofport)
+        {
+            Some(o) => Err(StartError::Port {
+                port: p.name.clone(),
+                msg: format!("clashes with port '{}' (ofport {})", o.name, o.ofport),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The ports' configuration (for the default MTU of a new TAP).
+    pub fn port_cfgs(&self) -> &[Port] {
+        &self.port_cfgs
     }
 
     /// Remove a port by name while running (`tunlab ctl del-port`): its
@@ -475,6 +562,25 @@ impl Node {
             .iter()
             .find(|p| p.name == name)
             .map_or(&[], |p| &p.queue_rx[..])
+    }
+
+    /// Everything `tunlab ctl stats` reports, for summing over workers.
+    pub fn snapshot(&self) -> NodeStats {
+        NodeStats {
+            ports: self
+                .ports()
+                .map(|(name, ofport, kind, st)| PortSnapshot {
+                    name: name.to_string(),
+                    ofport,
+                    kind,
+                    stats: st,
+                    queue_rx: self.queue_rx(name).to_vec(),
+                })
+                .collect(),
+            drops: self.drops.clone(),
+            outer_fragmented: self.outer_fragmented.clone(),
+            cache: self.cache_stats(),
+        }
     }
 
     /// Ports: name, ofport, kind, counters.
@@ -1534,7 +1640,7 @@ impl Node {
                 .ok()?
                 .trim(),
         )?;
-        let sock = PacketSocket::open(&dev).ok()?;
+        let sock = PacketSocket::open_send_only(&dev).ok()?;
         sock.enable_vnet_hdr().ok()?;
         self.stt_tso.push(SttTso {
             remote: r,
@@ -1632,6 +1738,70 @@ impl Node {
         v.extend(self.socks.iter().map(|s| s.under.socket().as_raw_fd()));
         v
     }
+}
+
+/// Create a TAP port's device with its queues for `workers` workers
+/// (at least one queue each; the kernel spreads the tenant's flows over
+/// the queues by hash), then move it to its namespace, set its MTU and
+/// address and bring it up. Every queue must exist before the move: the
+/// device can only be opened by name in this namespace. Returns the
+/// queues per worker, worker `i` holding queues `i, i + workers, ...`.
+pub fn open_tap(
+    p: &Port,
+    offloads: bool,
+    underlay_mtu: u16,
+    ports: &[Port],
+    workers: usize,
+) -> Result<Vec<Vec<Tap>>, StartError> {
+    let perr = |msg: String| StartError::Port {
+        port: p.name.clone(),
+        msg,
+    };
+    let PortKind::Tap {
+        netns: ns,
+        address,
+        mtu,
+        queues,
+    } = &p.kind
+    else {
+        return Err(perr("not a tap port".into()));
+    };
+    // Checksum and TSO offload: the tenant's kernel hands over TCP
+    // super-frames of up to 64 KB with the checksum partial, and takes
+    // joined ones back.
+    let opts = TapOptions {
+        vnet_hdr: true,
+        multi_queue: true,
+        offload: if offloads {
+            offload::CSUM | offload::TSO4 | offload::TSO6 | offload::TSO_ECN
+        } else {
+            offload::CSUM
+        },
+    };
+    let workers = workers.max(1);
+    let total = (*queues as usize).max(workers);
+    let mut per: Vec<Vec<Tap>> = (0..workers).map(|_| Vec::new()).collect();
+    for q in 0..total {
+        per[q % workers].push(Tap::open(&p.name, opts).map_err(|e| perr(e.to_string()))?);
+    }
+    let tunnel_mtu = default_tenant_mtu(underlay_mtu, ports);
+    let mtu = mtu.unwrap_or(tunnel_mtu).to_string();
+    let ip = |args: &[&str]| -> Result<(), StartError> {
+        let r = match ns {
+            Some(n) => netns::ip(n, args),
+            None => netns::run(&[&["ip"][..], args].concat()),
+        };
+        r.map(|_| ()).map_err(|e| perr(e.to_string()))
+    };
+    if let Some(n) = ns {
+        netns::run(&["ip", "link", "set", &p.name, "netns", n]).map_err(|e| perr(e.to_string()))?;
+    }
+    ip(&["link", "set", &p.name, "mtu", &mtu])?;
+    if let Some(a) = address {
+        ip(&["addr", "add", a, "dev", &p.name])?;
+    }
+    ip(&["link", "set", &p.name, "up"])?;
+    Ok(per)
 }
 
 /// The virtio-net header for a frame written to a tenant TAP: a

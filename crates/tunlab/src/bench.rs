@@ -16,6 +16,7 @@ pub struct Args {
     pub samples: Option<usize>,
     pub seconds: Option<u32>,
     pub baseline: String,
+    pub workers: Option<u16>,
     pub out: Option<PathBuf>,
 }
 
@@ -50,6 +51,13 @@ fn plan(a: &Args) -> Result<Plan, String> {
             return Err(format!("--seconds: {s} is not between 1 and 3600"));
         }
         plan.seconds = s;
+    }
+    if let Some(w) = a.workers {
+        let max = tunlab_switch::config::MAX_WORKERS;
+        if w == 0 || w > max {
+            return Err(format!("--workers: {w} is not between 1 and {max}"));
+        }
+        plan.workers = Some(w);
     }
     Variant::parse(&a.baseline).map_err(|e| format!("--baseline: {e}"))?;
     Ok(plan)

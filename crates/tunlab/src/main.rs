@@ -67,6 +67,9 @@ enum Command {
         /// The variant the others are compared against.
         #[arg(long, default_value = "kernel-vxlan")]
         baseline: String,
+        /// Packet threads per tunlab node (default: the switch's, one per CPU).
+        #[arg(long)]
+        workers: Option<u16>,
         /// The results folder (default tunlab-results/UNIX-TIME).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -160,6 +163,7 @@ fn main() -> ExitCode {
             samples,
             seconds,
             baseline,
+            workers,
             out,
             cleanup,
             pvp,
@@ -179,6 +183,7 @@ fn main() -> ExitCode {
                 samples,
                 seconds,
                 baseline,
+                workers,
                 out,
             })
         }
@@ -251,7 +256,7 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let mut node = match tunlab_switch::node::Node::start(&cfg) {
+    let mut sw = match tunlab_switch::workers::Switch::start(&cfg) {
         Ok(n) => n,
         Err(e) => {
             eprintln!("tunlab switch: {}: {e}", path.display());
@@ -263,6 +268,7 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
         // async-signal-safe; nothing else is replaced.
         if let Err(e) = unsafe { signal(s, SigHandler::Handler(on_signal)) } {
             eprintln!("tunlab switch: cannot handle {s}: {e}");
+            sw.stop();
             return ExitCode::FAILURE;
         }
     }
@@ -275,44 +281,38 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             eprintln!("tunlab switch: control socket {}: {e}", ctl_path.display());
+            sw.stop();
             return ExitCode::FAILURE;
         }
     };
+    let (ports, flows) = sw
+        .on(0, |n| (n.ports().count(), n.classifier.len()))
+        .unwrap_or_default();
     eprintln!(
-        "tunlab switch: node '{}' running ({} ports, {} flows), control socket {}",
-        node.name,
-        node.ports().count(),
-        node.classifier.len(),
+        "tunlab switch: node '{}' running ({ports} ports, {flows} flows, {} worker{}), control socket {}",
+        sw.name,
+        sw.workers(),
+        if sw.workers() == 1 { "" } else { "s" },
         ctl_path.display()
     );
-    let spin = std::time::Duration::from_micros(node.spin_us);
-    let mut last_work = std::time::Instant::now() - spin;
+    // This thread serves the control socket; the workers move packets.
+    let mut code = ExitCode::SUCCESS;
     while !STOP.load(std::sync::atomic::Ordering::Relaxed) {
-        use std::os::fd::AsFd;
-        // Right after traffic, look again without sleeping for `spin_us`:
-        // a reply that comes back within it is not kept waiting for a
-        // wake-up.
-        let timeout = if last_work.elapsed() < spin { 0 } else { 100 };
-        match node.poll_once(timeout, Some(ctl.listener().as_fd())) {
-            Ok((n, extra)) => {
-                if n > 0 {
-                    last_work = std::time::Instant::now();
-                }
-                if extra {
-                    ctl.serve(&mut node);
-                }
-            }
-            Err(e) => {
-                eprintln!("tunlab switch: {e}");
-                return ExitCode::FAILURE;
-            }
+        if ctl.wait(100) {
+            ctl.serve(&mut sw);
+        }
+        if let Some(e) = sw.failed() {
+            eprintln!("tunlab switch: {e}");
+            code = ExitCode::FAILURE;
+            break;
         }
     }
     // The last word is what `tunlab ctl stats` would have said.
-    if let Ok(stats) = tunlab_switch::ctl::handle("stats", &mut node) {
+    if let Ok(stats) = tunlab_switch::ctl::handle("stats", &mut sw) {
         eprint!("{stats}");
     }
-    ExitCode::SUCCESS
+    sw.stop();
+    code
 }
 
 fn run_decode(file: &std::path::Path, json: bool) -> ExitCode {

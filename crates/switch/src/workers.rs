@@ -1,0 +1,275 @@
+//! A node's packet threads ("workers") and the one door to them.
+//!
+//! Each worker is a [`Node`] of its own, run to completion on its own
+//! thread (pinned to a CPU when there are several): its share of every
+//! TAP's queues (the kernel spreads a tenant's flows over them by hash),
+//! its own socket in each underlay UDP port's `SO_REUSEPORT` group (the
+//! kernel hands a datagram to the worker on the CPU that received it), its
+//! own copy of the flow table with its own exact-match cache and MAC
+//! table. Nothing is shared between workers while packets move: no lock,
+//! no atomic on the packet path.
+//!
+//! The control side (`tunlab ctl`) reaches a worker by sending it a
+//! closure over a channel and waking it through a socket pair in its poll
+//! set; the worker runs the closure between two rounds of packets and
+//! sends the answer back. Changes (flows, ports) go to every worker in
+//! turn; counters are summed over them.
+
+use crate::config::{Config, Port, PortKind};
+use crate::node::{open_tap, Node, StartError};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use tunlab_netio::tap::Tap;
+
+/// Work for a worker, run between two rounds of packets.
+type Cmd = Box<dyn FnOnce(&mut Node) + Send>;
+
+/// How long the control side waits for a worker's answer.
+const ANSWER_WAIT: Duration = Duration::from_secs(5);
+
+struct Worker {
+    cmds: mpsc::Sender<Cmd>,
+    /// Writing a byte here wakes the worker from its poll.
+    wake: UnixStream,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// A running node: its workers.
+pub struct Switch {
+    pub name: String,
+    offloads: bool,
+    underlay_mtu: u16,
+    workers: Vec<Worker>,
+    stop: Arc<AtomicBool>,
+    /// The first error that stopped a worker.
+    failed: Arc<Mutex<Option<String>>>,
+}
+
+impl std::fmt::Debug for Switch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Switch")
+            .field("name", &self.name)
+            .field("workers", &self.workers.len())
+            .finish()
+    }
+}
+
+/// Why a request to the workers failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("worker {0} has stopped")]
+    Stopped(usize),
+    #[error("worker {0} did not answer within {ANSWER_WAIT:?}")]
+    NoAnswer(usize),
+}
+
+impl Switch {
+    /// Open every port for every worker, load the flows, start the threads.
+    pub fn start(cfg: &Config) -> Result<Switch, StartError> {
+        let n = cfg.workers.max(1) as usize;
+        // A TAP's queues must all exist before it moves to its namespace,
+        // so they are opened here for every worker.
+        let mut taps: Vec<HashMap<String, Vec<Tap>>> = (0..n).map(|_| HashMap::new()).collect();
+        for p in &cfg.ports {
+            if matches!(p.kind, PortKind::Tap { .. }) {
+                let per = open_tap(p, cfg.offloads, cfg.underlay_mtu, &cfg.ports, n)?;
+                for (i, q) in per.into_iter().enumerate() {
+                    taps[i].insert(p.name.clone(), q);
+                }
+            }
+        }
+        // In order: the sockets of a reuse-port group are numbered as
+        // they are bound, and worker i must hold number i.
+        let mut nodes = Vec::with_capacity(n);
+        for (i, t) in taps.iter_mut().enumerate() {
+            nodes.push(Node::start_shard(cfg, i, n, t)?);
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let failed = Arc::new(Mutex::new(None));
+        let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
+        let mut workers = Vec::with_capacity(n);
+        for (i, node) in nodes.into_iter().enumerate() {
+            let (ours, theirs) = UnixStream::pair().map_err(|e| StartError::Port {
+                port: "-".into(),
+                msg: format!("cannot make a wake-up socket pair: {e}"),
+            })?;
+            theirs
+                .set_nonblocking(true)
+                .and_then(|_| ours.set_nonblocking(true))
+                .map_err(|e| StartError::Port {
+                    port: "-".into(),
+                    msg: format!("wake-up socket: {e}"),
+                })?;
+            let (tx, rx) = mpsc::channel::<Cmd>();
+            let (stop2, failed2) = (stop.clone(), failed.clone());
+            let cpu = (n > 1).then_some(i % cpus);
+            let thread = std::thread::Builder::new()
+                .name(format!("worker{i}"))
+                .spawn(move || run(node, rx, theirs, stop2, failed2, cpu))
+                .map_err(|e| StartError::Port {
+                    port: "-".into(),
+                    msg: format!("cannot start worker thread {i}: {e}"),
+                })?;
+            workers.push(Worker {
+                cmds: tx,
+                wake: ours,
+                thread: Some(thread),
+            });
+        }
+        Ok(Switch {
+            name: cfg.name.clone(),
+            offloads: cfg.offloads,
+            underlay_mtu: cfg.underlay_mtu,
+            workers,
+            stop,
+            failed,
+        })
+    }
+
+    pub fn workers(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// Run `f` on worker `i` between two rounds of packets; its answer.
+    pub fn on<R: Send + 'static>(
+        &self,
+        i: usize,
+        f: impl FnOnce(&mut Node) -> R + Send + 'static,
+    ) -> Result<R, WorkerError> {
+        let w = self.workers.get(i).ok_or(WorkerError::Stopped(i))?;
+        let (tx, rx) = mpsc::channel();
+        w.cmds
+            .send(Box::new(move |n: &mut Node| {
+                let _ = tx.send(f(n));
+            }))
+            .map_err(|_| WorkerError::Stopped(i))?;
+        // A full pipe means a wake-up is already waiting.
+        let _ = (&w.wake).write(&[1]);
+        rx.recv_timeout(ANSWER_WAIT).map_err(|e| match e {
+            mpsc::RecvTimeoutError::Timeout => WorkerError::NoAnswer(i),
+            mpsc::RecvTimeoutError::Disconnected => WorkerError::Stopped(i),
+        })
+    }
+
+    /// Run `f` on every worker in turn; their answers in worker order.
+    pub fn on_all<R: Send + 'static>(
+        &self,
+        f: impl Fn(&mut Node) -> R + Send + Clone + 'static,
+    ) -> Result<Vec<R>, WorkerError> {
+        (0..self.workers.len())
+            .map(|i| self.on(i, f.clone()))
+            .collect()
+    }
+
+    /// Add a port to every worker while running (`tunlab ctl add-port`).
+    /// All or nothing: if one worker cannot open its share, the workers
+    /// that did remove it again.
+    pub fn add_port(&self, p: &Port) -> Result<(), String> {
+        let q = p.clone();
+        let mut ports = self
+            .on(0, move |n| {
+                n.check_new_port(&q).map(|_| n.port_cfgs().to_vec())
+            })
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        ports.push(p.clone());
+        let mut taps: Vec<Option<Vec<Tap>>> = if matches!(p.kind, PortKind::Tap { .. }) {
+            open_tap(
+                p,
+                self.offloads,
+                self.underlay_mtu,
+                &ports,
+                self.workers.len(),
+            )
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(Some)
+            .collect()
+        } else {
+            (0..self.workers.len()).map(|_| None).collect()
+        };
+        for (i, t) in taps.iter_mut().enumerate() {
+            let (q, t) = (p.clone(), t.take());
+            let r = self
+                .on(i, move |n| n.add_port(&q, t).map_err(|e| e.to_string()))
+                .map_err(|e| e.to_string())
+                .and_then(|r| r);
+            if let Err(e) = r {
+                for j in 0..i {
+                    let name = p.name.clone();
+                    let _ = self.on(j, move |n| n.remove_port(&name));
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// The error that stopped a worker, if one did.
+    pub fn failed(&self) -> Option<String> {
+        self.failed.lock().ok().and_then(|f| f.clone())
+    }
+
+    /// Stop every worker and wait for them.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for w in &mut self.workers {
+            let _ = (&w.wake).write(&[1]);
+            if let Some(t) = w.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+/// One worker's loop.
+fn run(
+    mut node: Node,
+    cmds: mpsc::Receiver<Cmd>,
+    wake: UnixStream,
+    stop: Arc<AtomicBool>,
+    failed: Arc<Mutex<Option<String>>>,
+    cpu: Option<usize>,
+) {
+    if let Some(c) = cpu {
+        if let Err(e) = tunlab_netio::cpu::pin_current_thread(c) {
+            eprintln!("tunlab switch: worker on CPU {c}: cannot pin: {e}");
+        }
+    }
+    let spin = Duration::from_micros(node.spin_us);
+    let mut last_work = Instant::now()
+        .checked_sub(spin)
+        .unwrap_or_else(Instant::now);
+    let mut drain = [0u8; 64];
+    while !stop.load(Ordering::Relaxed) {
+        // Right after traffic, look again without sleeping for `spin_us`:
+        // a reply that comes back within it is not kept waiting for a
+        // wake-up.
+        let timeout = if last_work.elapsed() < spin { 0 } else { 100 };
+        match node.poll_once(timeout, Some(wake.as_fd())) {
+            Ok((n, woken)) => {
+                if n > 0 {
+                    last_work = Instant::now();
+                }
+                if woken {
+                    while matches!((&wake).read(&mut drain), Ok(k) if k > 0) {}
+                    while let Ok(cmd) = cmds.try_recv() {
+                        cmd(&mut node);
+                    }
+                }
+            }
+            Err(e) => {
+                if let Ok(mut f) = failed.lock() {
+                    f.get_or_insert_with(|| e.to_string());
+                }
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+}

@@ -623,6 +623,37 @@ mod tests {
     use super::*;
     use std::time::{Duration, Instant};
 
+    /// A reuse-port group steered by CPU: a datagram sent from a thread
+    /// on CPU c arrives at the group's socket c (loopback receives on the
+    /// sending CPU); a plain bind of the same address is refused.
+    #[test]
+    fn shared_sockets_are_steered_by_cpu() {
+        let first = Underlay::bind_shared("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = first.local_addr().unwrap();
+        let second = Underlay::bind_shared(addr).unwrap();
+        first.steer_by_cpu(2).unwrap();
+        assert!(Underlay::bind(addr).is_err(), "outside the group");
+        let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
+        let mut b = RecvBatch::new(4, GRO_BUF);
+        for cpu in 0..cpus.min(2) {
+            std::thread::spawn(move || {
+                crate::cpu::pin_current_thread(cpu).unwrap();
+                let tx = Underlay::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+                tx.send_batch(&[(&[cpu as u8; 8][..], addr)]).unwrap();
+            })
+            .join()
+            .unwrap();
+            let want = [&first, &second][cpu];
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let mut n = 0;
+            while n == 0 && Instant::now() < deadline {
+                n = want.recv_batch(&mut b).unwrap();
+            }
+            assert_eq!(n, 1, "sent from CPU {cpu}, received by socket {cpu}");
+            assert_eq!(b.get(0).unwrap().0, &[cpu as u8; 8]);
+        }
+    }
+
     #[test]
     fn batch_round_trip_on_loopback() {
         let rx = Underlay::bind("127.0.0.1:0".parse().unwrap()).unwrap();

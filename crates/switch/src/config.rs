@@ -476,6 +476,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn workers_are_counted_and_bounded() {
+        let cfg = |w: &str| format!("[switch]\nname = \"n\"\n{w}\n");
+        assert_eq!(parse(&cfg(""), "n.toml").unwrap().workers, 1);
+        assert_eq!(parse(&cfg("workers = 2"), "n.toml").unwrap().workers, 2);
+        for bad in ["workers = 0", "workers = 65"] {
+            let e = parse(&cfg(bad), "n.toml").unwrap_err().to_string();
+            assert!(
+                e.contains("n.toml: switch.workers:") && e.contains("between 1 and 64"),
+                "{e}"
+            );
+        }
+        let e = parse(&cfg("workers = -1"), "n.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("workers"), "{e}");
+    }
+
+    #[test]
     fn add_port_arguments() {
         let p = parse_port_args(
             "vx9 ofport=9 type=vxlan local_ip=10.0.0.1 remote_ip=flow key=flow csum=true",

@@ -2218,6 +2218,32 @@ mod tests {
     }
 
     #[test]
+    fn workers_counters_are_summed_and_queues_dealt_back() {
+        let worker = |q: Vec<u64>, rx: u64, drop: u64| NodeStats {
+            ports: vec![PortSnapshot {
+                name: "tap0".into(),
+                ofport: 1,
+                kind: "tap",
+                stats: PortStats {
+                    rx_packets: rx,
+                    ..PortStats::default()
+                },
+                queue_rx: q,
+            }],
+            drops: [("too_big", drop)].into_iter().collect(),
+            outer_fragmented: HashMap::new(),
+            cache: (rx, 1),
+        };
+        // Three queues over two workers: worker 0 holds queues 0 and 2.
+        let t = NodeStats::sum(&[worker(vec![10, 30], 40, 1), worker(vec![20], 20, 2)]);
+        assert_eq!(t.ports[0].queue_rx, vec![10, 20, 30]);
+        assert_eq!(t.ports[0].stats.rx_packets, 60);
+        assert_eq!(t.drops["too_big"], 3);
+        assert_eq!(t.cache, (60, 2));
+        assert!(NodeStats::sum(&[]).ports.is_empty());
+    }
+
+    #[test]
     fn too_big_replies() {
         // IPv4 UDP with DF, 1451 bytes of IP.
         let mut f = vec![0u8; 14 + 1451];

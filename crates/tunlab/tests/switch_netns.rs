@@ -1468,3 +1468,168 @@ fn existing_tap_is_attached_by_name() {
     // Persistent: it outlives the switch (and goes with the namespace).
     assert!(l.ta.ip(&["link", "show", "tap-n1"]).is_ok());
 }
+
+/// `workers = 2` in a node's `[switch]` table.
+fn two_workers(cfg: String) -> String {
+    cfg.replacen("[switch]\n", "[switch]\nworkers = 2\n", 1)
+}
+
+/// The per-queue receive counters of a TAP port in `stats`.
+fn queue_counts(stats: &str) -> Vec<u64> {
+    stats
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("rx per queue: "))
+        .unwrap_or_else(|| panic!("no per-queue counters: {stats}"))
+        .split(' ')
+        .map(|n| n.parse().unwrap())
+        .collect()
+}
+
+/// Two packet workers per node, through every kind of underlay socket:
+/// UDP (one reuse-port socket per worker), raw IP (GRE, STT: worker 0
+/// receives, both send) and the QinQ packet socket. Traffic passes both
+/// ways byte for byte, the tenant's connections are spread over both
+/// workers' TAP queues, and the counters are the sum of both workers'.
+#[test]
+fn two_workers_carry_every_underlay() {
+    for kind in ["geneve", "gre", "stt"] {
+        let l = lab();
+        let (c1, c2) = (l.dir.join("n1.ctl"), l.dir.join("n2.ctl"));
+        let node = |name: &str, ns: &str, ip: &str, local: &str, remote: &str| {
+            let mut c = node_config(name, ns, ip, kind, local, remote, 6, 6);
+            if kind == "geneve" {
+                c = c.replace("key = 6\n", "key = 6\ncsum = true\n");
+            }
+            two_workers(c)
+        };
+        let (s1, s2) = start_pair(
+            &l,
+            &with_ctl(
+                &node("n1", l.ta.name(), "192.168.7.1", "172.31.0.1", "172.31.0.2"),
+                &c1,
+            ),
+            &with_ctl(
+                &node("n2", l.tb.name(), "192.168.7.2", "172.31.0.2", "172.31.0.1"),
+                &c2,
+            ),
+        );
+        traffic_both_ways(&l, &format!("{kind}, two workers"));
+        // Twelve connections: all on one worker by chance is 1 in 2048.
+        for _ in 0..12 {
+            let (s, r) = tcp_transfer(&l.ta, &l.tb, "192.168.7.2");
+            assert_eq!(s, r, "{kind}");
+        }
+        let (ok, stats, err) = ctl(&c1, &["stats"]);
+        assert!(ok, "{err}");
+        let q = queue_counts(&stats);
+        assert_eq!(q.len(), 2, "{kind}: one queue per worker: {stats}");
+        assert!(
+            q.iter().all(|&n| n > 0),
+            "{kind}: connections spread over both workers: {stats}"
+        );
+        // The TAP's counter is the sum over the queues, i.e. over workers.
+        assert_eq!(
+            pkts(&stats, "tap-n1", "rx"),
+            q.iter().sum::<u64>(),
+            "{stats}"
+        );
+        let (ok, show, _) = ctl(&c1, &["show"]);
+        assert!(ok && show.contains("workers: 2"), "{show}");
+        s1.stop();
+        s2.stop();
+    }
+}
+
+/// The control socket of a two-worker node changes both workers: a rule
+/// added drops every connection (whichever worker carries it), its
+/// counters are both workers' together, deleting it restores traffic,
+/// and a TAP port added at run time gets a queue per worker.
+#[test]
+fn two_workers_obey_the_control_socket() {
+    let l = lab();
+    let (c1, c2) = (l.dir.join("n1.ctl"), l.dir.join("n2.ctl"));
+    let (s1, s2) = start_pair(
+        &l,
+        &with_ctl(
+            &two_workers(node_config(
+                "n1",
+                l.ta.name(),
+                "192.168.7.1",
+                "vxlan",
+                "172.31.0.1",
+                "172.31.0.2",
+                6,
+                6,
+            )),
+            &c1,
+        ),
+        &with_ctl(
+            &two_workers(node_config(
+                "n2",
+                l.tb.name(),
+                "192.168.7.2",
+                "vxlan",
+                "172.31.0.2",
+                "172.31.0.1",
+                6,
+                6,
+            )),
+            &c2,
+        ),
+    );
+    traffic_both_ways(&l, "vxlan, two workers");
+    let (ok, _, err) = ctl(
+        &c1,
+        &["add-flow", "priority=40000,in_port=1,ip actions=drop"],
+    );
+    assert!(ok, "{err}");
+    for _ in 0..8 {
+        assert!(
+            !udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 1),
+            "the drop rule holds on every worker"
+        );
+    }
+    let (_, dump, _) = ctl(&c1, &["dump-flows"]);
+    assert!(
+        flow_packets(&dump, "priority=40000") >= 8,
+        "the drop rule's counter is both workers' sum: {dump}"
+    );
+    let (ok, out, err) = ctl(
+        &c1,
+        &["del-flows", "--strict", "priority=40000,in_port=1,ip"],
+    );
+    assert!(ok && out.contains("deleted 1 rules"), "{out}{err}");
+    assert!(
+        udp_echo(&l.ta, &l.tb, "192.168.7.2", 10, 6),
+        "traffic again"
+    );
+    // A tenant and a Geneve port added at run time: the TAP gets a queue
+    // per worker, the UDP port a socket per worker.
+    for (c, ns, me, peer, local, remote) in [
+        (&c1, l.ta.name(), "n1", 1, "172.31.0.1", "172.31.0.2"),
+        (&c2, l.tb.name(), "n2", 2, "172.31.0.2", "172.31.0.1"),
+    ] {
+        let tap = format!("tap5-{me} ofport=6 type=tap netns={ns} address=192.168.8.{peer}/24");
+        let (ok, _, err) = ctl(c, &["add-port", &tap]);
+        assert!(ok, "{err}");
+        let g = format!("g-{me} ofport=11 type=geneve local_ip={local} remote_ip={remote} key=9");
+        let (ok, _, err) = ctl(c, &["add-port", &g]);
+        assert!(ok, "{err}");
+        assert!(ctl(c, &["add-flow", "in_port=6 actions=output:11"]).0);
+        assert!(ctl(c, &["add-flow", "in_port=11,tun_id=9 actions=output:6"]).0);
+    }
+    wait_for_tap(&l.ta, "tap5-n1");
+    wait_for_tap(&l.tb, "tap5-n2");
+    assert!(
+        udp_echo(&l.ta, &l.tb, "192.168.8.2", 10, 6),
+        "the tenant added at run time"
+    );
+    let (_, stats, _) = ctl(&c1, &["stats"]);
+    let tap5 = stats
+        .split("port 6 tap5-n1")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{stats}"));
+    assert_eq!(queue_counts(tap5).len(), 2, "a queue per worker: {stats}");
+    s1.stop();
+    s2.stop();
+}

@@ -901,8 +901,11 @@ impl Node {
         let Some(mut pb) = PacketBuf::with_range(self.gro.take_buffer(), head, head + len) else {
             return;
         };
-        self.meta = meta;
+        // The joined frame goes on with its own segments' metadata; the
+        // datagram being read keeps its own (it may start the next frame).
+        let current = std::mem::replace(&mut self.meta, meta);
         self.forward(in_port, &mut pb, true, gso);
+        self.meta = current;
         self.gro.restore(pb.into_inner());
     }
 

@@ -147,11 +147,21 @@ struct SockState {
     csum: bool,
     local: SocketAddr,
     under: Underlay,
+    /// Geneve and VXLAN send from these (each bound to its own ephemeral
+    /// port), picked by a hash of the inner flow: the outer UDP source
+    /// port gives the underlay's ECMP and the receiver's RSS a flow to
+    /// spread (RFC 7348 § 5, RFC 8926 § 3.3), and one flow always leaves
+    /// from one port, in order. Empty: send from `under`.
+    srcs: Vec<Underlay>,
     rx: RecvBatch,
-    /// Datagrams to send this round: bytes and destination.
-    tx: Vec<(Vec<u8>, SocketAddr)>,
+    /// Datagrams to send this round: bytes, destination and which of
+    /// `srcs` sends them.
+    tx: Vec<(Vec<u8>, SocketAddr, u8)>,
     tx_used: usize,
 }
+
+/// Source ports (sockets) per Geneve/VXLAN port and worker.
+const SOURCE_PORTS: usize = 8;
 
 /// Headroom kept in front of every frame: the largest tunnel header or
 /// virtio-net header plus room for two VLAN tags.
@@ -346,7 +356,22 @@ impl Node {
                         if t.kind == TunnelKind::Geneve {
                             under.allow_fragmentation().map_err(|e| perr(format!("cannot clear DF: {e}")))?;
                         }
-                        self.add_socket(t.kind, t.csum, local, under)
+                        let mut srcs = Vec::with_capacity(SOURCE_PORTS);
+                        for _ in 0..SOURCE_PORTS {
+                            let from = SocketAddr::new(t.local_ip, 0);
+                            let u = Underlay::bind(from)
+                                .map_err(|e| perr(format!("cannot bind a source port on {from}: {e}")))?;
+                            u.set_tx_checksum(t.csum)
+                                .map_err(|e| perr(format!("cannot set the outer UDP checksum: {e}")))?;
+                            if t.kind == TunnelKind::Geneve {
+                                u.allow_fragmentation()
+                                    .map_err(|e| perr(format!("cannot clear DF: {e}")))?;
+                            }
+                            srcs.push(u);
+                        }
+                        let si = self.add_socket(t.kind, t.csum, local, under);
+                        self.socks[si].srcs = srcs;
+                        si
                     }
                 };
                 Io::Tunnel { cfg: *t, sock }
@@ -530,6 +555,7 @@ impl Node {
             csum,
             local,
             under,
+            srcs: Vec::new(),
             rx: RecvBatch::new(32, FRAME_MAX),
             tx: Vec::new(),
             tx_used: 0,
@@ -1286,9 +1312,9 @@ impl Node {
                     let csum = cfg.csum && !nvgre;
                     let s = &mut self.socks[sock];
                     if s.tx_used == s.tx.len() {
-                        s.tx.push((Vec::with_capacity(FRAME_MAX), remote.into_socket(0)));
+                        s.tx.push((Vec::with_capacity(FRAME_MAX), remote.into_socket(0), 0));
                     }
-                    let (buf, dst) = &mut s.tx[s.tx_used];
+                    let (buf, dst, _) = &mut s.tx[s.tx_used];
                     *dst = remote.into_socket(0);
                     buf.clear();
                     buf.extend_from_slice(&hdr[..n]);
@@ -1311,15 +1337,18 @@ impl Node {
                         return;
                     }
                 }
+                let from = source_index(frame.data(), self.socks[sock].srcs.len());
                 let s = &mut self.socks[sock];
                 if s.tx_used == s.tx.len() {
                     s.tx.push((
                         Vec::with_capacity(FRAME_MAX),
                         remote.into_socket(cfg.dst_port),
+                        0,
                     ));
                 }
-                let (buf, dst) = &mut s.tx[s.tx_used];
+                let (buf, dst, src) = &mut s.tx[s.tx_used];
                 *dst = remote.into_socket(cfg.dst_port);
+                *src = from;
                 buf.clear();
                 buf.resize(8 + opts.len(), 0);
                 let vni = Vni::from_masked(key as u32);
@@ -1389,9 +1418,9 @@ impl Node {
                 break;
             };
             if s.tx_used == s.tx.len() {
-                s.tx.push((Vec::with_capacity(FRAME_MAX), remote.into_socket(0)));
+                s.tx.push((Vec::with_capacity(FRAME_MAX), remote.into_socket(0), 0));
             }
-            let (buf, dst) = &mut s.tx[s.tx_used];
+            let (buf, dst, _) = &mut s.tx[s.tx_used];
             *dst = remote.into_socket(0);
             buf.clear();
             buf.extend_from_slice(&h);
@@ -1493,6 +1522,7 @@ impl Node {
         self.flush_socket(si);
         let per = GSO_BATCH.min(65535 / dgram).max(1);
         let dst = remote.into_socket(cfg.dst_port);
+        let from = source_index(frame.data(), self.socks[si].srcs.len()) as usize;
         let data = frame.data();
         let hl = sup.hdr_len();
         let n = sup.segments();
@@ -1516,10 +1546,12 @@ impl Node {
             }
             self.profile.add(Stage::Encap, t, k as u64);
             let t = self.profile.start();
-            match self.socks[si]
-                .under
-                .send_segmented(&iov[..3 * k], dst, dgram as u16)
-            {
+            let s = &self.socks[si];
+            match s.srcs.get(from).unwrap_or(&s.under).send_segmented(
+                &iov[..3 * k],
+                dst,
+                dgram as u16,
+            ) {
                 Ok(true) => sent += k as u64,
                 _ => lost += k as u64,
             }
@@ -1711,13 +1743,22 @@ impl Node {
             if s.tx_used == 0 {
                 return;
             }
-            let msgs: Vec<(&[u8], SocketAddr)> = s.tx[..s.tx_used]
-                .iter()
-                .map(|(b, a)| (&b[..], *a))
-                .collect();
             let t = self.profile.start();
-            let sent = s.under.send_batch(&msgs).unwrap_or(0);
-            self.profile.add(Stage::Transmit, t, msgs.len() as u64);
+            let mut sent = 0;
+            // One batch per source port (a flow's datagrams keep their order).
+            for k in 0..s.srcs.len().max(1) {
+                let msgs: Vec<(&[u8], SocketAddr)> = s.tx[..s.tx_used]
+                    .iter()
+                    .filter(|(_, _, src)| *src as usize == k)
+                    .map(|(b, a, _)| (&b[..], *a))
+                    .collect();
+                if msgs.is_empty() {
+                    continue;
+                }
+                let from = s.srcs.get(k).unwrap_or(&s.under);
+                sent += from.send_batch(&msgs).unwrap_or(0);
+            }
+            self.profile.add(Stage::Transmit, t, s.tx_used as u64);
             let lost = s.tx_used - sent;
             s.tx_used = 0;
             if lost > 0 {
@@ -1845,6 +1886,15 @@ fn tap_vnet_header(frame: &[u8], gso: Option<Gso>) -> Result<virtio_net::Repr, &
 
 /// The outer TCP source port of an STT frame: from the inner flow's hash,
 /// so that receivers can spread flows (RSS) as with UDP tunnels.
+/// Which of `n` source-port sockets carries a frame's flow.
+fn source_index(frame: &[u8], n: usize) -> u8 {
+    if n == 0 {
+        return 0;
+    }
+    let h = tunlab_wire::flowhash::hash_frame(frame) as u64;
+    ((h * n as u64) >> 32) as u8
+}
+
 fn stt_source_port(frame: &[u8]) -> u16 {
     tunlab_wire::flowhash::source_port(tunlab_wire::flowhash::hash_frame(frame), 49152, 65535)
 }

@@ -1727,3 +1727,105 @@ fn joined_segments_keep_their_own_vni() {
     s1.stop();
     s2.stop();
 }
+
+/// The outer UDP source port comes from a hash of the inner flow, as
+/// RFC 7348 § 5 and RFC 8926 § 3.3 ask (entropy for the underlay's ECMP
+/// and the receiver's RSS): every datagram of one inner flow leaves from
+/// one source port, and different flows from different ports.
+#[test]
+fn outer_source_port_follows_the_inner_flow() {
+    use tunlab_netio::packet::PacketSocket;
+    let l = lab();
+    let (s1, s2) = start_pair(
+        &l,
+        &node_config(
+            "n1",
+            l.ta.name(),
+            "192.168.7.1",
+            "geneve",
+            "172.31.0.1",
+            "172.31.0.2",
+            6,
+            6,
+        ),
+        &node_config(
+            "n2",
+            l.tb.name(),
+            "192.168.7.2",
+            "geneve",
+            "172.31.0.2",
+            "172.31.0.1",
+            6,
+            6,
+        ),
+    );
+    traffic_both_ways(&l, "geneve");
+    let u2 = l.u2.clone();
+    let capture = in_ns(l.hv2.name(), move || {
+        let sock = PacketSocket::open(&u2).unwrap();
+        // (inner UDP source port, outer UDP source port) of Geneve
+        // datagrams from 172.31.0.1 carrying IPv4/UDP to port 9.
+        let mut seen = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        let deadline = std::time::Instant::now() + Duration::from_secs(4);
+        while std::time::Instant::now() < deadline {
+            let Some(n) = sock.recv(&mut buf).unwrap() else {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            };
+            let f = &buf[..n];
+            let outer_udp = 14 + 20;
+            if n < outer_udp + 8 + 8 || f[12..14] != [8, 0] || f[23] != 17 {
+                continue;
+            }
+            if f[26..30] != [172, 31, 0, 1] || f[outer_udp + 2..outer_udp + 4] != [0x17, 0xc1] {
+                continue;
+            }
+            let inner = outer_udp + 8 + 8 + (f[outer_udp + 8] & 0x3f) as usize * 4;
+            let inner_udp = inner + 14 + 20;
+            if n < inner_udp + 8 || f[inner + 12..inner + 14] != [8, 0] || f[inner + 14 + 9] != 17 {
+                continue;
+            }
+            if f[inner_udp + 2..inner_udp + 4] != [0, 9] {
+                continue;
+            }
+            let sport = |at: usize| u16::from_be_bytes([f[at], f[at + 1]]);
+            seen.push((sport(inner_udp), sport(outer_udp)));
+        }
+        seen
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    in_ns(l.ta.name(), || {
+        for _ in 0..8 {
+            let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+            for _ in 0..3 {
+                s.send_to(b"flow", "192.168.7.2:9").unwrap();
+            }
+        }
+    })
+    .join()
+    .unwrap();
+    let seen = capture.join().unwrap();
+    let mut by_flow = std::collections::BTreeMap::<u16, std::collections::BTreeSet<u16>>::new();
+    for (inner, outer) in &seen {
+        by_flow.entry(*inner).or_default().insert(*outer);
+    }
+    assert_eq!(
+        by_flow.len(),
+        8,
+        "eight flows seen on the underlay: {seen:?}"
+    );
+    assert!(
+        by_flow.values().all(|ports| ports.len() == 1),
+        "one outer port per flow: {by_flow:?}"
+    );
+    let ports: std::collections::BTreeSet<u16> =
+        by_flow.values().flat_map(|p| p.iter().copied()).collect();
+    // All eight on one of the node's eight ports by chance: 1 in 2 million.
+    assert!(
+        ports.len() >= 2,
+        "flows spread over source ports: {by_flow:?}"
+    );
+    s1.stop();
+    s2.stop();
+}

@@ -22,6 +22,9 @@ pub struct Plan {
     /// Packet threads per tunlab node; `None`: the switch's default.
     #[serde(default)]
     pub workers: Option<u16>,
+    /// tunlab's `spin_us`; `None`: the switch's default.
+    #[serde(default)]
+    pub spin_us: Option<u64>,
 }
 
 fn t(kind: Kind, size: usize, instances: usize) -> Test {
@@ -68,6 +71,7 @@ impl Plan {
                 ],
                 seconds: 2,
                 workers: None,
+                spin_us: None,
                 rule: Rule {
                     budget_s: Some(QUICK_BUDGET_S),
                     ..Rule::pbench(3)
@@ -92,6 +96,7 @@ impl Plan {
                     tests,
                     seconds: 10,
                     workers: None,
+                    spin_us: None,
                     rule: Rule::pbench(5),
                 })
             }
@@ -363,7 +368,7 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> 
         }
         bar.set_message(format!("{}: setting up", v.name()));
         let topo = Topology::build(n)?;
-        let running = match variant::setup(v, &topo, tunlab, &dir, plan.workers) {
+        let running = match variant::setup(v, &topo, tunlab, &dir, plan.workers, plan.spin_us) {
             Ok(r) => r,
             Err(e) => {
                 vr.status = "failed".into();

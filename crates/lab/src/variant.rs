@@ -225,6 +225,7 @@ pub fn setup(
     tunlab: &Path,
     dir: &Path,
     workers: Option<u16>,
+    spin_us: Option<u64>,
 ) -> Result<Running, LabError> {
     let mut r = Running {
         variant: v,
@@ -284,7 +285,7 @@ pub fn setup(
                 .tunlab_kind()
                 .ok_or_else(|| LabError::Setup(format!("{}: no tunlab kind", v.name())))?;
             for (i, tenant) in topo.t.iter().enumerate() {
-                let cfg = tunlab_config(v, kind, i, tenant.name(), workers);
+                let cfg = tunlab_config(v, kind, i, tenant.name(), workers, spin_us);
                 let path = dir.join(format!("{}-n{}.toml", v.name(), i + 1));
                 std::fs::write(&path, cfg).map_err(|err| LabError::Io {
                     path: path.display().to_string(),
@@ -440,6 +441,7 @@ fn tunlab_config(
     i: usize,
     tenant_ns: &str,
     workers: Option<u16>,
+    spin_us: Option<u64>,
 ) -> String {
     let name = format!("bench{}", i + 1);
     let (flows, tlv) = match v {
@@ -478,7 +480,8 @@ fn tunlab_config(
         TENANT[i],
         v.tenant_mtu(),
         pid = std::process::id(),
-        workers = workers.map(|w| format!("workers = {w}\n")).unwrap_or_default(),
+        workers = workers.map(|w| format!("workers = {w}\n")).unwrap_or_default()
+            + &spin_us.map(|s| format!("spin_us = {s}\n")).unwrap_or_default(),
     )
 }
 

@@ -256,6 +256,10 @@ fn run(
             Ok((n, woken)) => {
                 if n > 0 {
                     last_work = Instant::now();
+                } else if timeout == 0 {
+                    // Spinning: let anything else runnable on this CPU (a
+                    // tenant) go first, so the spin only takes idle time.
+                    std::thread::yield_now();
                 }
                 if woken {
                     while matches!((&wake).read(&mut drain), Ok(k) if k > 0) {}

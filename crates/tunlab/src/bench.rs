@@ -17,6 +17,7 @@ pub struct Args {
     pub seconds: Option<u32>,
     pub baseline: String,
     pub workers: Option<u16>,
+    pub spin_us: Option<u64>,
     pub out: Option<PathBuf>,
 }
 
@@ -58,6 +59,12 @@ fn plan(a: &Args) -> Result<Plan, String> {
             return Err(format!("--workers: {w} is not between 1 and {max}"));
         }
         plan.workers = Some(w);
+    }
+    if let Some(s) = a.spin_us {
+        if s > 1_000_000 {
+            return Err(format!("--spin-us: {s} is over 1000000 (one second)"));
+        }
+        plan.spin_us = Some(s);
     }
     Variant::parse(&a.baseline).map_err(|e| format!("--baseline: {e}"))?;
     Ok(plan)

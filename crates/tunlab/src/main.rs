@@ -67,9 +67,13 @@ enum Command {
         /// The variant the others are compared against.
         #[arg(long, default_value = "kernel-vxlan")]
         baseline: String,
-        /// Packet threads per tunlab node (default: the switch's, one per CPU).
+        /// Packet threads per tunlab node (default: the switch's, 1).
         #[arg(long)]
         workers: Option<u16>,
+        /// tunlab nodes poll without sleeping this many µs after traffic
+        /// (default: the switch's, 50).
+        #[arg(long)]
+        spin_us: Option<u64>,
         /// The results folder (default tunlab-results/UNIX-TIME).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -164,6 +168,7 @@ fn main() -> ExitCode {
             seconds,
             baseline,
             workers,
+            spin_us,
             out,
             cleanup,
             pvp,
@@ -184,6 +189,7 @@ fn main() -> ExitCode {
                 seconds,
                 baseline,
                 workers,
+                spin_us,
                 out,
             })
         }

@@ -7,7 +7,8 @@
 //! `del-flows [MATCH]`, `del-flows --strict RULE-MATCH`, `stats`,
 //! `stats --cycles` and `cycles on|off` (time per stage). A reply
 //! starts with `OK` or `ERROR` on its own line; a rejected rule or port
-//! leaves the node as it was.
+//! leaves the node as it was. Served by the node's main thread, which
+//! reaches the packet workers by message (`workers`).
 
 use crate::config::parse_port_args;
 use crate::node::NodeStats;
@@ -77,8 +78,8 @@ impl Drop for CtlServer {
 }
 
 fn serve_one(stream: UnixStream, sw: &mut Switch) -> std::io::Result<()> {
-    // A client gets a short while to send its line; the datapath waits for
-    // no one longer than that.
+    // A client gets a short while to send its line (the workers move
+    // packets meanwhile; only other clients wait).
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(Duration::from_millis(200)))?;
     let mut line = String::new();

@@ -590,6 +590,11 @@ impl Node {
             .map_or(&[], |p| &p.queue_rx[..])
     }
 
+    /// This worker's number (0 when the node has one).
+    pub fn worker(&self) -> usize {
+        self.shard
+    }
+
     /// Everything `tunlab ctl stats` reports, for summing over workers.
     pub fn snapshot(&self) -> NodeStats {
         NodeStats {

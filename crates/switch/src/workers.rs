@@ -277,3 +277,62 @@ fn run(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{config, ctl};
+
+    fn switch(workers: u16) -> Switch {
+        let text = format!("[switch]\nname = \"t\"\nworkers = {workers}\n");
+        let cfg = config::parse(&text, "t.toml").unwrap();
+        Switch::start(&cfg).unwrap()
+    }
+
+    #[test]
+    fn every_worker_answers_in_order() {
+        let sw = switch(3);
+        assert_eq!(sw.workers(), 3);
+        assert_eq!(sw.on_all(|n| n.worker()).unwrap(), vec![0, 1, 2]);
+        assert!(matches!(
+            sw.on(7, |n| n.worker()),
+            Err(WorkerError::Stopped(7))
+        ));
+        assert!(sw.failed().is_none());
+        sw.stop();
+    }
+
+    #[test]
+    fn control_requests_change_every_worker() {
+        let mut sw = switch(2);
+        let out = ctl::handle("add-flow in_port=1 actions=drop", &mut sw).unwrap();
+        assert_eq!(out, "");
+        assert_eq!(sw.on_all(|n| n.classifier.len()).unwrap(), vec![1, 1]);
+        let dump = ctl::handle("dump-flows", &mut sw).unwrap();
+        assert!(
+            dump.contains("n_packets=0") && dump.contains("in_port=1 actions=drop"),
+            "{dump}"
+        );
+        let show = ctl::handle("show", &mut sw).unwrap();
+        assert!(show.contains("workers: 2"), "{show}");
+        ctl::handle("cycles on", &mut sw).unwrap();
+        let cycles = ctl::handle("stats --cycles", &mut sw).unwrap();
+        assert!(
+            cycles.contains("worker 0: cycles: on") && cycles.contains("worker 1: cycles: on"),
+            "{cycles}"
+        );
+        let e = ctl::handle("add-flow in_port=1 actions=bogus", &mut sw).unwrap_err();
+        assert!(e.contains("bogus"), "{e}");
+        assert_eq!(
+            sw.on_all(|n| n.classifier.len()).unwrap(),
+            vec![1, 1],
+            "a refused rule changes nothing"
+        );
+        let out = ctl::handle("del-flows", &mut sw).unwrap();
+        assert_eq!(out, "deleted 1 rules\n");
+        assert_eq!(sw.on_all(|n| n.classifier.len()).unwrap(), vec![0, 0]);
+        let e = ctl::handle("del-port nothing", &mut sw).unwrap_err();
+        assert!(e.contains("no port named 'nothing'"), "{e}");
+        sw.stop();
+    }
+}

@@ -181,6 +181,10 @@ pub fn html(r: &Results, baseline: Option<&str>) -> String {
             .map(|b| format!(", while the run stays within {b} s"))
             .unwrap_or_default()
     );
+    let settings = r.plan.tunlab_settings();
+    if !settings.is_empty() {
+        let _ = write!(o, "<p>{}</p>", esc(&settings));
+    }
     o.push_str("<h2>Tables</h2>");
     for t in report::build(r, baseline) {
         html_table(&t, &mut o);

@@ -42,6 +42,23 @@ fn t(kind: Kind, size: usize, instances: usize) -> Test {
 pub const QUICK_BUDGET_S: u64 = 270;
 
 impl Plan {
+    /// The tunlab settings this run asked for instead of the switch's
+    /// defaults ("" if none), e.g. "tunlab nodes: workers = 2, spin_us = 0".
+    pub fn tunlab_settings(&self) -> String {
+        let mut v = Vec::new();
+        if let Some(w) = self.workers {
+            v.push(format!("workers = {w}"));
+        }
+        if let Some(s) = self.spin_us {
+            v.push(format!("spin_us = {s}"));
+        }
+        if v.is_empty() {
+            String::new()
+        } else {
+            format!("tunlab nodes: {}", v.join(", "))
+        }
+    }
+
     /// `quick`: a representative subset that finishes in about five
     /// minutes here; `full`: the whole matrix of the articles and of
     /// pbench-uperf.
@@ -471,6 +488,25 @@ pub fn default_out() -> PathBuf {
 mod tests {
     use super::*;
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn tunlab_settings_are_named_only_when_asked_for() {
+        let mut p = Plan::profile("quick").unwrap();
+        assert_eq!(p.tunlab_settings(), "");
+        p.workers = Some(2);
+        p.spin_us = Some(0);
+        assert_eq!(
+            p.tunlab_settings(),
+            "tunlab nodes: workers = 2, spin_us = 0"
+        );
+        // Results written before these settings existed still load.
+        let old = serde_json::to_value(Plan::profile("quick").unwrap()).unwrap();
+        let mut old = old.as_object().unwrap().clone();
+        old.remove("workers");
+        old.remove("spin_us");
+        let back: Plan = serde_json::from_value(serde_json::Value::Object(old)).unwrap();
+        assert_eq!(back.workers, None);
+    }
 
     fn budget(limit: Option<f64>, elapsed: u64, rerun: f64) -> Budget {
         Budget {

@@ -108,6 +108,10 @@ pub fn run(a: Args) -> ExitCode {
             .map(|b| format!(", while the run stays within {b} s"))
             .unwrap_or_default()
     );
+    let settings = plan.tunlab_settings();
+    if !settings.is_empty() {
+        println!("{settings}");
+    }
     let results = match run::run(&plan, &tunlab, &out) {
         Ok(r) => r,
         Err(e) => {

@@ -228,6 +228,25 @@ impl Switch {
     }
 }
 
+/// Set on a worker's way out: if it is unwinding from a panic, the node
+/// stops and says so instead of serving on without it.
+struct OnPanic {
+    stop: Arc<AtomicBool>,
+    failed: Arc<Mutex<Option<String>>>,
+    worker: usize,
+}
+
+impl Drop for OnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            if let Ok(mut f) = self.failed.lock() {
+                f.get_or_insert_with(|| format!("worker {} stopped on a panic", self.worker));
+            }
+            self.stop.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 /// One worker's loop.
 fn run(
     mut node: Node,
@@ -237,6 +256,11 @@ fn run(
     failed: Arc<Mutex<Option<String>>>,
     cpu: Option<usize>,
 ) {
+    let _on_panic = OnPanic {
+        stop: stop.clone(),
+        failed: failed.clone(),
+        worker: node.worker(),
+    };
     if let Some(c) = cpu {
         if let Err(e) = tunlab_netio::cpu::pin_current_thread(c) {
             eprintln!("tunlab switch: worker on CPU {c}: cannot pin: {e}");
@@ -299,6 +323,15 @@ mod tests {
             Err(WorkerError::Stopped(7))
         ));
         assert!(sw.failed().is_none());
+        sw.stop();
+    }
+
+    #[test]
+    fn a_worker_that_panics_stops_the_node_and_says_so() {
+        let sw = switch(2);
+        let r = sw.on(1, |_| -> () { panic!("test panic in a worker") });
+        assert!(matches!(r, Err(WorkerError::Stopped(1))), "{r:?}");
+        assert_eq!(sw.failed().as_deref(), Some("worker 1 stopped on a panic"));
         sw.stop();
     }
 

@@ -181,8 +181,8 @@ const GSO_HDR_ROOM: usize = 8 + geneve::MAX_OPTIONS_LEN + tunlab_wire::gso::MAX_
 pub struct Node {
     pub name: String,
     /// This worker's number, and how many there are.
-    shard: usize,
-    shards: usize,
+    worker: usize,
+    workers: usize,
     underlay_mtu: usize,
     pub classifier: Classifier,
     pipeline: Pipeline,
@@ -249,18 +249,18 @@ impl std::fmt::Debug for Node {
 }
 
 impl Node {
-    /// Worker `shard` of `shards`: open its share of every port and load
+    /// Worker `worker` of `workers`: open its share of every port and load
     /// the flows. `taps` holds each TAP port's queues for this worker
     /// ([`open_tap`] opened them for all workers); they are taken out.
-    pub fn start_shard(
+    pub fn start_worker(
         cfg: &Config,
-        shard: usize,
-        shards: usize,
+        worker: usize,
+        workers: usize,
         taps: &mut HashMap<String, Vec<Tap>>,
     ) -> Result<Node, StartError> {
         let mut node = Node {
-            shard,
-            shards: shards.max(1),
+            worker,
+            workers: workers.max(1),
             name: cfg.name.clone(),
             underlay_mtu: cfg.underlay_mtu as usize,
             classifier: Classifier::new(),
@@ -313,7 +313,7 @@ impl Node {
         // With several workers, the receiving side of a raw or packet
         // socket is worker 0's (the kernel would give every such socket
         // a copy); the others only send.
-        let receives = self.shard == 0;
+        let receives = self.worker == 0;
         let io = match &p.kind {
             PortKind::Tap { .. } => match taps {
                 Some(t) if !t.is_empty() => Io::Tap(t),
@@ -333,14 +333,14 @@ impl Node {
                         )))
                     }
                     None => {
-                        let under = if self.shards > 1 {
+                        let under = if self.workers > 1 {
                             // One socket per worker on the same address;
                             // a datagram goes to the worker on the CPU
                             // that received it.
                             let u = Underlay::bind_shared(local)
                                 .map_err(|e| perr(format!("cannot bind {local}: {e}")))?;
-                            if self.shard == 0 {
-                                u.steer_by_cpu(self.shards as u32).map_err(|e| {
+                            if self.worker == 0 {
+                                u.steer_by_cpu(self.workers as u32).map_err(|e| {
                                     perr(format!("cannot steer {local} by CPU: {e}"))
                                 })?;
                             }
@@ -592,7 +592,7 @@ impl Node {
 
     /// This worker's number (0 when the node has one).
     pub fn worker(&self) -> usize {
-        self.shard
+        self.worker
     }
 
     /// Everything `tunlab ctl stats` reports, for summing over workers.

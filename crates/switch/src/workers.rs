@@ -88,7 +88,7 @@ impl Switch {
         // they are bound, and worker i must hold number i.
         let mut nodes = Vec::with_capacity(n);
         for (i, t) in taps.iter_mut().enumerate() {
-            nodes.push(Node::start_shard(cfg, i, n, t)?);
+            nodes.push(Node::start_worker(cfg, i, n, t)?);
         }
         let stop = Arc::new(AtomicBool::new(false));
         let failed = Arc::new(Mutex::new(None));

@@ -563,39 +563,38 @@ pub(crate) fn attach_filter(
         len: prog.len() as u16,
         filter: prog.as_ptr().cast_mut(),
     };
-    // SAFETY: the kernel copies the program `fprog` points to, which lives
-    // (with `prog`) for the call.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            opt,
-            (&fprog as *const libc::sock_fprog).cast(),
-            size_of::<libc::sock_fprog>() as libc::socklen_t,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    // The kernel copies the program `fprog` points to, which lives (with
+    // `prog`) for the call.
+    set_opt(fd, libc::SOL_SOCKET, opt, &fprog)
 }
 
-/// Set an integer socket option: the one place `setsockopt` is called.
+/// Set an integer socket option.
 pub(crate) fn set_int_opt(
     fd: std::os::fd::RawFd,
     level: libc::c_int,
     opt: libc::c_int,
     val: libc::c_int,
 ) -> io::Result<()> {
-    // SAFETY: setsockopt reads one c_int from `&val`, which lives for the
-    // call; an invalid descriptor or option is reported as an error.
+    set_opt(fd, level, opt, &val)
+}
+
+/// Set a socket option whose value is the plain C struct or integer
+/// `val`: the one place `setsockopt` is called.
+fn set_opt<T>(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    val: &T,
+) -> io::Result<()> {
+    // SAFETY: setsockopt reads size_of::<T>() bytes from `val`, which lives
+    // for the call; an invalid descriptor or option is reported as an error.
     let r = unsafe {
         libc::setsockopt(
             fd,
             level,
             opt,
-            (&val as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
+            (val as *const T).cast(),
+            size_of::<T>() as libc::socklen_t,
         )
     };
     if r != 0 {

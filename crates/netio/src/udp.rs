@@ -18,6 +18,8 @@ const UDP_GRO: libc::c_int = 104;
 const UDP_SEGMENT: libc::c_int = 103;
 /// Send and receive buffer asked for an underlay socket.
 const SOCKET_BUF: libc::c_int = 4 << 20;
+/// Datagrams per `sendmmsg` call.
+pub const SEND_BATCH: usize = 64;
 /// The most datagrams one UDP GSO send may make (UDP_MAX_SEGMENTS).
 pub const GSO_MAX_SEGMENTS: usize = 64;
 const UDP_NO_CHECK6_TX: libc::c_int = 101;
@@ -408,48 +410,67 @@ impl Underlay {
         Ok(n)
     }
 
-    /// Send each `(bytes, destination)` in one `sendmmsg` call where
-    /// possible; returns how many were sent (the rest hit a full queue).
-    pub fn send_batch(&self, msgs: &[(&[u8], SocketAddr)]) -> io::Result<usize> {
-        let mut addrs: Vec<(libc::sockaddr_storage, libc::socklen_t)> =
-            msgs.iter().map(|(_, a)| std_to_sockaddr(a)).collect();
-        let mut iov: Vec<libc::iovec> = msgs
-            .iter()
-            .map(|(b, _)| libc::iovec {
-                iov_base: b.as_ptr() as *mut libc::c_void,
-                iov_len: b.len(),
-            })
-            .collect();
-        // SAFETY: all-zero is a valid mmsghdr; the pointers are set below.
-        let mut hdrs: Vec<libc::mmsghdr> = (0..msgs.len()).map(|_| unsafe { zeroed() }).collect();
-        for i in 0..msgs.len() {
-            hdrs[i].msg_hdr.msg_name = (&mut addrs[i].0 as *mut libc::sockaddr_storage).cast();
-            hdrs[i].msg_hdr.msg_namelen = addrs[i].1;
-            hdrs[i].msg_hdr.msg_iov = &mut iov[i];
-            hdrs[i].msg_hdr.msg_iovlen = 1;
-        }
-        let mut sent = 0;
-        while sent < msgs.len() {
-            let r = retry_eintr(|| {
-                // SAFETY: `hdrs[sent..]` are initialised and point at `iov`
-                // and `addrs`, which point at the caller's buffers; all
-                // outlive the call. The kernel only reads the payloads.
-                unsafe {
-                    libc::sendmmsg(
-                        self.sock.as_raw_fd(),
-                        hdrs[sent..].as_mut_ptr(),
-                        (msgs.len() - sent) as libc::c_uint,
-                        libc::MSG_DONTWAIT,
-                    )
-                }
-            });
-            match r {
-                Ok(n) => sent += n as usize,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e),
+    /// Send each `(bytes, destination)` with `sendmmsg`, up to
+    /// [`SEND_BATCH`] per call (the kernel headers live on the stack: no
+    /// allocation); returns how many were sent before a full queue
+    /// stopped it.
+    pub fn send_batch<'a>(
+        &self,
+        msgs: impl IntoIterator<Item = (&'a [u8], SocketAddr)>,
+    ) -> io::Result<usize> {
+        let mut msgs = msgs.into_iter().peekable();
+        let mut total = 0;
+        while msgs.peek().is_some() {
+            type Addr = (libc::sockaddr_storage, libc::socklen_t);
+            // SAFETY: all-zero is a valid sockaddr_storage, iovec and
+            // mmsghdr (plain C structs, null pointers); the pointers are
+            // set below before use.
+            let mut addrs: [Addr; SEND_BATCH] = unsafe { zeroed() };
+            // SAFETY: as above.
+            let mut iov: [libc::iovec; SEND_BATCH] = unsafe { zeroed() };
+            // SAFETY: as above.
+            let mut hdrs: [libc::mmsghdr; SEND_BATCH] = unsafe { zeroed() };
+            let mut n = 0;
+            while n < SEND_BATCH {
+                let Some((b, a)) = msgs.next() else { break };
+                addrs[n] = std_to_sockaddr(&a);
+                iov[n] = libc::iovec {
+                    iov_base: b.as_ptr() as *mut libc::c_void,
+                    iov_len: b.len(),
+                };
+                n += 1;
             }
+            for i in 0..n {
+                hdrs[i].msg_hdr.msg_name = (&mut addrs[i].0 as *mut libc::sockaddr_storage).cast();
+                hdrs[i].msg_hdr.msg_namelen = addrs[i].1;
+                hdrs[i].msg_hdr.msg_iov = &mut iov[i];
+                hdrs[i].msg_hdr.msg_iovlen = 1;
+            }
+            let mut sent = 0;
+            while sent < n {
+                let r = retry_eintr(|| {
+                    // SAFETY: `hdrs[sent..n]` are initialised and point at
+                    // `iov` and `addrs`, which point at the caller's
+                    // buffers; all outlive the call. The kernel only reads
+                    // the payloads.
+                    unsafe {
+                        libc::sendmmsg(
+                            self.sock.as_raw_fd(),
+                            hdrs[sent..n].as_mut_ptr(),
+                            (n - sent) as libc::c_uint,
+                            libc::MSG_DONTWAIT,
+                        )
+                    }
+                });
+                match r {
+                    Ok(k) => sent += k as usize,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(total + sent),
+                    Err(e) => return Err(e),
+                }
+            }
+            total += sent;
         }
-        Ok(sent)
+        Ok(total)
     }
 }
 
@@ -638,7 +659,7 @@ mod tests {
             std::thread::spawn(move || {
                 crate::cpu::pin_current_thread(cpu).unwrap();
                 let tx = Underlay::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-                tx.send_batch(&[(&[cpu as u8; 8][..], addr)]).unwrap();
+                tx.send_batch([(&[cpu as u8; 8][..], addr)]).unwrap();
             })
             .join()
             .unwrap();
@@ -658,13 +679,13 @@ mod tests {
         let rx = Underlay::bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let tx = Underlay::bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let dst = rx.local_addr().unwrap();
-        let payloads: Vec<Vec<u8>> = (0..20u8).map(|i| vec![i; 100 + i as usize]).collect();
+        let payloads: Vec<Vec<u8>> = (0..150u8).map(|i| vec![i; 100 + i as usize]).collect();
         let msgs: Vec<(&[u8], SocketAddr)> = payloads.iter().map(|p| (&p[..], dst)).collect();
-        assert_eq!(tx.send_batch(&msgs).unwrap(), 20);
+        assert_eq!(tx.send_batch(msgs.iter().copied()).unwrap(), 150); // more than one sendmmsg call
         let mut b = RecvBatch::new(8, GRO_BUF);
         let mut got: Vec<Vec<u8>> = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(5);
-        while got.len() < 20 && Instant::now() < deadline {
+        while got.len() < 150 && Instant::now() < deadline {
             let n = rx.recv_batch(&mut b).unwrap();
             for i in 0..n {
                 let (data, stride, from) = b.get(i).unwrap();
@@ -734,7 +755,7 @@ mod tests {
         let port = rx.local_addr().unwrap().port();
         let tx = Underlay::bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let to: SocketAddr = format!("127.0.0.3:{port}").parse().unwrap();
-        assert_eq!(tx.send_batch(&[(&b"x"[..], to)]).unwrap(), 1);
+        assert_eq!(tx.send_batch([(&b"x"[..], to)]).unwrap(), 1);
         let mut b = RecvBatch::new(4, 2048);
         let deadline = Instant::now() + Duration::from_secs(5);
         while rx.recv_batch(&mut b).unwrap() == 0 && Instant::now() < deadline {

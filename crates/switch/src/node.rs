@@ -1752,16 +1752,16 @@ impl Node {
             let mut sent = 0;
             // One batch per source port (a flow's datagrams keep their order).
             for k in 0..s.srcs.len().max(1) {
-                let msgs: Vec<(&[u8], SocketAddr)> = s.tx[..s.tx_used]
+                let mut msgs = s.tx[..s.tx_used]
                     .iter()
                     .filter(|(_, _, src)| *src as usize == k)
                     .map(|(b, a, _)| (&b[..], *a))
-                    .collect();
-                if msgs.is_empty() {
+                    .peekable();
+                if msgs.peek().is_none() {
                     continue;
                 }
                 let from = s.srcs.get(k).unwrap_or(&s.under);
-                sent += from.send_batch(&msgs).unwrap_or(0);
+                sent += from.send_batch(msgs).unwrap_or(0);
             }
             self.profile.add(Stage::Transmit, t, s.tx_used as u64);
             let lost = s.tx_used - sent;

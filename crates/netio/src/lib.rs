@@ -6,12 +6,14 @@
 pub mod cpu;
 pub mod netns;
 pub mod packet;
+pub mod poll;
 pub mod ring;
 pub mod rst_guard;
 pub mod tap;
 pub mod udp;
 
 pub use packet::PacketSocket;
+pub use poll::Poller;
 pub use ring::{RxFrame, RxRing, TxRing};
 pub use rst_guard::RstGuard;
 pub use tap::{Tap, TapError, TapOptions};

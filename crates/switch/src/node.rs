@@ -20,7 +20,7 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::time::Instant;
 use tunlab_dp::{extract, extract_tunnel, Classifier, FlowKey, Op, Pipeline, TlvMap, TunnelSet};
 use tunlab_netio::tap::{offload, VNET_HDR_LEN};
-use tunlab_netio::{netns, PacketSocket, RecvBatch, RstGuard, Tap, TapOptions, Underlay};
+use tunlab_netio::{netns, PacketSocket, Poller, RecvBatch, RstGuard, Tap, TapOptions, Underlay};
 use tunlab_wire::geneve::{self, OptType, OptionRepr, OptionsBuf};
 use tunlab_wire::gso::{Coalescer, TcpSuper};
 use tunlab_wire::stt::{self, Reassembled, Reassembler};
@@ -228,6 +228,8 @@ pub struct Node {
     /// that the kernel segments them as TCP; when the last look-up failed.
     stt_tso: Vec<SttTso>,
     stt_tso_looked: Option<Instant>,
+    /// The descriptors polled each round.
+    poll_set: Poller,
 }
 
 /// Where STT super-frames to one remote leave: the underlay interface's
@@ -292,6 +294,7 @@ impl Node {
             spin_us: cfg.spin_us,
             stt_tso: Vec::new(),
             stt_tso_looked: None,
+            poll_set: Poller::new(),
         };
         node.port_cfgs = cfg.ports.clone();
         for p in &cfg.ports {
@@ -634,51 +637,42 @@ impl Node {
         timeout_ms: i32,
         extra: Option<std::os::fd::BorrowedFd<'_>>,
     ) -> std::io::Result<(usize, bool)> {
-        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-        let ready: Vec<bool> = {
-            let mut fds: Vec<PollFd> = Vec::with_capacity(self.ports.len() + self.socks.len() + 1);
-            for p in &self.ports {
-                match &p.io {
-                    Io::Tap(qs) => {
-                        for t in qs {
-                            fds.push(PollFd::new(t.as_fd(), PollFlags::POLLIN));
-                        }
+        // Refilled every round (a handful of descriptors), without
+        // allocating: ports change at run time.
+        let set = &mut self.poll_set;
+        set.clear();
+        for p in &self.ports {
+            match &p.io {
+                Io::Tap(qs) => {
+                    for t in qs {
+                        set.add(t.as_fd().as_raw_fd());
                     }
-                    Io::Qinq(q) => fds.push(PollFd::new(q.as_fd(), PollFlags::POLLIN)),
-                    Io::Tunnel { .. } => {}
                 }
+                Io::Qinq(q) => set.add(q.as_fd().as_raw_fd()),
+                Io::Tunnel { .. } => {}
             }
-            for s in &self.socks {
-                fds.push(PollFd::new(s.under.socket().as_fd(), PollFlags::POLLIN));
-            }
-            if let Some(e) = extra {
-                fds.push(PollFd::new(e, PollFlags::POLLIN));
-            }
-            match poll(
-                &mut fds,
-                PollTimeout::try_from(timeout_ms).unwrap_or(PollTimeout::NONE),
-            ) {
-                Ok(_) | Err(nix::Error::EINTR) => {}
-                Err(e) => return Err(e.into()),
-            }
-            fds.iter()
-                .map(|f| f.revents().is_some_and(|r| r.contains(PollFlags::POLLIN)))
-                .collect()
-        };
+        }
+        for s in &self.socks {
+            set.add(s.under.socket().as_raw_fd());
+        }
+        if let Some(e) = extra {
+            set.add(e.as_raw_fd());
+        }
+        set.wait(timeout_ms)?;
         let mut n = 0;
         let mut i = 0;
         for pi in 0..self.ports.len() {
             match &self.ports[pi].io {
                 Io::Tap(qs) => {
                     for q in 0..qs.len() {
-                        if ready[i] {
+                        if self.poll_set.readable(i) {
                             n += self.drain_tap(pi, q)?;
                         }
                         i += 1;
                     }
                 }
                 Io::Qinq(_) => {
-                    if ready[i] {
+                    if self.poll_set.readable(i) {
                         n += self.drain_qinq(pi)?;
                     }
                     i += 1;
@@ -687,13 +681,13 @@ impl Node {
             }
         }
         for si in 0..self.socks.len() {
-            if ready[i] {
+            if self.poll_set.readable(i) {
                 n += self.drain_socket(si)?;
             }
             i += 1;
         }
         self.flush_sends();
-        let extra_ready = extra.is_some() && ready.get(i).copied().unwrap_or(false);
+        let extra_ready = extra.is_some() && self.poll_set.readable(i);
         Ok((n, extra_ready))
     }
 
@@ -1770,22 +1764,6 @@ impl Node {
                 *self.drops.entry("underlay_tx_full").or_insert(0) += lost as u64;
             }
         }
-    }
-
-    /// The raw descriptors this node polls (for an outer event loop).
-    pub fn fds(&self) -> Vec<i32> {
-        let mut v: Vec<i32> = self
-            .ports
-            .iter()
-            .filter_map(|p| match &p.io {
-                Io::Tap(qs) => Some(qs.iter().map(|t| t.as_fd().as_raw_fd()).collect::<Vec<_>>()),
-                Io::Qinq(q) => Some(vec![q.as_fd().as_raw_fd()]),
-                Io::Tunnel { .. } => None,
-            })
-            .flatten()
-            .collect();
-        v.extend(self.socks.iter().map(|s| s.under.socket().as_raw_fd()));
-        v
     }
 }
 

@@ -327,6 +327,26 @@ mod tests {
     }
 
     #[test]
+    fn dump_flows_counts_are_the_workers_sum() {
+        let mut sw = switch(2);
+        ctl::handle("add-flow priority=1 actions=drop", &mut sw).unwrap();
+        // Worker 0 counts one 100-byte packet, worker 1 two of 50.
+        for (w, packets, bytes) in [(0, 1, 100), (1, 2, 50)] {
+            sw.on(w, move |n| {
+                let key = tunlab_dp::FlowKey::default();
+                let r = n.classifier.lookup(0, &key).unwrap();
+                for _ in 0..packets {
+                    n.classifier.hit(r, bytes);
+                }
+            })
+            .unwrap();
+        }
+        let dump = ctl::handle("dump-flows", &mut sw).unwrap();
+        assert!(dump.contains("n_packets=3, n_bytes=200,"), "{dump}");
+        sw.stop();
+    }
+
+    #[test]
     fn a_worker_that_panics_stops_the_node_and_says_so() {
         let sw = switch(2);
         let r = sw.on(1, |_| -> () { panic!("test panic in a worker") });

@@ -1548,34 +1548,11 @@ fn two_workers_carry_every_underlay() {
 fn two_workers_obey_the_control_socket() {
     let l = lab();
     let (c1, c2) = (l.dir.join("n1.ctl"), l.dir.join("n2.ctl"));
+    let (n1, n2) = pair_configs(&l, "vxlan");
     let (s1, s2) = start_pair(
         &l,
-        &with_ctl(
-            &two_workers(node_config(
-                "n1",
-                l.ta.name(),
-                "192.168.7.1",
-                "vxlan",
-                "172.31.0.1",
-                "172.31.0.2",
-                6,
-                6,
-            )),
-            &c1,
-        ),
-        &with_ctl(
-            &two_workers(node_config(
-                "n2",
-                l.tb.name(),
-                "192.168.7.2",
-                "vxlan",
-                "172.31.0.2",
-                "172.31.0.1",
-                6,
-                6,
-            )),
-            &c2,
-        ),
+        &with_ctl(&two_workers(n1), &c1),
+        &with_ctl(&two_workers(n2), &c2),
     );
     traffic_both_ways(&l, "vxlan, two workers");
     let (ok, _, err) = ctl(
@@ -1592,7 +1569,7 @@ fn two_workers_obey_the_control_socket() {
     let (_, dump, _) = ctl(&c1, &["dump-flows"]);
     assert!(
         flow_packets(&dump, "priority=40000") >= 8,
-        "the drop rule's counter is both workers' sum: {dump}"
+        "the drop rule counted the echoes: {dump}"
     );
     let (ok, out, err) = ctl(
         &c1,
@@ -1736,29 +1713,8 @@ fn joined_segments_keep_their_own_vni() {
 fn outer_source_port_follows_the_inner_flow() {
     use tunlab_netio::packet::PacketSocket;
     let l = lab();
-    let (s1, s2) = start_pair(
-        &l,
-        &node_config(
-            "n1",
-            l.ta.name(),
-            "192.168.7.1",
-            "geneve",
-            "172.31.0.1",
-            "172.31.0.2",
-            6,
-            6,
-        ),
-        &node_config(
-            "n2",
-            l.tb.name(),
-            "192.168.7.2",
-            "geneve",
-            "172.31.0.2",
-            "172.31.0.1",
-            6,
-            6,
-        ),
-    );
+    let (n1, n2) = pair_configs(&l, "geneve");
+    let (s1, s2) = start_pair(&l, &n1, &n2);
     traffic_both_ways(&l, "geneve");
     let u2 = l.u2.clone();
     let capture = in_ns(l.hv2.name(), move || {

@@ -166,6 +166,34 @@ key = {vni}
     )
 }
 
+/// The usual pair of node configurations for `lab()`: n1 (tenant
+/// 192.168.7.1, underlay 172.31.0.1) and n2 (.2), one TAP and one tunnel
+/// port of `kind` with VNI/key 6.
+pub fn pair_configs(l: &Lab, kind: &str) -> (String, String) {
+    (
+        node_config(
+            "n1",
+            l.ta.name(),
+            "192.168.7.1",
+            kind,
+            "172.31.0.1",
+            "172.31.0.2",
+            6,
+            6,
+        ),
+        node_config(
+            "n2",
+            l.tb.name(),
+            "192.168.7.2",
+            kind,
+            "172.31.0.2",
+            "172.31.0.1",
+            6,
+            6,
+        ),
+    )
+}
+
 /// Run `f` in a thread inside namespace `ns`.
 pub fn in_ns<T: Send + 'static>(
     ns: &str,

@@ -181,7 +181,7 @@ pub fn html(r: &Results, baseline: Option<&str>) -> String {
             .map(|b| format!(", while the run stays within {b} s"))
             .unwrap_or_default()
     );
-    let settings = r.plan.tunlab_settings();
+    let settings = r.plan.settings();
     if !settings.is_empty() {
         let _ = write!(o, "<p>{}</p>", esc(&settings));
     }

@@ -25,6 +25,10 @@ pub struct Plan {
     /// tunlab's `spin_us`; `None`: the switch's default.
     #[serde(default)]
     pub spin_us: Option<u64>,
+    /// CPUs the client and server tenants' tools run on; `None`: wherever
+    /// the scheduler puts them.
+    #[serde(default)]
+    pub tenant_cpus: Option<[u16; 2]>,
 }
 
 fn t(kind: Kind, size: usize, instances: usize) -> Test {
@@ -42,9 +46,15 @@ fn t(kind: Kind, size: usize, instances: usize) -> Test {
 pub const QUICK_BUDGET_S: u64 = 270;
 
 impl Plan {
-    /// The tunlab settings this run asked for instead of the switch's
-    /// defaults ("" if none), e.g. "tunlab nodes: workers = 2, spin_us = 0".
-    pub fn tunlab_settings(&self) -> String {
+    /// The settings this run asked for instead of the defaults ("" if
+    /// none), e.g. "tunlab nodes: workers = 2, spin_us = 0".
+    pub fn settings(&self) -> String {
+        let mut out = Vec::new();
+        if let Some([c, s]) = self.tenant_cpus {
+            out.push(format!(
+                "tenants' tools pinned: client to CPU {c}, server to CPU {s}"
+            ));
+        }
         let mut v = Vec::new();
         if let Some(w) = self.workers {
             v.push(format!("workers = {w}"));
@@ -52,11 +62,10 @@ impl Plan {
         if let Some(s) = self.spin_us {
             v.push(format!("spin_us = {s}"));
         }
-        if v.is_empty() {
-            String::new()
-        } else {
-            format!("tunlab nodes: {}", v.join(", "))
+        if !v.is_empty() {
+            out.push(format!("tunlab nodes: {}", v.join(", ")));
         }
+        out.join("; ")
     }
 
     /// `quick`: a representative subset that finishes in about five
@@ -89,6 +98,7 @@ impl Plan {
                 seconds: 2,
                 workers: None,
                 spin_us: None,
+                tenant_cpus: None,
                 rule: Rule {
                     budget_s: Some(QUICK_BUDGET_S),
                     ..Rule::pbench(3)
@@ -114,6 +124,7 @@ impl Plan {
                     seconds: 10,
                     workers: None,
                     spin_us: None,
+                    tenant_cpus: None,
                     rule: Rule::pbench(5),
                 })
             }
@@ -402,6 +413,7 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> 
             server: &topo.t[1],
             server_ip: variant::TENANT[1],
             server_if: running.tenant_if,
+            cpus: plan.tenant_cpus,
         };
         for test in &plan.tests {
             tests_begun += 1;
@@ -490,22 +502,29 @@ mod tests {
     use std::time::{Duration, Instant};
 
     #[test]
-    fn tunlab_settings_are_named_only_when_asked_for() {
+    fn settings_are_named_only_when_asked_for() {
         let mut p = Plan::profile("quick").unwrap();
-        assert_eq!(p.tunlab_settings(), "");
+        assert_eq!(p.settings(), "");
         p.workers = Some(2);
         p.spin_us = Some(0);
         assert_eq!(
-            p.tunlab_settings(),
+            p.settings(),
             "tunlab nodes: workers = 2, spin_us = 0"
+        );
+        p.tenant_cpus = Some([0, 1]);
+        assert_eq!(
+            p.settings(),
+            "tenants' tools pinned: client to CPU 0, server to CPU 1; tunlab nodes: workers = 2, spin_us = 0"
         );
         // Results written before these settings existed still load.
         let old = serde_json::to_value(Plan::profile("quick").unwrap()).unwrap();
         let mut old = old.as_object().unwrap().clone();
         old.remove("workers");
         old.remove("spin_us");
+        old.remove("tenant_cpus");
         let back: Plan = serde_json::from_value(serde_json::Value::Object(old)).unwrap();
         assert_eq!(back.workers, None);
+        assert_eq!(back.tenant_cpus, None);
     }
 
     fn budget(limit: Option<f64>, elapsed: u64, rerun: f64) -> Budget {

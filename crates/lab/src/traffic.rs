@@ -174,6 +174,20 @@ pub struct Peers<'a> {
     pub server_ip: &'a str,
     /// The server tenant's interface (for its byte counters).
     pub server_if: &'a str,
+    /// CPUs the client and server tools are pinned to (`taskset`);
+    /// `None`: the scheduler places them.
+    pub cpus: Option<[u16; 2]>,
+}
+
+/// `args` run under `taskset -c cpu` when a CPU is given.
+fn pinned(cpu: Option<u16>, args: Vec<String>) -> Vec<String> {
+    match cpu {
+        Some(c) => ["taskset".to_string(), "-c".into(), c.to_string()]
+            .into_iter()
+            .chain(args)
+            .collect(),
+        None => args,
+    }
 }
 
 fn rx_bytes(h: &Host, dev: &str) -> Option<u64> {
@@ -208,16 +222,20 @@ pub fn run_sample(p: Peers<'_>, test: &Test, secs: u32, pids: &[u32]) -> Result<
     let result = (|| {
         for i in 0..test.instances {
             let port = (base + i as u16).to_string();
-            let args: Vec<&str> = if test.kind.is_rr() {
-                let mut a = vec!["sockperf", "server", "-i", p.server_ip, "-p", &port];
-                if test.kind == Kind::TcpRr {
-                    a.push("--tcp");
-                }
-                a
+            let mut args: Vec<&str> = if test.kind.is_rr() {
+                vec!["sockperf", "server", "-i", p.server_ip, "-p", &port]
             } else {
                 vec!["iperf3", "-s", "-1", "-B", p.server_ip, "-p", &port]
             };
-            servers.push(p.server.spawn(&args).map_err(|e| e.to_string())?);
+            if test.kind == Kind::TcpRr {
+                args.push("--tcp");
+            }
+            let args = pinned(
+                p.cpus.map(|c| c[1]),
+                args.into_iter().map(String::from).collect(),
+            );
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            servers.push(p.server.spawn(&a).map_err(|e| e.to_string())?);
         }
         wait_listening(p.server, test, base)?;
         let rx0 = rx_bytes(p.server, p.server_if);
@@ -226,7 +244,10 @@ pub fn run_sample(p: Peers<'_>, test: &Test, secs: u32, pids: &[u32]) -> Result<
         let mut clients = Vec::new();
         for i in 0..test.instances {
             let port = (base + i as u16).to_string();
-            let args = client_args(test, p.server_ip, &port, secs);
+            let args = pinned(
+                p.cpus.map(|c| c[0]),
+                client_args(test, p.server_ip, &port, secs),
+            );
             let a: Vec<&str> = args.iter().map(String::as_str).collect();
             clients.push(p.client.spawn(&a).map_err(|e| e.to_string())?);
         }

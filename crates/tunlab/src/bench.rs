@@ -18,6 +18,7 @@ pub struct Args {
     pub baseline: String,
     pub workers: Option<u16>,
     pub spin_us: Option<u64>,
+    pub tenant_cpus: Option<String>,
     pub out: Option<PathBuf>,
 }
 
@@ -66,8 +67,31 @@ fn plan(a: &Args) -> Result<Plan, String> {
         }
         plan.spin_us = Some(s);
     }
+    if let Some(c) = &a.tenant_cpus {
+        plan.tenant_cpus = Some(parse_cpus(c, std::thread::available_parallelism().map_or(1, |n| n.get()))?);
+    }
     Variant::parse(&a.baseline).map_err(|e| format!("--baseline: {e}"))?;
     Ok(plan)
+}
+
+/// `--tenant-cpus CLIENT,SERVER`: two CPU numbers below `ncpu`.
+fn parse_cpus(s: &str, ncpu: usize) -> Result<[u16; 2], String> {
+    let bad = |why: String| format!("--tenant-cpus '{s}': {why}; expected CLIENT,SERVER, e.g. 0,1");
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    let [c, v] = parts[..] else {
+        return Err(bad(format!("{} numbers given", parts.len())));
+    };
+    let mut out = [0u16; 2];
+    for (o, p) in out.iter_mut().zip([c, v]) {
+        let n: u16 = p
+            .parse()
+            .map_err(|_| bad(format!("'{p}' is not a CPU number")))?;
+        if n as usize >= ncpu {
+            return Err(bad(format!("CPU {n} does not exist (this machine has {ncpu})")));
+        }
+        *o = n;
+    }
+    Ok(out)
 }
 
 pub fn run(a: Args) -> ExitCode {
@@ -108,7 +132,7 @@ pub fn run(a: Args) -> ExitCode {
             .map(|b| format!(", while the run stays within {b} s"))
             .unwrap_or_default()
     );
-    let settings = plan.tunlab_settings();
+    let settings = plan.settings();
     if !settings.is_empty() {
         println!("{settings}");
     }
@@ -202,5 +226,24 @@ pub fn compare(a: &Path, b: &Path) -> ExitCode {
             eprintln!("tunlab compare: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cpus;
+
+    #[test]
+    fn tenant_cpus_are_two_existing_cpus() {
+        assert_eq!(parse_cpus("0,1", 2), Ok([0, 1]));
+        assert_eq!(parse_cpus(" 1 , 1 ", 2), Ok([1, 1]));
+        let e = parse_cpus("0,2", 2).unwrap_err();
+        assert!(e.contains("CPU 2 does not exist (this machine has 2)"), "{e}");
+        let e = parse_cpus("0", 2).unwrap_err();
+        assert!(e.contains("1 numbers given"), "{e}");
+        let e = parse_cpus("0,x", 2).unwrap_err();
+        assert!(e.contains("'x' is not a CPU number"), "{e}");
+        assert!(parse_cpus("0,1,1", 2).is_err());
+        assert!(parse_cpus("-1,0", 2).is_err());
     }
 }

@@ -74,6 +74,11 @@ enum Command {
         /// (default: the switch's, 50).
         #[arg(long)]
         spin_us: Option<u64>,
+        /// Pin the tenants' tools: client to CPU C, server to CPU S
+        /// (`taskset`; default: the scheduler places them). The kernel's
+        /// own paths depend on it: see the README's Speed section.
+        #[arg(long, value_name = "C,S")]
+        tenant_cpus: Option<String>,
         /// The results folder (default tunlab-results/UNIX-TIME).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -169,6 +174,7 @@ fn main() -> ExitCode {
             baseline,
             workers,
             spin_us,
+            tenant_cpus,
             out,
             cleanup,
             pvp,
@@ -190,6 +196,7 @@ fn main() -> ExitCode {
                 baseline,
                 workers,
                 spin_us,
+                tenant_cpus,
                 out,
             })
         }

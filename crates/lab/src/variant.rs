@@ -203,6 +203,32 @@ pub struct Running {
     pub notes: Vec<String>,
 }
 
+impl Running {
+    /// If a daemon (a tunlab node) has exited: which, how, and the last
+    /// lines it wrote to stderr.
+    fn exited(&mut self) -> Option<String> {
+        use std::io::Read;
+        let mut out = Vec::new();
+        for (i, d) in self.daemons.iter_mut().enumerate() {
+            let Ok(Some(status)) = d.try_wait() else {
+                continue;
+            };
+            let mut err = String::new();
+            if let Some(mut e) = d.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            let tail: Vec<&str> = err.lines().rev().take(5).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            out.push(format!(
+                "the switch on h{} exited ({status}): {}",
+                i + 1,
+                tail.join(" / ")
+            ));
+        }
+        (!out.is_empty()).then(|| out.join("; "))
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         for d in &mut self.daemons {
@@ -308,7 +334,12 @@ pub fn setup(
             // after exec, the one whose CPU counts.
         }
     }
-    check_mtu(v, topo)?;
+    if let Err(e) = check_mtu(v, topo) {
+        return Err(match r.exited() {
+            Some(why) => LabError::Setup(format!("{e}; {why}")),
+            None => e,
+        });
+    }
     Ok(r)
 }
 
@@ -521,4 +552,55 @@ pub fn run_dir(out: &Path) -> Result<PathBuf, LabError> {
         err,
     })?;
     Ok(out.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::{Command, Stdio};
+
+    fn running(daemons: Vec<Child>) -> Running {
+        Running {
+            variant: Variant::TunlabGeneve,
+            daemons,
+            ovs: Vec::new(),
+            pids: Vec::new(),
+            tenant_if: "tap0",
+            notes: Vec::new(),
+        }
+    }
+
+    fn sh(script: &str) -> Child {
+        Command::new("sh")
+            .args(["-c", script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_daemon_that_died_is_named_with_its_last_words() {
+        let mut r = running(vec![
+            sh("sleep 30"),
+            sh("echo starting >&2; echo 'tunlab switch: worker 1: boom' >&2; exit 3"),
+        ]);
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        let why = loop {
+            if let Some(w) = r.exited() {
+                break w;
+            }
+            assert!(std::time::Instant::now() < end, "the failing daemon never exited");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(why.starts_with("the switch on h2 exited (exit status: 3)"), "{why}");
+        assert!(why.ends_with("starting / tunlab switch: worker 1: boom"), "{why}");
+        assert!(!why.contains("h1"), "{why}");
+    }
+
+    #[test]
+    fn daemons_still_running_say_nothing() {
+        let mut r = running(vec![sh("sleep 30")]);
+        assert_eq!(r.exited(), None);
+    }
 }

@@ -507,10 +507,7 @@ mod tests {
         assert_eq!(p.settings(), "");
         p.workers = Some(2);
         p.spin_us = Some(0);
-        assert_eq!(
-            p.settings(),
-            "tunlab nodes: workers = 2, spin_us = 0"
-        );
+        assert_eq!(p.settings(), "tunlab nodes: workers = 2, spin_us = 0");
         p.tenant_cpus = Some([0, 1]);
         assert_eq!(
             p.settings(),

@@ -590,11 +590,20 @@ mod tests {
             if let Some(w) = r.exited() {
                 break w;
             }
-            assert!(std::time::Instant::now() < end, "the failing daemon never exited");
+            assert!(
+                std::time::Instant::now() < end,
+                "the failing daemon never exited"
+            );
             std::thread::sleep(Duration::from_millis(20));
         };
-        assert!(why.starts_with("the switch on h2 exited (exit status: 3)"), "{why}");
-        assert!(why.ends_with("starting / tunlab switch: worker 1: boom"), "{why}");
+        assert!(
+            why.starts_with("the switch on h2 exited (exit status: 3)"),
+            "{why}"
+        );
+        assert!(
+            why.ends_with("starting / tunlab switch: worker 1: boom"),
+            "{why}"
+        );
         assert!(!why.contains("h1"), "{why}");
     }
 

@@ -68,7 +68,10 @@ fn plan(a: &Args) -> Result<Plan, String> {
         plan.spin_us = Some(s);
     }
     if let Some(c) = &a.tenant_cpus {
-        plan.tenant_cpus = Some(parse_cpus(c, std::thread::available_parallelism().map_or(1, |n| n.get()))?);
+        plan.tenant_cpus = Some(parse_cpus(
+            c,
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+        )?);
     }
     Variant::parse(&a.baseline).map_err(|e| format!("--baseline: {e}"))?;
     Ok(plan)
@@ -87,7 +90,9 @@ fn parse_cpus(s: &str, ncpu: usize) -> Result<[u16; 2], String> {
             .parse()
             .map_err(|_| bad(format!("'{p}' is not a CPU number")))?;
         if n as usize >= ncpu {
-            return Err(bad(format!("CPU {n} does not exist (this machine has {ncpu})")));
+            return Err(bad(format!(
+                "CPU {n} does not exist (this machine has {ncpu})"
+            )));
         }
         *o = n;
     }
@@ -238,7 +243,10 @@ mod tests {
         assert_eq!(parse_cpus("0,1", 2), Ok([0, 1]));
         assert_eq!(parse_cpus(" 1 , 1 ", 2), Ok([1, 1]));
         let e = parse_cpus("0,2", 2).unwrap_err();
-        assert!(e.contains("CPU 2 does not exist (this machine has 2)"), "{e}");
+        assert!(
+            e.contains("CPU 2 does not exist (this machine has 2)"),
+            "{e}"
+        );
         let e = parse_cpus("0", 2).unwrap_err();
         assert!(e.contains("1 numbers given"), "{e}");
         let e = parse_cpus("0,x", 2).unwrap_err();

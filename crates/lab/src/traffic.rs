@@ -556,6 +556,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pinned_tools_run_on_the_cpu_asked_for() {
+        let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cpu = (ncpu - 1) as u16;
+        let args = pinned(
+            Some(cpu),
+            ["grep", "Cpus_allowed_list", "/proc/self/status"]
+                .map(String::from)
+                .to_vec(),
+        );
+        assert_eq!(args[..3], ["taskset", "-c", &cpu.to_string()]);
+        let out = std::process::Command::new(&args[0])
+            .args(&args[1..])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            text.split_whitespace().nth(1),
+            Some(cpu.to_string().as_str()),
+            "{text}"
+        );
+        let plain = vec!["iperf3".to_string()];
+        assert_eq!(pinned(None, plain.clone()), plain);
+    }
+
+    #[test]
     fn test_names_round_trip_and_bad_ones_name_the_valid_forms() {
         for s in [
             "tcp_rr-1024B-8i",

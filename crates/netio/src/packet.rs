@@ -73,6 +73,17 @@ impl PacketSocket {
         Ok(PacketSocket { fd, ifindex })
     }
 
+    /// Keep only the frames received on a CPU whose number is `member`
+    /// modulo `group` (one packet socket per worker on one interface,
+    /// each taking its share; see `Underlay::share_by_cpu`).
+    pub fn share_by_cpu(&self, group: u32, member: u32) -> io::Result<()> {
+        crate::udp::attach_filter(
+            self.fd.as_raw_fd(),
+            libc::SO_ATTACH_FILTER,
+            &crate::udp::cpu_share_filter(group, member),
+        )
+    }
+
     /// The interface index this socket is bound to.
     pub fn ifindex(&self) -> i32 {
         self.ifindex

@@ -277,14 +277,15 @@ impl Underlay {
         attach_filter(self.sock.as_raw_fd(), SO_ATTACH_REUSEPORT_CBPF, &prog)
     }
 
-    /// Receive nothing on this socket (a filter that drops every packet):
-    /// for a raw socket that a worker only sends on while another worker's
-    /// socket of the same protocol receives.
-    pub fn send_only(&self) -> io::Result<()> {
+    /// Keep only the packets received on a CPU whose number is `member`
+    /// modulo `group`: for raw sockets of one protocol, one per worker,
+    /// where the kernel gives every socket a copy and each worker must
+    /// take its own share (see [`cpu_share_filter`]).
+    pub fn share_by_cpu(&self, group: u32, member: u32) -> io::Result<()> {
         attach_filter(
             self.sock.as_raw_fd(),
             libc::SO_ATTACH_FILTER,
-            &[bpf_insn(BPF_RET | BPF_K, 0)],
+            &cpu_share_filter(group, member),
         )
     }
 
@@ -565,6 +566,30 @@ const SKF_AD_OFF: u32 = (-0x1000i32) as u32;
 const SKF_AD_CPU: u32 = 36;
 const SO_ATTACH_REUSEPORT_CBPF: libc::c_int = 51;
 
+const BPF_JMP: u16 = 0x05;
+const BPF_JEQ: u16 = 0x10;
+
+/// A socket filter that accepts a packet whole if the number of the CPU
+/// receiving it is `member` modulo `group`, and drops it otherwise:
+/// `ld cpu; A %= group; jeq member ? ret -1 : ret 0`. Every member of a
+/// group of sockets that all see the same packets (raw IP, AF_PACKET)
+/// keeps a different share, and together they keep each packet once.
+pub(crate) fn cpu_share_filter(group: u32, member: u32) -> [libc::sock_filter; 5] {
+    let group = group.max(1);
+    [
+        bpf_insn(BPF_LD | BPF_W | BPF_ABS, SKF_AD_OFF + SKF_AD_CPU),
+        bpf_insn(BPF_ALU | BPF_MOD | BPF_K, group),
+        libc::sock_filter {
+            code: BPF_JMP | BPF_JEQ | BPF_K,
+            jt: 0,
+            jf: 1,
+            k: member % group,
+        },
+        bpf_insn(BPF_RET | BPF_K, u32::MAX),
+        bpf_insn(BPF_RET | BPF_K, 0),
+    ]
+}
+
 fn bpf_insn(code: u16, k: u32) -> libc::sock_filter {
     libc::sock_filter {
         code,
@@ -672,6 +697,60 @@ mod tests {
             assert_eq!(n, 1, "sent from CPU {cpu}, received by socket {cpu}");
             assert_eq!(b.get(0).unwrap().0, &[cpu as u8; 8]);
         }
+    }
+
+    #[test]
+    fn raw_sockets_share_packets_by_cpu() {
+        // Needs root (raw sockets). IP protocol 253 is for experiments
+        // (RFC 3692): nothing else on the host uses it.
+        let lo = std::net::Ipv4Addr::LOCALHOST;
+        let socks = [
+            Underlay::raw_ipv4(lo, 253).unwrap(),
+            Underlay::raw_ipv4(lo, 253).unwrap(),
+        ];
+        for (i, s) in socks.iter().enumerate() {
+            s.share_by_cpu(2, i as u32).unwrap();
+        }
+        let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
+        let mut b = RecvBatch::new(4, GRO_BUF);
+        for cpu in 0..cpus.min(2) {
+            std::thread::spawn(move || {
+                crate::cpu::pin_current_thread(cpu).unwrap();
+                let tx = Underlay::raw_ipv4(lo, 253).unwrap();
+                let to = SocketAddr::new(lo.into(), 0);
+                tx.send_batch([(&[0xc0 + cpu as u8; 8][..], to)]).unwrap();
+            })
+            .join()
+            .unwrap();
+            let (want, other) = (&socks[cpu], &socks[1 - cpu]);
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let mut n = 0;
+            while n == 0 && Instant::now() < deadline {
+                n = want.recv_batch(&mut b).unwrap();
+            }
+            assert_eq!(n, 1, "sent from CPU {cpu}, kept by socket {cpu}");
+            // A raw IPv4 socket reads the IP header too.
+            assert!(b.get(0).unwrap().0.ends_with(&[0xc0 + cpu as u8; 8]));
+            assert_eq!(
+                other.recv_batch(&mut b).unwrap(),
+                0,
+                "socket {} kept it too",
+                1 - cpu
+            );
+        }
+    }
+
+    #[test]
+    fn cpu_share_filters_split_a_group_between_members() {
+        let f = cpu_share_filter(3, 5);
+        assert_eq!(f[1].k, 3, "A %= group");
+        assert_eq!(
+            (f[2].k, f[2].jt, f[2].jf),
+            (2, 0, 1),
+            "member taken modulo group"
+        );
+        assert_eq!((f[3].k, f[4].k), (u32::MAX, 0), "accept whole, else drop");
+        assert_eq!(cpu_share_filter(0, 0)[1].k, 1, "no division by zero");
     }
 
     #[test]

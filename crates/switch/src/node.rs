@@ -313,10 +313,14 @@ impl Node {
             port: p.name.clone(),
             msg,
         };
-        // With several workers, the receiving side of a raw or packet
-        // socket is worker 0's (the kernel would give every such socket
-        // a copy); the others only send.
-        let receives = self.worker == 0;
+        // With several workers, every worker's raw or packet socket gets
+        // a copy of each packet from the kernel; a filter keeps each
+        // packet in the socket of the worker on whose CPU it arrived (as
+        // the UDP sockets' reuse-port group does), so each is read once.
+        let (group, member) = (self.workers as u32, self.worker as u32);
+        let share = |r: std::io::Result<()>, what: &str| {
+            r.map_err(|e| perr(format!("cannot share the {what} socket among workers: {e}")))
+        };
         let io = match &p.kind {
             PortKind::Tap { .. } => match taps {
                 Some(t) if !t.is_empty() => Io::Tap(t),
@@ -401,10 +405,8 @@ impl Node {
                         under
                             .allow_fragmentation()
                             .map_err(|e| perr(format!("cannot clear DF: {e}")))?;
-                        if !receives {
-                            under.send_only().map_err(|e| {
-                                perr(format!("cannot make a send-only GRE socket: {e}"))
-                            })?;
+                        if group > 1 {
+                            share(under.share_by_cpu(group, member), "raw GRE")?;
                         }
                         self.add_socket(TunnelKind::Gre, false, local, under)
                     }
@@ -429,30 +431,32 @@ impl Node {
                         let under = Underlay::raw_ipv4(local4, 6).map_err(|e| {
                             perr(format!("cannot open a raw TCP socket on {local4}: {e}"))
                         })?;
-                        if receives {
+                        // One guard per node (worker 0's); a reassembler
+                        // per worker: an STT frame's segments arrive on
+                        // one CPU, so at one worker.
+                        if self.worker == 0 {
                             let guard = RstGuard::install(&self.name, t.dst_port)
                                 .map_err(|e| perr(e.to_string()))?;
                             self.rst_guards.push(guard);
-                            self.stt_reasm
-                                .get_or_insert_with(|| Reassembler::new(STT_REASM_SLOTS));
-                        } else {
-                            under.send_only().map_err(|e| {
-                                perr(format!("cannot make a send-only STT socket: {e}"))
-                            })?;
+                        }
+                        self.stt_reasm
+                            .get_or_insert_with(|| Reassembler::new(STT_REASM_SLOTS));
+                        if group > 1 {
+                            share(under.share_by_cpu(group, member), "raw STT")?;
                         }
                         self.add_socket(TunnelKind::Stt, true, local, under)
                     }
                 };
                 Io::Tunnel { cfg: *t, sock }
             }
-            PortKind::QinQ { underlay } => Io::Qinq(
-                if receives {
-                    PacketSocket::open(underlay)
-                } else {
-                    PacketSocket::open_send_only(underlay)
+            PortKind::QinQ { underlay } => {
+                let q = PacketSocket::open(underlay)
+                    .map_err(|e| perr(format!("cannot open a packet socket on {underlay}: {e}")))?;
+                if group > 1 {
+                    share(q.share_by_cpu(group, member), "QinQ packet")?;
                 }
-                .map_err(|e| perr(format!("cannot open a packet socket on {underlay}: {e}")))?,
-            ),
+                Io::Qinq(q)
+            }
         };
         self.by_ofport.insert(p.ofport, self.ports.len());
         let queues = match &io {

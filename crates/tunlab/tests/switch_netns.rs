@@ -1535,6 +1535,16 @@ fn two_workers_carry_every_underlay() {
         );
         let (ok, show, _) = ctl(&c1, &["show"]);
         assert!(ok && show.contains("workers: 2"), "{show}");
+        // Each worker's raw socket sees every GRE/STT packet; its CPU
+        // filter must keep each in one worker only: never more received
+        // than the other side sent.
+        let (ok, stats2, err) = ctl(&c2, &["stats"]);
+        assert!(ok, "{err}");
+        let (rx, tx) = (pkts(&stats, "t-n1", "rx"), pkts(&stats2, "t-n2", "tx"));
+        assert!(
+            rx > 0 && rx <= tx,
+            "{kind}: n1 received {rx} tunnel packets, n2 sent {tx}"
+        );
         s1.stop();
         s2.stop();
     }

@@ -222,18 +222,7 @@ pub fn run_sample(p: Peers<'_>, test: &Test, secs: u32, pids: &[u32]) -> Result<
     let result = (|| {
         for i in 0..test.instances {
             let port = (base + i as u16).to_string();
-            let mut args: Vec<&str> = if test.kind.is_rr() {
-                vec!["sockperf", "server", "-i", p.server_ip, "-p", &port]
-            } else {
-                vec!["iperf3", "-s", "-1", "-B", p.server_ip, "-p", &port]
-            };
-            if test.kind == Kind::TcpRr {
-                args.push("--tcp");
-            }
-            let args = pinned(
-                p.cpus.map(|c| c[1]),
-                args.into_iter().map(String::from).collect(),
-            );
+            let args = pinned(p.cpus.map(|c| c[1]), server_args(test, p.server_ip, &port));
             let a: Vec<&str> = args.iter().map(String::as_str).collect();
             servers.push(p.server.spawn(&a).map_err(|e| e.to_string())?);
         }
@@ -272,6 +261,18 @@ pub fn run_sample(p: Peers<'_>, test: &Test, secs: u32, pids: &[u32]) -> Result<
         let _ = s.wait();
     }
     result
+}
+
+fn server_args(t: &Test, ip: &str, port: &str) -> Vec<String> {
+    let mut a = if t.kind.is_rr() {
+        vec!["sockperf", "server", "-i", ip, "-p", port]
+    } else {
+        vec!["iperf3", "-s", "-1", "-B", ip, "-p", port]
+    };
+    if t.kind == Kind::TcpRr {
+        a.push("--tcp");
+    }
+    a.into_iter().map(String::from).collect()
 }
 
 fn client_args(t: &Test, ip: &str, port: &str, secs: u32) -> Vec<String> {

@@ -217,8 +217,8 @@ impl Running {
             if let Some(mut e) = d.stderr.take() {
                 let _ = e.read_to_string(&mut err);
             }
-            let tail: Vec<&str> = err.lines().rev().take(5).collect();
-            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            let lines: Vec<&str> = err.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(5)..];
             out.push(format!(
                 "the switch on h{} exited ({status}): {}",
                 i + 1,

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * tunlab's kernel datapath: three TC programs (clsact ingress, direct
+ * action) that forward the flows the switch has cached and send the rest
+ * up to it.
+ *
+ *   tenant veth ──► tl_from_tenant ──► hit: push tunnel, redirect to the
+ *                                      underlay; or redirect to a veth
+ *                                      miss: redirect to the port's upcall
+ *                                      TAP, which `tunlab switch` reads
+ *   underlay    ──► tl_from_underlay ─► hit: pop, redirect into the
+ *                                      tenant's namespace (redirect_peer)
+ *                                      miss: on up the stack to the
+ *                                      switch's tunnel socket
+ *   upcall TAP  ──► tl_inject ────────► what the switch sends to a tenant
+ *                                      port: redirect to its veth
+ *
+ * The slow path forwards a miss itself and installs the entry, so the
+ * first packet of a flow is never lost.
+ */
+#include "encap.h"
+#include "decap.h"
+
+char _license[] SEC("license") = "Dual BSD/GPL";
+
+/* Counted as the tenant frame (before a push, after a pop), as the slow
+ * path and OVS count. */
+static __always_inline void account(struct tl_flow *f, struct __sk_buff *skb, __u32 len)
+{
+	f->packets += skb->gso_segs ? skb->gso_segs : 1;
+	f->bytes += len;
+}
+
+/* Deliver a frame to a tenant: straight into its namespace for IP
+ * (redirect_peer skips the veth's backlog), through the veth otherwise,
+ * whose receive re-reads the frame's ethertype. */
+static __always_inline int to_tenant(struct __sk_buff *skb, __u32 ifindex, int ip)
+{
+	return ip ? bpf_redirect_peer(ifindex, 0) : bpf_redirect(ifindex, 0);
+}
+
+SEC("classifier")
+int tl_from_tenant(struct __sk_buff *skb)
+{
+	__u32 ifindex = skb->ifindex;
+	struct tl_port *port = bpf_map_lookup_elem(&tl_ports, &ifindex);
+	if (!port || port->role != TL_ROLE_VETH)
+		return TC_ACT_OK;
+	count(TL_STAT_TENANT_RX);
+	__u32 upcall = port->peer_ifindex;
+
+	/* A tag the kernel took out would have to go back in before the
+	 * frame is encapsulated: such frames take the slow path for now. */
+	if (skb->vlan_present)
+		goto slow;
+
+	struct tl_key k = {};
+	k.w[0] = port->ofport;
+	if (extract_frame(skb, 0, skb->len, &k, 0))
+		goto slow;
+	struct tl_flow *f = lookup_flow(&k);
+	if (!f)
+		goto up;
+	if (f->n_ops == 0) {
+		account(f, skb, skb->len);
+		count(TL_STAT_DROP_ACTION);
+		return TC_ACT_SHOT;
+	}
+	struct tl_op op = f->ops[0];
+	if (op.kind == TL_OP_OUTPUT_PORT) {
+		account(f, skb, skb->len);
+		__u32 proto = bpf_ntohs(skb->protocol);
+		return to_tenant(skb, op.arg, proto == ETH_P_IP || proto == ETH_P_IPV6);
+	}
+	if (op.kind == TL_OP_OUTPUT_TUNNEL) {
+		__u32 idx = op.arg;
+		struct tl_template *t = bpf_map_lookup_elem(&tl_templates, &idx);
+		if (!t)
+			goto slow;
+		__u32 out = 0, len = skb->len;
+		int r = push_tunnel(skb, t, &out);
+		if (r == TL_PUSH_NO_ROUTE) {
+			count(TL_STAT_SLOW_NO_ROUTE);
+			goto up;
+		}
+		if (r != TL_PUSH_OK) {
+			count(TL_STAT_ERR_ADJUST);
+			return TC_ACT_SHOT;
+		}
+		account(f, skb, len);
+		count(TL_STAT_ENCAP);
+		return bpf_redirect(out, 0);
+	}
+slow:
+	count(TL_STAT_SLOW_NOT_FAST);
+up:
+	count(TL_STAT_UPCALL);
+	return bpf_redirect(upcall, 0);
+}
+
+SEC("classifier")
+int tl_from_underlay(struct __sk_buff *skb)
+{
+	struct tl_key k = {};
+	struct tl_outer o = {};
+
+	count(TL_STAT_UNDERLAY_RX);
+	int r = pop_outer(skb, &k, &o);
+	if (r == TL_POP_NOT_OURS) {
+		count(TL_STAT_NOT_TUNNEL);
+		return TC_ACT_OK;
+	}
+	if (r == TL_POP_DROP)
+		return TC_ACT_SHOT;
+	if (r != TL_POP_OK)
+		goto slow;
+	k.w[0] |= o.ofport;
+	__u32 inner = o.inner_at;
+	if (inner > 400)
+		goto slow;
+	if (extract_frame(skb, inner, o.end, &k, 0))
+		goto slow;
+	__u32 inner_type = (__u32)(k.w[0] >> 32) & 0xffff;
+	__u32 tagged = (__u32)(k.w[0] >> 48) & 0x1000;
+	struct tl_flow *f = lookup_flow(&k);
+	if (!f)
+		goto up;
+	if (f->n_ops == 0) {
+		account(f, skb, skb->len);
+		count(TL_STAT_DROP_ACTION);
+		return TC_ACT_SHOT;
+	}
+	struct tl_op op = f->ops[0];
+	if (op.kind != TL_OP_OUTPUT_PORT)
+		goto slow;
+
+	/* Remove everything between the outer Ethernet header and the inner
+	 * frame's network header, then write the inner Ethernet header where
+	 * the outer one was. */
+	__u8 eth[ETH_HLEN];
+	if (bpf_skb_load_bytes(skb, inner, eth, ETH_HLEN))
+		goto slow;
+	int ip = !tagged && (inner_type == ETH_P_IP || inner_type == ETH_P_IPV6);
+	__u64 flags = BPF_F_ADJ_ROOM_FIXED_GSO;
+	if (ip)
+		flags |= inner_type == ETH_P_IP ? BPF_F_ADJ_ROOM_DECAP_L3_IPV4
+						: BPF_F_ADJ_ROOM_DECAP_L3_IPV6;
+	if (o.end < skb->len && bpf_skb_change_tail(skb, o.end, 0))
+		goto slow;
+	if (bpf_skb_adjust_room(skb, -(__s32)inner, BPF_ADJ_ROOM_MAC, flags)) {
+		count(TL_STAT_ERR_ADJUST);
+		goto slow;
+	}
+	if (bpf_skb_store_bytes(skb, 0, eth, ETH_HLEN, 0)) {
+		count(TL_STAT_ERR_ADJUST);
+		return TC_ACT_SHOT;
+	}
+	account(f, skb, skb->len);
+	count(TL_STAT_DECAP);
+	return to_tenant(skb, op.arg, ip);
+slow:
+	count(TL_STAT_SLOW_NOT_FAST);
+up:
+	count(TL_STAT_UPCALL);
+	return TC_ACT_OK;
+}
+
+SEC("classifier")
+int tl_inject(struct __sk_buff *skb)
+{
+	__u32 ifindex = skb->ifindex;
+	struct tl_port *port = bpf_map_lookup_elem(&tl_ports, &ifindex);
+	if (!port || port->role != TL_ROLE_UPCALL)
+		return TC_ACT_SHOT;
+	count(TL_STAT_INJECT);
+	return bpf_redirect(port->peer_ifindex, 0);
+}

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * From a frame to its flow key, field for field as dp::extract does in
+ * user space (crates/dp/src/extract.rs): the switch installs entries under
+ * keys it extracted itself, so the two must agree or the fast path only
+ * ever misses. tests in crates/ebpf check that they agree.
+ */
+#ifndef TUNLAB_KEY_H
+#define TUNLAB_KEY_H
+#include "maps.h"
+
+static __always_inline __u64 mac48(const __u8 *b)
+{
+	return ((__u64)b[0] << 40) | ((__u64)b[1] << 32) | ((__u64)b[2] << 24) |
+	       ((__u64)b[3] << 16) | ((__u64)b[4] << 8) | (__u64)b[5];
+}
+
+static __always_inline __u32 be32_at(const __u8 *b)
+{
+	return ((__u32)b[0] << 24) | ((__u32)b[1] << 16) | ((__u32)b[2] << 8) | b[3];
+}
+
+static __always_inline __u64 be64_at(const __u8 *b)
+{
+	return ((__u64)be32_at(b) << 32) | be32_at(b + 4);
+}
+
+#define TL_MAX_TAGS 4
+
+/*
+ * The frame at `off`, ending at `end`; `accel_tci` is an outer VLAN tag
+ * the kernel already took out of the data (skb->vlan_tci), 0 for none.
+ * Returns 0, or -1 if the frame has more tags than the fast path walks
+ * (such a frame is never cached).
+ */
+static __always_inline int extract_frame(struct __sk_buff *skb, __u32 off, __u32 end,
+					 struct tl_key *k, __u32 accel_tci)
+{
+	__u8 eth[14];
+
+	if (end < off + 14 || bpf_skb_load_bytes(skb, off, eth, 14))
+		return 0;
+	k->w[2] |= mac48(eth);
+	k->w[1] |= mac48(eth + 6);
+	__u32 et = ((__u32)eth[12] << 8) | eth[13];
+	__u32 at = off + 14;
+	int first = 1;
+	if (accel_tci) {
+		k->w[0] |= (__u64)((accel_tci & 0xffff) | 0x1000) << 48;
+		first = 0;
+	}
+	for (int i = 0; i < TL_MAX_TAGS; i++) {
+		__u8 tag[4];
+		if (et != ETH_P_8021Q && et != ETH_P_8021AD)
+			break;
+		if (end < at + 4 || bpf_skb_load_bytes(skb, at, tag, 4))
+			break;
+		if (first) {
+			k->w[0] |= (__u64)((((__u32)tag[0] << 8) | tag[1]) | 0x1000) << 48;
+			first = 0;
+		}
+		et = ((__u32)tag[2] << 8) | tag[3];
+		at += 4;
+	}
+	if (et == ETH_P_8021Q || et == ETH_P_8021AD) {
+		if (end >= at + 4)
+			return -1;
+	}
+	k->w[0] |= (__u64)et << 32;
+
+	__u32 proto = 0, l4 = 0;
+	int has_l4 = 0;
+	if (et == ETH_P_IP) {
+		__u8 ip[20];
+		if (end < at + 20 || bpf_skb_load_bytes(skb, at, ip, 20))
+			return 0;
+		k->w[3] |= (__u64)be32_at(ip + 12) | ((__u64)be32_at(ip + 16) << 32);
+		proto = ip[9];
+		k->w[1] |= ((__u64)proto << 48) | ((__u64)ip[1] << 56);
+		__u32 ihl = (ip[0] & 0x0f) * 4;
+		__u32 frag = (((__u32)ip[6] << 8) | ip[7]) & 0x1fff;
+		if (!frag && end >= at + ihl) {
+			l4 = at + ihl;
+			has_l4 = 1;
+		}
+	} else if (et == ETH_P_IPV6) {
+		__u8 ip6[40];
+		if (end < at + 40 || bpf_skb_load_bytes(skb, at, ip6, 40))
+			return 0;
+		k->w[7] = be64_at(ip6 + 8);
+		k->w[8] = be64_at(ip6 + 16);
+		k->w[9] = be64_at(ip6 + 24);
+		k->w[10] = be64_at(ip6 + 32);
+		proto = ip6[6];
+		__u32 tos = ((((__u32)ip6[0] << 8) | ip6[1]) >> 4) & 0xff;
+		k->w[1] |= ((__u64)proto << 48) | ((__u64)tos << 56);
+		l4 = at + 40;
+		has_l4 = 1;
+	} else if (et == ETH_P_ARP) {
+		__u8 arp[28];
+		if (end < at + 28 || bpf_skb_load_bytes(skb, at, arp, 28))
+			return 0;
+		/* OVS: nw_proto is the opcode, nw_src/nw_dst the IPs. */
+		k->w[1] |= (__u64)arp[7] << 48;
+		k->w[3] |= (__u64)be32_at(arp + 14) | ((__u64)be32_at(arp + 24) << 32);
+		return 0;
+	}
+	if (!has_l4)
+		return 0;
+	__u8 p[4];
+	if ((proto == 6 || proto == 17 || proto == 132) && end >= l4 + 4) {
+		if (bpf_skb_load_bytes(skb, l4, p, 4))
+			return 0;
+		k->w[2] |= (__u64)(((__u32)p[0] << 8) | p[1]) << 48;
+		k->w[4] |= ((__u32)p[2] << 8) | p[3];
+	} else if ((proto == 1 || proto == 58) && end >= l4 + 2) {
+		/* OVS: ICMP type and code in tp_src and tp_dst. */
+		if (bpf_skb_load_bytes(skb, l4, p, 2))
+			return 0;
+		k->w[2] |= (__u64)p[0] << 48;
+		k->w[4] |= p[1];
+	}
+	return 0;
+}
+
+/* Mask the key and look it up; NULL on a miss or a stale entry. */
+static __always_inline struct tl_flow *lookup_flow(struct tl_key *k)
+{
+	__u32 zero = 0;
+	/* The generation before the mask: the switch writes them the other
+	 * way round, so an entry of the new generation is never looked up
+	 * under the old mask. */
+	__u64 *gen = bpf_map_lookup_elem(&tl_generation, &zero);
+	if (!gen)
+		return NULL;
+	__u64 g = *gen;
+	struct tl_key *m = bpf_map_lookup_elem(&tl_mask, &zero);
+	if (!m)
+		return NULL;
+#pragma unroll
+	for (int i = 0; i < TL_KEY_WORDS; i++)
+		k->w[i] &= m->w[i];
+	struct tl_flow *f = bpf_map_lookup_elem(&tl_flows, k);
+	if (!f) {
+		count(TL_STAT_MISS);
+		return NULL;
+	}
+	if (f->generation != g) {
+		count(TL_STAT_STALE);
+		return NULL;
+	}
+	count(TL_STAT_HIT);
+	return f;
+}
+
+#endif

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Every map of the kernel datapath, in one place. Sizes marked "set by
+ * the loader" are placeholders the loader overrides before creation. */
+#ifndef TUNLAB_MAPS_H
+#define TUNLAB_MAPS_H
+#include "tunlab.h"
+
+/* The flow cache: masked key -> actions, per CPU so that counting needs
+ * no atomics; least recently used entries go first when it is full. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(max_entries, 1024); /* set by the loader */
+	__type(key, struct tl_key);
+	__type(value, struct tl_flow);
+} tl_flows SEC(".maps");
+
+/* Which key bits the flow table looks at (the union of every rule's
+ * mask): the megaflow mask, one for the whole table. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tl_key);
+} tl_mask SEC(".maps");
+
+/* The flow table's generation (see struct tl_flow). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} tl_generation SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4096); /* set by the loader */
+	__type(key, __u32);
+	__type(value, struct tl_template);
+} tl_templates SEC(".maps");
+
+/* ifindex -> tenant port. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct tl_port);
+} tl_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct tl_tunnel_key);
+	__type(value, struct tl_tunnel_port);
+} tl_tunnels SEC(".maps");
+
+/* (class << 8 | type) -> tun_metadata index. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TL_TLV_FIELDS);
+	__type(key, __u32);
+	__type(value, __u32);
+} tl_tlv SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TL_STAT_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} tl_stats SEC(".maps");
+
+static __always_inline void count(__u32 what)
+{
+	__u64 *c = bpf_map_lookup_elem(&tl_stats, &what);
+	if (c)
+		*c += 1;
+}
+
+#endif

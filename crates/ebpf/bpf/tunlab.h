@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * tunlab's kernel datapath: what the programs and their loader share.
+ *
+ * Every struct here has a twin in crates/ebpf/src/maps.rs with the same
+ * layout (checked there by size tests); change both together.
+ */
+#ifndef TUNLAB_H
+#define TUNLAB_H
+
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+/* Debian 12's uapi headers predate these adjust-room flags (Linux 6.3). */
+#ifndef BPF_F_ADJ_ROOM_DECAP_L3_IPV4
+#define BPF_F_ADJ_ROOM_DECAP_L3_IPV4 (1ULL << 7)
+#define BPF_F_ADJ_ROOM_DECAP_L3_IPV6 (1ULL << 8)
+#endif
+
+#define ETH_HLEN 14
+#define ETH_P_IP 0x0800
+#define ETH_P_IPV6 0x86DD
+#define ETH_P_ARP 0x0806
+#define ETH_P_8021Q 0x8100
+#define ETH_P_8021AD 0x88A8
+#define ETH_P_TEB 0x6558
+
+/*
+ * The flow key, word for word dp::key::FlowKey (crates/dp/src/key.rs):
+ *   w0  in_port | dl_type << 32 | vlan_tci << 48
+ *   w1  dl_src | nw_proto << 48 | nw_tos << 56
+ *   w2  dl_dst | tp_src << 48
+ *   w3  nw_src | nw_dst << 32
+ *   w4  tp_dst | tun_family << 16
+ *   w5  tun_id
+ *   w6  tun_src | tun_dst << 32
+ *   w7..w10   ipv6_src hi/lo, ipv6_dst hi/lo
+ *   w11..w14  tun_ipv6_src hi/lo, tun_ipv6_dst hi/lo
+ *   w15..w18  tun_metadata0..7, two to a word (even ones low)
+ * Numbers are kept as values (a MAC is its 48 bits, an address its
+ * 32 bits), never in network byte order.
+ */
+#define TL_KEY_WORDS 19
+struct tl_key {
+	__u64 w[TL_KEY_WORDS];
+};
+
+/* A flow's actions, compiled by the switch from its rule's ops. */
+enum tl_op_kind {
+	/* Decapsulated or local frame to a tenant veth (arg: its ifindex). */
+	TL_OP_OUTPUT_PORT = 1,
+	/* Push the outer headers of template `arg` and send to the underlay. */
+	TL_OP_OUTPUT_TUNNEL = 2,
+};
+
+#define TL_MAX_OPS 4
+struct tl_op {
+	__u8 kind;
+	__u8 flags;
+	__u16 arg16;
+	__u32 arg;
+};
+
+/*
+ * A cached flow. Only an entry whose generation is the table's current
+ * one is used: the switch bumps the generation on every change to the
+ * flow table, the TLV map or the ports, so nothing stale forwards once a
+ * change has returned, without walking a million entries.
+ */
+struct tl_flow {
+	__u64 generation;
+	__u64 packets;
+	__u64 bytes;
+	__u32 n_ops; /* 0: drop */
+	__u32 pad;
+	struct tl_op ops[TL_MAX_OPS];
+};
+
+/* Outer headers of one tunnel destination, built once by the switch
+ * (OVS's "build" step); per packet only lengths, the IPv4 checksum and
+ * the UDP source port are patched ("push"). */
+#define TL_TMPL_MAX 128
+enum tl_tunnel_kind {
+	TL_GENEVE = 1,
+	TL_VXLAN = 2,
+	TL_GRE = 3,
+	TL_NVGRE = 4,
+};
+struct tl_template {
+	__u8 kind;
+	__u8 family;	/* 4 or 6 */
+	__u8 len;	/* bytes of hdr: outer IP .. tunnel header and options */
+	__u8 l4_off;	/* offset of the UDP or GRE header in hdr */
+	__u32 ifindex;	/* underlay device the route should use (for the FIB) */
+	__u32 local4;
+	__u32 remote4;	/* network byte order, as in the header */
+	__u8 local6[16];
+	__u8 remote6[16];
+	__u8 hdr[TL_TMPL_MAX];
+};
+
+/* A tenant-side netdev: its veth (packets from the tenant) or its
+ * upcall TAP (packets the switch sends to the tenant). */
+enum tl_port_role {
+	TL_ROLE_VETH = 1,
+	TL_ROLE_UPCALL = 2,
+};
+struct tl_port {
+	__u32 ofport;
+	__u32 role;
+	/* veth: the upcall TAP a miss goes to; upcall TAP: the veth. */
+	__u32 peer_ifindex;
+	__u32 pad;
+};
+
+/* Tunnel ports the underlay program decapsulates for. */
+struct tl_tunnel_key {
+	__u8 proto;	/* IPPROTO_UDP or IPPROTO_GRE */
+	__u8 family;
+	__u16 dport;	/* host order; 0 for GRE */
+};
+struct tl_tunnel_port {
+	__u32 ofport;
+	__u8 kind;
+	__u8 remote_any; /* remote_ip = "flow": any outer source */
+	__u8 local_any;	 /* local_ip = 0.0.0.0 / :: */
+	__u8 pad;
+	__u32 local4;
+	__u32 remote4;
+	__u8 local6[16];
+	__u8 remote6[16];
+};
+
+/* Geneve option -> tun_metadataN, as `add-tlv-map` set it. */
+#define TL_TLV_FIELDS 8
+struct tl_tlv {
+	__u16 class; /* host order */
+	__u8 type;
+	__u8 valid;
+};
+
+/* Per-CPU counters, by index. Names in crates/ebpf/src/maps.rs. */
+enum tl_stat {
+	TL_STAT_TENANT_RX = 0,
+	TL_STAT_UNDERLAY_RX,
+	TL_STAT_HIT,
+	TL_STAT_MISS,
+	TL_STAT_STALE,
+	TL_STAT_UPCALL,
+	TL_STAT_INJECT,
+	TL_STAT_ENCAP,
+	TL_STAT_DECAP,
+	TL_STAT_DROP_ACTION,
+	TL_STAT_DROP_CRITICAL_OPTION,
+	TL_STAT_DROP_BAD_HEADER,
+	TL_STAT_SLOW_NO_ROUTE,
+	TL_STAT_SLOW_NOT_FAST,
+	TL_STAT_SLOW_UNKNOWN_REMOTE,
+	TL_STAT_ERR_ADJUST,
+	TL_STAT_NOT_TUNNEL,
+	TL_STAT_TOO_BIG,
+	TL_STAT_COUNT,
+};
+
+#endif

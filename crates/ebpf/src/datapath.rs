@@ -1,0 +1,390 @@
+//! The loaded kernel datapath: its programs attached to netdevs and its
+//! maps, driven by the switch (OVS's dpif for the eBPF datapath).
+//!
+//! Everything attached is detached when this is dropped (aya drops its
+//! links and the maps with the last file descriptor), so a switch that
+//! stops leaves no program behind.
+
+use crate::maps::{Flow, Key, PortEntry, Template, TunnelKey, TunnelPortEntry, STATS};
+use aya::maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, PerCpuValues};
+use aya::programs::{SchedClassifier, TcAttachType};
+use aya::{Ebpf, EbpfLoader};
+use std::collections::HashMap as StdMap;
+use tunlab_dp::FlowKey;
+
+/// The programs, as clang built them from bpf/datapath.c.
+pub static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/datapath.o"));
+
+/// Why the kernel datapath could not do something; each names the step
+/// and, where it is one, the device.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Loading the object (the verifier's log is in the message).
+    #[error("loading the eBPF programs: {0}")]
+    Load(String),
+    #[error("attaching {prog} to {dev}: {msg}")]
+    Attach {
+        prog: &'static str,
+        dev: String,
+        msg: String,
+    },
+    #[error("map {map}: {msg}")]
+    Map { map: &'static str, msg: String },
+}
+
+fn map_err(map: &'static str) -> impl Fn(aya::maps::MapError) -> Error {
+    move |e| Error::Map {
+        map,
+        msg: e.to_string(),
+    }
+}
+
+/// A program attached to a device, to detach by name.
+#[derive(Debug)]
+struct Attached {
+    prog: &'static str,
+    dev: String,
+    link: aya::programs::tc::SchedClassifierLinkId,
+}
+
+/// The kernel datapath of one switch.
+pub struct KernelDatapath {
+    ebpf: Ebpf,
+    attached: Vec<Attached>,
+    generation: u64,
+    /// Templates by their bytes, so that flows to one destination share one.
+    templates: StdMap<Vec<u8>, u32>,
+    template_capacity: u32,
+    flow_capacity: u32,
+}
+
+impl std::fmt::Debug for KernelDatapath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelDatapath")
+            .field("attached", &self.attached)
+            .field("generation", &self.generation)
+            .field("templates", &self.templates.len())
+            .finish()
+    }
+}
+
+/// The programs in the object.
+pub const FROM_TENANT: &str = "tl_from_tenant";
+pub const FROM_UNDERLAY: &str = "tl_from_underlay";
+pub const INJECT: &str = "tl_inject";
+
+impl KernelDatapath {
+    /// Load the programs through the verifier and create the maps: a flow
+    /// cache of `flow_capacity` entries and room for `template_capacity`
+    /// tunnel destinations.
+    pub fn load(flow_capacity: u32, template_capacity: u32) -> Result<KernelDatapath, Error> {
+        let mut ebpf = EbpfLoader::new()
+            .map_max_entries("tl_flows", flow_capacity)
+            .map_max_entries("tl_templates", template_capacity)
+            .load(OBJECT)
+            .map_err(|e| Error::Load(e.to_string()))?;
+        for name in [FROM_TENANT, FROM_UNDERLAY, INJECT] {
+            let p: &mut SchedClassifier = ebpf
+                .program_mut(name)
+                .ok_or_else(|| Error::Load(format!("no program {name} in the object")))?
+                .try_into()
+                .map_err(|e: aya::programs::ProgramError| Error::Load(e.to_string()))?;
+            p.load()
+                .map_err(|e| Error::Load(format!("{name}: {}", verifier_text(&e))))?;
+        }
+        let mut dp = KernelDatapath {
+            ebpf,
+            attached: Vec::new(),
+            generation: 0,
+            templates: StdMap::new(),
+            template_capacity,
+            flow_capacity,
+        };
+        dp.revalidate(&FlowKey::default())?;
+        Ok(dp)
+    }
+
+    pub fn flow_capacity(&self) -> u32 {
+        self.flow_capacity
+    }
+
+    /// A program's file descriptor (for BPF_PROG_TEST_RUN).
+    pub fn program_fd(&self, name: &str) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd;
+        let p: &SchedClassifier = self.ebpf.program(name)?.try_into().ok()?;
+        p.fd().ok().map(|fd| fd.as_fd())
+    }
+
+    /// Attach `prog` to `dev`'s ingress (tcx where the kernel has it, a
+    /// clsact qdisc otherwise).
+    fn attach(&mut self, prog: &'static str, dev: &str) -> Result<(), Error> {
+        let err = |msg: String| Error::Attach {
+            prog,
+            dev: dev.to_string(),
+            msg,
+        };
+        // Kernels before 6.6 attach through clsact; it may already exist.
+        let tcx = aya::util::KernelVersion::current()
+            .is_ok_and(|v| v >= aya::util::KernelVersion::new(6, 6, 0));
+        if !tcx {
+            let _ = aya::programs::tc::qdisc_add_clsact(dev);
+        }
+        let p: &mut SchedClassifier = self
+            .ebpf
+            .program_mut(prog)
+            .ok_or_else(|| err("not in the object".into()))?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| err(e.to_string()))?;
+        let link = p
+            .attach(dev, TcAttachType::Ingress)
+            .map_err(|e| err(e.to_string()))?;
+        self.attached.push(Attached {
+            prog,
+            dev: dev.to_string(),
+            link,
+        });
+        Ok(())
+    }
+
+    /// Detach every program from `dev` (a port going away).
+    pub fn detach(&mut self, dev: &str) {
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.attached)
+            .into_iter()
+            .partition(|a| a.dev == dev);
+        self.attached = kept;
+        for a in gone {
+            if let Some(Ok(p)) = self
+                .ebpf
+                .program_mut(a.prog)
+                .map(<&mut SchedClassifier>::try_from)
+            {
+                let _ = p.detach(a.link);
+            }
+        }
+    }
+
+    /// A tenant port: frames from the tenant arrive on `veth` (ifindex
+    /// `veth_ifindex`); misses go to the TAP `upcall` (`upcall_ifindex`),
+    /// which the switch reads and writes to reach the tenant.
+    pub fn add_tenant_port(
+        &mut self,
+        ofport: u32,
+        veth: &str,
+        veth_ifindex: u32,
+        upcall: &str,
+        upcall_ifindex: u32,
+    ) -> Result<(), Error> {
+        let mut ports: HashMap<_, u32, PortEntry> = self.map_mut("tl_ports")?;
+        ports
+            .insert(
+                veth_ifindex,
+                PortEntry {
+                    ofport,
+                    role: crate::maps::ROLE_VETH,
+                    peer_ifindex: upcall_ifindex,
+                    pad: 0,
+                },
+                0,
+            )
+            .map_err(map_err("tl_ports"))?;
+        ports
+            .insert(
+                upcall_ifindex,
+                PortEntry {
+                    ofport,
+                    role: crate::maps::ROLE_UPCALL,
+                    peer_ifindex: veth_ifindex,
+                    pad: 0,
+                },
+                0,
+            )
+            .map_err(map_err("tl_ports"))?;
+        self.attach(FROM_TENANT, veth)?;
+        self.attach(INJECT, upcall)?;
+        Ok(())
+    }
+
+    /// Set one `tl_ports` entry directly (tests drive the programs with
+    /// BPF_PROG_TEST_RUN on devices that have no veth/TAP pair).
+    pub fn set_port_entry(&mut self, ifindex: u32, p: PortEntry) -> Result<(), Error> {
+        let mut ports: HashMap<_, u32, PortEntry> = self.map_mut("tl_ports")?;
+        ports.insert(ifindex, p, 0).map_err(map_err("tl_ports"))
+    }
+
+    /// Forget a tenant port (call [`KernelDatapath::revalidate`] after).
+    pub fn remove_tenant_port(
+        &mut self,
+        veth: &str,
+        veth_ifindex: u32,
+        upcall: &str,
+        upcall_ifindex: u32,
+    ) {
+        self.detach(veth);
+        self.detach(upcall);
+        if let Ok(mut ports) = self.map_mut::<HashMap<_, u32, PortEntry>>("tl_ports") {
+            let _ = ports.remove(&veth_ifindex);
+            let _ = ports.remove(&upcall_ifindex);
+        }
+    }
+
+    /// Decapsulate on `dev` (the underlay): attach once per device.
+    pub fn attach_underlay(&mut self, dev: &str) -> Result<(), Error> {
+        if self
+            .attached
+            .iter()
+            .any(|a| a.dev == dev && a.prog == FROM_UNDERLAY)
+        {
+            return Ok(());
+        }
+        self.attach(FROM_UNDERLAY, dev)
+    }
+
+    pub fn add_tunnel(&mut self, key: TunnelKey, port: TunnelPortEntry) -> Result<(), Error> {
+        let mut m: HashMap<_, TunnelKey, TunnelPortEntry> = self.map_mut("tl_tunnels")?;
+        m.insert(key, port, 0).map_err(map_err("tl_tunnels"))
+    }
+
+    pub fn remove_tunnel(&mut self, key: TunnelKey) {
+        if let Ok(mut m) = self.map_mut::<HashMap<_, TunnelKey, TunnelPortEntry>>("tl_tunnels") {
+            let _ = m.remove(&key);
+        }
+    }
+
+    /// The TLV map: Geneve option (class, type) -> tun_metadataN.
+    pub fn set_tlv(&mut self, entries: &[(u16, u8, u32)]) -> Result<(), Error> {
+        let mut m: HashMap<_, u32, u32> = self.map_mut("tl_tlv")?;
+        let old: Vec<u32> = m.keys().filter_map(Result::ok).collect();
+        for k in old {
+            let _ = m.remove(&k);
+        }
+        for &(class, typ, n) in entries {
+            m.insert(((class as u32) << 8) | typ as u32, n, 0)
+                .map_err(map_err("tl_tlv"))?;
+        }
+        Ok(())
+    }
+
+    /// After any change to the flow table, the TLV map or the ports: set
+    /// the megaflow mask and move to a new generation, so that no entry
+    /// installed before forwards again. Returns once the kernel has both.
+    pub fn revalidate(&mut self, mask: &FlowKey) -> Result<(), Error> {
+        let mut m: Array<_, Key> = self.map_mut("tl_mask")?;
+        m.set(0, Key::from(mask), 0).map_err(map_err("tl_mask"))?;
+        self.generation += 1;
+        let g = self.generation;
+        let mut gen: Array<_, u64> = self.map_mut("tl_generation")?;
+        gen.set(0, g, 0).map_err(map_err("tl_generation"))
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// A tunnel destination's template index, adding it if new.
+    pub fn template(&mut self, t: &Template) -> Result<u32, Error> {
+        // SAFETY: Template is repr(C) plain data without padding (size
+        // checked in maps.rs); viewing it as bytes reads initialised memory.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                (t as *const Template).cast::<u8>(),
+                std::mem::size_of::<Template>(),
+            )
+        }
+        .to_vec();
+        if let Some(&i) = self.templates.get(&bytes) {
+            return Ok(i);
+        }
+        let i = self.templates.len() as u32;
+        if i >= self.template_capacity {
+            return Err(Error::Map {
+                map: "tl_templates",
+                msg: format!("full ({} tunnel destinations)", self.template_capacity),
+            });
+        }
+        let mut m: Array<_, Template> = self.map_mut("tl_templates")?;
+        m.set(i, t, 0).map_err(map_err("tl_templates"))?;
+        self.templates.insert(bytes, i);
+        Ok(i)
+    }
+
+    /// Install a flow under `masked` (the key with the mask of the last
+    /// [`KernelDatapath::revalidate`] applied), at the current generation.
+    pub fn install(&mut self, masked: &FlowKey, mut flow: Flow) -> Result<(), Error> {
+        flow.generation = self.generation;
+        let n = aya::util::nr_cpus().map_err(|(_, e)| Error::Map {
+            map: "tl_flows",
+            msg: e.to_string(),
+        })?;
+        let values = PerCpuValues::try_from(vec![flow; n]).map_err(|e| Error::Map {
+            map: "tl_flows",
+            msg: e.to_string(),
+        })?;
+        let mut m: PerCpuHashMap<_, Key, Flow> = self.map_mut("tl_flows")?;
+        m.insert(Key::from(masked), values, 0)
+            .map_err(map_err("tl_flows"))
+    }
+
+    /// The cached flows of the current generation, counters summed over
+    /// CPUs (as `ovs-dpctl dump-flows` shows them).
+    pub fn flows(&self) -> Result<Vec<(FlowKey, Flow)>, Error> {
+        let m: PerCpuHashMap<_, Key, Flow> = self.map("tl_flows")?;
+        let mut out = Vec::new();
+        for item in m.iter() {
+            let (k, vals) = item.map_err(map_err("tl_flows"))?;
+            let mut f = vals[0];
+            if f.generation != self.generation {
+                continue;
+            }
+            f.packets = vals.iter().map(|v| v.packets).sum();
+            f.bytes = vals.iter().map(|v| v.bytes).sum();
+            out.push((k.into(), f));
+        }
+        Ok(out)
+    }
+
+    /// The datapath's counters, summed over CPUs, by name.
+    pub fn stats(&self) -> Result<Vec<(&'static str, u64)>, Error> {
+        let m: PerCpuArray<_, u64> = self.map("tl_stats")?;
+        let mut out = Vec::with_capacity(STATS.len());
+        for (i, name) in STATS.iter().enumerate() {
+            let v = m.get(&(i as u32), 0).map_err(map_err("tl_stats"))?;
+            out.push((*name, v.iter().sum()));
+        }
+        Ok(out)
+    }
+
+    fn map_mut<'a, T>(&'a mut self, name: &'static str) -> Result<T, Error>
+    where
+        T: TryFrom<&'a mut aya::maps::Map, Error = aya::maps::MapError>,
+    {
+        let m = self.ebpf.map_mut(name).ok_or(Error::Map {
+            map: name,
+            msg: "not in the object".into(),
+        })?;
+        T::try_from(m).map_err(map_err(name))
+    }
+
+    fn map<'a, T>(&'a self, name: &'static str) -> Result<T, Error>
+    where
+        T: TryFrom<&'a aya::maps::Map, Error = aya::maps::MapError>,
+    {
+        let m = self.ebpf.map(name).ok_or(Error::Map {
+            map: name,
+            msg: "not in the object".into(),
+        })?;
+        T::try_from(m).map_err(map_err(name))
+    }
+}
+
+/// A program error with the verifier's log when there is one.
+fn verifier_text(e: &aya::programs::ProgramError) -> String {
+    match e {
+        aya::programs::ProgramError::LoadError {
+            io_error,
+            verifier_log,
+        } => {
+            format!("{io_error}\n{verifier_log}")
+        }
+        e => e.to_string(),
+    }
+}

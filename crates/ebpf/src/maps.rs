@@ -1,0 +1,191 @@
+//! The kernel datapath's map values, field for field the structs of
+//! `bpf/tunlab.h` (sizes checked below); change both together.
+
+use tunlab_dp::key::WORDS;
+use tunlab_dp::FlowKey;
+
+/// `struct tl_key`: a flow key in dp's layout.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub w: [u64; WORDS],
+}
+
+impl From<&FlowKey> for Key {
+    fn from(k: &FlowKey) -> Key {
+        Key { w: k.w }
+    }
+}
+
+impl From<Key> for FlowKey {
+    fn from(k: Key) -> FlowKey {
+        FlowKey { w: k.w }
+    }
+}
+
+/// `enum tl_op_kind`.
+pub const OP_OUTPUT_PORT: u8 = 1;
+pub const OP_OUTPUT_TUNNEL: u8 = 2;
+/// `TL_MAX_OPS`.
+pub const MAX_OPS: usize = 4;
+
+/// `struct tl_op`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Op {
+    pub kind: u8,
+    pub flags: u8,
+    pub arg16: u16,
+    pub arg: u32,
+}
+
+/// `struct tl_flow`: a cached flow's actions and (per CPU) counters.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Flow {
+    pub generation: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    /// 0: drop.
+    pub n_ops: u32,
+    pub pad: u32,
+    pub ops: [Op; MAX_OPS],
+}
+
+/// `TL_TMPL_MAX`.
+pub const TEMPLATE_MAX: usize = 128;
+
+/// `enum tl_tunnel_kind`.
+pub const KIND_GENEVE: u8 = 1;
+pub const KIND_VXLAN: u8 = 2;
+pub const KIND_GRE: u8 = 3;
+pub const KIND_NVGRE: u8 = 4;
+
+/// `struct tl_template`: outer headers from the IP header on.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Template {
+    pub kind: u8,
+    pub family: u8,
+    pub len: u8,
+    pub l4_off: u8,
+    pub ifindex: u32,
+    pub local4: [u8; 4],
+    pub remote4: [u8; 4],
+    pub local6: [u8; 16],
+    pub remote6: [u8; 16],
+    pub hdr: [u8; TEMPLATE_MAX],
+}
+
+impl Default for Template {
+    fn default() -> Template {
+        Template {
+            kind: 0,
+            family: 0,
+            len: 0,
+            l4_off: 0,
+            ifindex: 0,
+            local4: [0; 4],
+            remote4: [0; 4],
+            local6: [0; 16],
+            remote6: [0; 16],
+            hdr: [0; TEMPLATE_MAX],
+        }
+    }
+}
+
+/// `enum tl_port_role`.
+pub const ROLE_VETH: u32 = 1;
+pub const ROLE_UPCALL: u32 = 2;
+
+/// `struct tl_port`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortEntry {
+    pub ofport: u32,
+    pub role: u32,
+    pub peer_ifindex: u32,
+    pub pad: u32,
+}
+
+/// `struct tl_tunnel_key`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct TunnelKey {
+    pub proto: u8,
+    pub family: u8,
+    pub dport: u16,
+}
+
+/// `struct tl_tunnel_port`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TunnelPortEntry {
+    pub ofport: u32,
+    pub kind: u8,
+    pub remote_any: u8,
+    pub local_any: u8,
+    pub pad: u8,
+    pub local4: [u8; 4],
+    pub remote4: [u8; 4],
+    pub local6: [u8; 16],
+    pub remote6: [u8; 16],
+}
+
+// SAFETY: plain `repr(C)` integers and byte arrays with no padding the
+// kernel could leave uninitialised (sizes checked in the tests below), valid
+// for any bit pattern.
+unsafe impl aya::Pod for Key {}
+// SAFETY: as above.
+unsafe impl aya::Pod for Flow {}
+// SAFETY: as above.
+unsafe impl aya::Pod for Template {}
+// SAFETY: as above.
+unsafe impl aya::Pod for PortEntry {}
+// SAFETY: as above.
+unsafe impl aya::Pod for TunnelKey {}
+// SAFETY: as above.
+unsafe impl aya::Pod for TunnelPortEntry {}
+
+/// `enum tl_stat`, in order: the names `tunlab ctl stats` prints.
+pub const STATS: [&str; 18] = [
+    "tenant_rx",
+    "underlay_rx",
+    "hit",
+    "miss",
+    "stale",
+    "upcall",
+    "inject",
+    "encap",
+    "decap",
+    "drop_action",
+    "drop_unknown_critical_option",
+    "drop_bad_header",
+    "slow_no_route",
+    "slow_not_fast",
+    "slow_unknown_remote",
+    "err_adjust",
+    "not_tunnel",
+    "too_big",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::size_of;
+
+    #[test]
+    fn layouts_match_the_c_structs() {
+        // Sizes as clang lays out bpf/tunlab.h (no implicit padding).
+        assert_eq!(size_of::<Key>(), 152);
+        assert_eq!(size_of::<Op>(), 8);
+        assert_eq!(size_of::<Flow>(), 32 + 8 * MAX_OPS);
+        assert_eq!(
+            size_of::<Template>(),
+            4 + 4 + 4 + 4 + 16 + 16 + TEMPLATE_MAX
+        );
+        assert_eq!(size_of::<PortEntry>(), 16);
+        assert_eq!(size_of::<TunnelKey>(), 4);
+        assert_eq!(size_of::<TunnelPortEntry>(), 8 + 8 + 32);
+    }
+}

@@ -1,0 +1,354 @@
+//! The kernel datapath's programs on this kernel, through
+//! BPF_PROG_TEST_RUN: bytes in, verdict and bytes out, checked against
+//! wire (which builds and pops the same packets in user space) and dp
+//! (which computes the flow key the switch installs under). Needs root,
+//! as CI has.
+
+use std::net::IpAddr;
+use tunlab_dp::{extract, extract_tunnel, FlowKey, TlvMap};
+use tunlab_ebpf::datapath::{FROM_TENANT, FROM_UNDERLAY};
+use tunlab_ebpf::maps::{self, Flow, Op, TunnelKey, TunnelPortEntry};
+use tunlab_ebpf::test_run::{run_tc, TC_ACT_OK, TC_ACT_REDIRECT, TC_ACT_SHOT};
+use tunlab_ebpf::KernelDatapath;
+use tunlab_wire::geneve::{OptType, OptionRepr, OptionsBuf, OvnPorts, OVN_CLASS, OVN_TYPE};
+use tunlab_wire::tunnel::{
+    self, EncapSpec, HeaderTemplate, PopConfig, PushMeta, TunnelKind, TunnelMetadata,
+};
+use tunlab_wire::PacketBuf;
+
+/// A tenant TCP segment: Ethernet, IPv4, TCP with 32 bytes of payload.
+fn tenant_frame() -> Vec<u8> {
+    let mut f = vec![0u8; 14 + 20 + 20 + 32];
+    f[0..6].copy_from_slice(&[0xfa, 0x16, 0x3e, 0xa0, 0x1f, 0x28]);
+    f[6..12].copy_from_slice(&[0xfa, 0x16, 0x3e, 0x7f, 0xa1, 0x49]);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    let ip = &mut f[14..34];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&72u16.to_be_bytes());
+    ip[8] = 64;
+    ip[9] = 6;
+    ip[12..16].copy_from_slice(&[192, 168, 2, 1]);
+    ip[16..20].copy_from_slice(&[192, 168, 2, 181]);
+    let tcp = &mut f[34..54];
+    tcp[0..2].copy_from_slice(&40000u16.to_be_bytes());
+    tcp[2..4].copy_from_slice(&5201u16.to_be_bytes());
+    tcp[12] = 0x50;
+    f
+}
+
+fn ovn_option() -> OptionsBuf {
+    let mut o = OptionsBuf::new();
+    o.push(OptionRepr {
+        class: OVN_CLASS,
+        opt_type: OptType(OVN_TYPE),
+        data: &OvnPorts::new(3, 2).unwrap().data(),
+    })
+    .unwrap();
+    o
+}
+
+fn encapsulate(
+    kind: TunnelKind,
+    src: &str,
+    dst: &str,
+    options: OptionsBuf,
+    inner: &[u8],
+) -> Vec<u8> {
+    let mut spec = EncapSpec::new(kind, src.parse().unwrap(), dst.parse().unwrap(), Some(6));
+    spec.geneve_options = options;
+    let t = HeaderTemplate::build(&spec).unwrap();
+    let mut p = PacketBuf::new(vec![0u8; 256 + inner.len()], 256);
+    p.extend(inner).unwrap();
+    tunnel::push(&t, &mut p, PushMeta::default()).unwrap();
+    p.data().to_vec()
+}
+
+fn tlv() -> TlvMap {
+    let mut t = TlvMap::default();
+    t.add("{class=0x0102,type=0x80,len=4}->tun_metadata0")
+        .unwrap();
+    t
+}
+
+/// The key the switch would install under for this packet from the
+/// underlay on tunnel port `ofport`: wire pops it, dp extracts.
+fn user_space_key(packet: &[u8], kind: TunnelKind, ofport: u32) -> FlowKey {
+    let mut p = PacketBuf::with_range(packet.to_vec(), 0, packet.len()).unwrap();
+    let mut meta = TunnelMetadata::default();
+    let cfg = PopConfig {
+        gre_as_nvgre: kind == TunnelKind::Nvgre,
+        ..PopConfig::default()
+    };
+    let t = tlv();
+    tunnel::pop(&mut p, &cfg, |c, ty| t.knows(c, ty), &mut meta).unwrap();
+    let mut k = FlowKey::default();
+    extract(p.data(), ofport, &mut k);
+    extract_tunnel(&meta, &t, &mut k);
+    k
+}
+
+fn all_ones() -> FlowKey {
+    FlowKey {
+        w: [u64::MAX; tunlab_dp::key::WORDS],
+    }
+}
+
+fn datapath_for(kind: TunnelKind, family: u8) -> KernelDatapath {
+    let mut dp = KernelDatapath::load(1024, 16).expect("programs load (run as root)");
+    let (proto, dport, k) = match kind {
+        TunnelKind::Geneve => (17, 6081, maps::KIND_GENEVE),
+        TunnelKind::Vxlan => (17, 4789, maps::KIND_VXLAN),
+        TunnelKind::Gre => (47, 0, maps::KIND_GRE),
+        TunnelKind::Nvgre => (47, 0, maps::KIND_NVGRE),
+        _ => unreachable!(),
+    };
+    dp.add_tunnel(
+        TunnelKey {
+            proto,
+            family,
+            dport,
+        },
+        TunnelPortEntry {
+            ofport: 10,
+            kind: k,
+            remote_any: 1,
+            local_any: 1,
+            ..TunnelPortEntry::default()
+        },
+    )
+    .unwrap();
+    dp.set_tlv(&[(OVN_CLASS, OVN_TYPE, 0)]).unwrap();
+    dp.revalidate(&all_ones()).unwrap();
+    dp
+}
+
+fn output_port(ifindex: u32) -> Flow {
+    let mut f = Flow {
+        n_ops: 1,
+        ..Flow::default()
+    };
+    f.ops[0] = Op {
+        kind: maps::OP_OUTPUT_PORT,
+        arg: ifindex,
+        ..Op::default()
+    };
+    f
+}
+
+fn stat(dp: &KernelDatapath, name: &str) -> u64 {
+    dp.stats()
+        .unwrap()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .unwrap()
+        .1
+}
+
+/// Every fast-path encapsulation, IPv4 and IPv6 underlays: a miss goes
+/// up untouched; once the switch's key is installed the same packet is
+/// decapsulated to exactly the tenant frame and redirected.
+#[test]
+fn decapsulation_matches_user_space() {
+    let cases = [
+        (
+            TunnelKind::Geneve,
+            "172.17.2.163",
+            "172.17.2.60",
+            ovn_option(),
+        ),
+        (TunnelKind::Geneve, "fd00::1", "fd00::2", ovn_option()),
+        (
+            TunnelKind::Geneve,
+            "172.17.2.163",
+            "172.17.2.60",
+            OptionsBuf::new(),
+        ),
+        (
+            TunnelKind::Vxlan,
+            "172.17.2.163",
+            "172.17.2.60",
+            OptionsBuf::new(),
+        ),
+        (TunnelKind::Vxlan, "fd00::1", "fd00::2", OptionsBuf::new()),
+        (
+            TunnelKind::Gre,
+            "172.17.2.163",
+            "172.17.2.60",
+            OptionsBuf::new(),
+        ),
+        (
+            TunnelKind::Nvgre,
+            "172.17.2.163",
+            "172.17.2.60",
+            OptionsBuf::new(),
+        ),
+    ];
+    for (kind, src, dst, opts) in cases {
+        let family = if src.parse::<IpAddr>().unwrap().is_ipv4() {
+            4
+        } else {
+            6
+        };
+        let mut dp = datapath_for(kind, family);
+        let inner = tenant_frame();
+        let pkt = encapsulate(kind, src, dst, opts, &inner);
+        let prog = dp.program_fd(FROM_UNDERLAY).unwrap();
+        let miss = run_tc(prog, &pkt, 0).unwrap();
+        assert_eq!(miss.verdict, TC_ACT_OK, "{kind:?} {src}: a miss goes up");
+        assert_eq!(miss.packet, pkt, "{kind:?} {src}: untouched");
+
+        let key = user_space_key(&pkt, kind, 10);
+        dp.install(&key, output_port(1)).unwrap();
+        let prog = dp.program_fd(FROM_UNDERLAY).unwrap();
+        let hit = run_tc(prog, &pkt, 0).unwrap();
+        assert_eq!(hit.verdict, TC_ACT_REDIRECT, "{kind:?} {src}: hit");
+        assert_eq!(hit.packet, inner, "{kind:?} {src}: decapsulated");
+        assert_eq!(
+            (stat(&dp, "hit"), stat(&dp, "decap")),
+            (1, 1),
+            "{kind:?} {src}"
+        );
+        let flows = dp.flows().unwrap();
+        assert_eq!(flows.len(), 1);
+        // Counted as the tenant frame, as the userspace path and OVS count.
+        assert_eq!(
+            (flows[0].1.packets, flows[0].1.bytes),
+            (1, inner.len() as u64)
+        );
+    }
+}
+
+/// After a revalidation, what was installed no longer forwards.
+#[test]
+fn revalidation_retires_entries() {
+    let mut dp = datapath_for(TunnelKind::Geneve, 4);
+    let pkt = encapsulate(
+        TunnelKind::Geneve,
+        "172.17.2.163",
+        "172.17.2.60",
+        ovn_option(),
+        &tenant_frame(),
+    );
+    dp.install(
+        &user_space_key(&pkt, TunnelKind::Geneve, 10),
+        output_port(1),
+    )
+    .unwrap();
+    let r = run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &pkt, 0).unwrap();
+    assert_eq!(r.verdict, TC_ACT_REDIRECT);
+    dp.revalidate(&all_ones()).unwrap();
+    let r = run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &pkt, 0).unwrap();
+    assert_eq!(r.verdict, TC_ACT_OK);
+    assert_eq!(stat(&dp, "stale"), 1);
+    assert!(dp.flows().unwrap().is_empty());
+}
+
+/// A megaflow mask: an entry installed for one TCP source port serves
+/// another when the table never looks at ports.
+#[test]
+fn masked_entries_cover_their_megaflow() {
+    let mut dp = datapath_for(TunnelKind::Vxlan, 4);
+    let mut mask = FlowKey::default();
+    mask.set(tunlab_dp::key::f::IN_PORT, u32::MAX as u64);
+    mask.set(tunlab_dp::key::f::TUN_ID, u64::MAX);
+    dp.revalidate(&mask).unwrap();
+    let a = encapsulate(
+        TunnelKind::Vxlan,
+        "172.17.2.163",
+        "172.17.2.60",
+        OptionsBuf::new(),
+        &tenant_frame(),
+    );
+    let mut other = tenant_frame();
+    other[34..36].copy_from_slice(&40001u16.to_be_bytes());
+    let b = encapsulate(
+        TunnelKind::Vxlan,
+        "172.17.2.163",
+        "172.17.2.60",
+        OptionsBuf::new(),
+        &other,
+    );
+    let mut k = user_space_key(&a, TunnelKind::Vxlan, 10);
+    for (w, m) in k.w.iter_mut().zip(mask.w) {
+        *w &= m;
+    }
+    dp.install(&k, output_port(1)).unwrap();
+    let r = run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &b, 0).unwrap();
+    assert_eq!((r.verdict, r.packet), (TC_ACT_REDIRECT, other));
+}
+
+/// RFC 8926 § 3.5: a critical option the TLV map does not know is
+/// dropped and counted, whatever the cache holds.
+#[test]
+fn unknown_critical_option_is_dropped() {
+    let dp = datapath_for(TunnelKind::Geneve, 4);
+    let mut o = OptionsBuf::new();
+    o.push(OptionRepr {
+        class: 0x0105,
+        opt_type: OptType(0x81),
+        data: &[1, 2, 3, 4],
+    })
+    .unwrap();
+    let pkt = encapsulate(
+        TunnelKind::Geneve,
+        "172.17.2.163",
+        "172.17.2.60",
+        o,
+        &tenant_frame(),
+    );
+    let r = run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &pkt, 0).unwrap();
+    assert_eq!(r.verdict, TC_ACT_SHOT);
+    assert_eq!(stat(&dp, "drop_unknown_critical_option"), 1);
+}
+
+/// Frames that are not tunnel packets for this node pass to the stack.
+#[test]
+fn other_traffic_passes() {
+    let dp = datapath_for(TunnelKind::Geneve, 4);
+    let mut pkt = encapsulate(
+        TunnelKind::Vxlan,
+        "172.17.2.163",
+        "172.17.2.60",
+        OptionsBuf::new(),
+        &tenant_frame(),
+    );
+    let r = run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &pkt, 0).unwrap();
+    assert_eq!((r.verdict, &r.packet), (TC_ACT_OK, &pkt));
+    for n in [0, 13, 14, 30, 40, 60] {
+        pkt.truncate(n.min(pkt.len()));
+        if pkt.len() < 14 {
+            continue; // the kernel refuses runs shorter than Ethernet
+        }
+        let r = run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &pkt, 0).unwrap();
+        assert_eq!(r.verdict, TC_ACT_OK, "{n} bytes");
+    }
+}
+
+/// A frame from an unknown device, or a miss from a tenant port, is never
+/// forwarded by the fast path.
+#[test]
+fn tenant_misses_go_up() {
+    let mut dp = datapath_for(TunnelKind::Geneve, 4);
+    let r = run_tc(dp.program_fd(FROM_TENANT).unwrap(), &tenant_frame(), 1).unwrap();
+    assert_eq!(r.verdict, TC_ACT_OK, "not a tenant port");
+    // The loopback device (ifindex 1) as tenant port 1, upcall TAP 99.
+    dp.set_port_entry(
+        1,
+        maps::PortEntry {
+            ofport: 1,
+            role: maps::ROLE_VETH,
+            peer_ifindex: 99,
+            pad: 0,
+        },
+    )
+    .unwrap();
+    let r = run_tc(dp.program_fd(FROM_TENANT).unwrap(), &tenant_frame(), 1).unwrap();
+    assert_eq!(r.verdict, TC_ACT_REDIRECT, "a miss goes to the upcall TAP");
+    assert_eq!(stat(&dp, "upcall"), 1);
+    // Installed as a drop, the same frame is dropped here.
+    let mut k = FlowKey::default();
+    extract(&tenant_frame(), 1, &mut k);
+    dp.install(&k, Flow::default()).unwrap();
+    let r = run_tc(dp.program_fd(FROM_TENANT).unwrap(), &tenant_frame(), 1).unwrap();
+    assert_eq!(r.verdict, TC_ACT_SHOT);
+}

@@ -89,7 +89,7 @@ int tl_from_tenant(struct __sk_buff *skb)
 		}
 		account(f, skb, len);
 		count(TL_STAT_ENCAP);
-		return bpf_redirect(out, 0);
+		return bpf_redirect_neigh(out, NULL, 0, 0);
 	}
 slow:
 	count(TL_STAT_SLOW_NOT_FAST);

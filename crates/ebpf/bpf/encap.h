@@ -6,15 +6,15 @@
  * IPv4 and IPv6 frames grow with bpf_skb_adjust_room at the MAC layer and
  * the ENCAP flags, so that a 64 KB GSO super-frame stays whole and the
  * kernel segments it (as UDP-tunnel or GRE GSO) only where a device must.
- * adjust_room refuses other frames (ARP): they are never GSO, and grow at
- * the front with bpf_skb_change_head instead.
+ * The frame leaves through bpf_redirect_neigh: the kernel routes it by
+ * its outer header (without the forwarding a FIB lookup from the ingress
+ * side would ask of the node) and resolves the next hop's MAC, queueing
+ * the frame while ARP or ND answers.
  */
 #ifndef TUNLAB_ENCAP_H
 #define TUNLAB_ENCAP_H
 #include "maps.h"
 
-#define AF_INET 2
-#define AF_INET6 10
 
 enum tl_push_result {
 	TL_PUSH_OK = 0,
@@ -38,20 +38,11 @@ static __always_inline int push_tunnel(struct __sk_buff *skb, struct tl_template
 	if (l4 > 40)
 		return TL_PUSH_FAILED;
 
-	/* Route first, so that a frame with no neighbour yet goes up whole
-	 * and the slow path's send resolves it. */
-	struct bpf_fib_lookup fib = {};
-	fib.ifindex = t->ifindex;
-	if (t->family == 4) {
-		fib.family = AF_INET;
-		fib.ipv4_src = t->local4;
-		fib.ipv4_dst = t->remote4;
-	} else {
-		fib.family = AF_INET6;
-		__builtin_memcpy(fib.ipv6_src, t->local6, 16);
-		__builtin_memcpy(fib.ipv6_dst, t->remote6, 16);
-	}
-	if (bpf_fib_lookup(skb, &fib, sizeof(fib), 0) != BPF_FIB_LKUP_RET_SUCCESS)
+	/* Only IP frames: the kernel's neighbour output (below) routes by
+	 * the outer header and refuses anything else; ARP and other
+	 * non-IP frames take the slow path. */
+	__u32 proto = bpf_ntohs(skb->protocol);
+	if (proto != ETH_P_IP && proto != ETH_P_IPV6)
 		return TL_PUSH_NO_ROUTE;
 
 	/* The tenant flow's hash, before the headers change: the outer UDP
@@ -63,8 +54,7 @@ static __always_inline int push_tunnel(struct __sk_buff *skb, struct tl_template
 		return TL_PUSH_NO_ROUTE;
 
 	__u32 room = hlen + ETH_HLEN;
-	__u32 proto = bpf_ntohs(skb->protocol);
-	if (proto == ETH_P_IP || proto == ETH_P_IPV6) {
+	{
 		__u64 flags = BPF_F_ADJ_ROOM_FIXED_GSO | BPF_F_ADJ_ROOM_ENCAP_L2_ETH |
 			      BPF_F_ADJ_ROOM_ENCAP_L2(ETH_HLEN);
 		flags |= t->family == 4 ? BPF_F_ADJ_ROOM_ENCAP_L3_IPV4 : BPF_F_ADJ_ROOM_ENCAP_L3_IPV6;
@@ -75,9 +65,6 @@ static __always_inline int push_tunnel(struct __sk_buff *skb, struct tl_template
 		/* The tenant's Ethernet header, now the inner one. */
 		if (bpf_skb_store_bytes(skb, ETH_HLEN + hlen, inner_eth, ETH_HLEN, 0))
 			return TL_PUSH_FAILED;
-	} else {
-		if (bpf_skb_change_head(skb, room, 0))
-			return TL_PUSH_NO_ROUTE;
 	}
 	if (bpf_skb_store_bytes(skb, ETH_HLEN, t->hdr, hlen, 0))
 		return TL_PUSH_FAILED;
@@ -103,14 +90,14 @@ static __always_inline int push_tunnel(struct __sk_buff *skb, struct tl_template
 		store16(skb, ETH_HLEN + l4 + 4, ulen > 0xffff ? 0xffff : ulen);
 	}
 
-	__u8 eth[ETH_HLEN];
-	__builtin_memcpy(eth, fib.dmac, 6);
-	__builtin_memcpy(eth + 6, fib.smac, 6);
+	/* A placeholder Ethernet header (unicast, the outer ethertype): the
+	 * kernel's neighbour output replaces it. */
+	__u8 eth[ETH_HLEN] = {};
 	eth[12] = t->family == 4 ? 0x08 : 0x86;
 	eth[13] = t->family == 4 ? 0x00 : 0xdd;
 	if (bpf_skb_store_bytes(skb, 0, eth, ETH_HLEN, 0))
 		return TL_PUSH_FAILED;
-	*out_ifindex = fib.ifindex;
+	*out_ifindex = t->ifindex;
 	return TL_PUSH_OK;
 }
 

@@ -10,6 +10,11 @@
 //!                      # this long (a reply is not kept waiting for a wake-up)
 //! offloads = true      # optional: TCP super-frames (TAP TSO, UDP GSO/GRO);
 //!                      # false: every frame at most one MTU, as before
+//! datapath = "ebpf"    # optional: "userspace" (default), "ebpf" (the kernel
+//!                      # datapath: TC programs forward cached flows, this
+//!                      # process is the slow path; one worker) or "auto"
+//!                      # (ebpf if this kernel runs it, said at start)
+//! flow_cache = 1000000 # optional: the kernel datapath's flow cache entries
 //! workers = 2          # optional (default 1, at most 64): packet threads, each
 //!                      # pinned to a CPU, flows spread over them by hash
 //!
@@ -21,6 +26,13 @@
 //! address = "192.168.1.1/24"  # ...and give it this address
 //! mtu = 1450           # optional: default underlay_mtu - tunnel overhead
 //! queues = 2           # optional: multi-queue TAP (1..16, default 1)
+//!
+//! [[port]]             # a tenant port of the kernel datapath: a veth pair,
+//! name = "vm-a"        # this end here, its peer (same name) in the tenant's
+//! ofport = 2           # namespace with the address, as containers attach
+//! type = "veth"
+//! netns = "tenant-b"
+//! address = "192.168.1.2/24"
 //!
 //! [[port]]             # a tunnel port
 //! name = "gnv0"
@@ -88,7 +100,26 @@ struct RawSwitch {
     spin_us: u64,
     #[serde(default)]
     workers: Option<u16>,
+    #[serde(default)]
+    datapath: Option<String>,
+    #[serde(default)]
+    flow_cache: Option<u32>,
 }
+
+/// Which datapath moves the node's packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatapathChoice {
+    /// Every packet through this process (TAPs, sockets).
+    Userspace,
+    /// TC eBPF programs forward cached flows; this process is the slow path.
+    Ebpf,
+    /// Ebpf if this kernel runs tunlab's programs, else userspace.
+    Auto,
+}
+
+/// The kernel flow cache's default size (entries): OVS's datapath default
+/// flow limit is 200,000; tunlab's aims at 10^6 flows.
+pub const DEFAULT_FLOW_CACHE: u32 = 1_000_000;
 
 /// The most packet threads a node may have.
 pub const MAX_WORKERS: u16 = 64;
@@ -161,6 +192,13 @@ pub enum PortKind {
         queues: u16,
     },
     Tunnel(TunnelPort),
+    /// A veth pair for the kernel datapath: one end here, the other (with
+    /// the same name) in `netns` with `address`.
+    Veth {
+        netns: String,
+        address: Option<String>,
+        mtu: Option<u16>,
+    },
     /// 802.1ad over an underlay interface: frames leave with their tags.
     QinQ {
         underlay: String,
@@ -191,6 +229,9 @@ pub struct Config {
     /// Packet threads: each reads its share of every TAP's queues and of
     /// the underlay sockets.
     pub workers: u16,
+    pub datapath: DatapathChoice,
+    /// The kernel datapath's flow cache size (entries).
+    pub flow_cache: u32,
 }
 
 /// Port names for flow rules (`in_port=tap-a`, `output:gnv0`).
@@ -281,6 +322,16 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
                         ))
                     }
                 },
+            },
+            "veth" => PortKind::Veth {
+                netns: p.netns.clone().ok_or_else(|| {
+                    perr(
+                        "netns",
+                        "a veth port needs the tenant's namespace for its peer".into(),
+                    )
+                })?,
+                address: p.address.clone(),
+                mtu: p.mtu,
             },
             "qinq" => PortKind::QinQ {
                 underlay: p.underlay.clone().ok_or_else(|| {
@@ -412,8 +463,50 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
                 })
             }
         },
+        datapath: match raw.switch.datapath.as_deref() {
+            None | Some("userspace") => DatapathChoice::Userspace,
+            Some("ebpf") => DatapathChoice::Ebpf,
+            Some("auto") => DatapathChoice::Auto,
+            Some(other) => {
+                return Err(ConfigError::Syntax {
+                    file: file.to_string(),
+                    msg: format!(
+                        "switch.datapath: \"{other}\" is not \"userspace\", \"ebpf\" or \"auto\""
+                    ),
+                })
+            }
+        },
+        flow_cache: match raw.switch.flow_cache {
+            None => DEFAULT_FLOW_CACHE,
+            Some(n @ 16..=16_000_000) => n,
+            Some(n) => {
+                return Err(ConfigError::Syntax {
+                    file: file.to_string(),
+                    msg: format!("switch.flow_cache: {n} is not between 16 and 16000000"),
+                })
+            }
+        },
     };
     let names = cfg.port_map();
+    let has_veth = cfg
+        .ports
+        .iter()
+        .any(|p| matches!(p.kind, PortKind::Veth { .. }));
+    if cfg.datapath == DatapathChoice::Userspace && has_veth {
+        return Err(ConfigError::Syntax {
+            file: file.to_string(),
+            msg: "veth ports belong to the kernel datapath: set switch.datapath = \"ebpf\" (or \"auto\")".into(),
+        });
+    }
+    if cfg.datapath != DatapathChoice::Userspace && cfg.workers > 1 {
+        return Err(ConfigError::Syntax {
+            file: file.to_string(),
+            msg: format!(
+                "switch.workers = {}: the kernel datapath's slow path runs one worker",
+                cfg.workers
+            ),
+        });
+    }
     for (index, f) in raw.switch.flows.iter().enumerate() {
         let rule = parse_flow(f, &names).map_err(|err| ConfigError::Flow {
             file: file.to_string(),

@@ -124,6 +124,12 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             }
             Ok(s)
         }
+        "dump-flows" if arg == "--datapath" => sw
+            .on(0, |n| match n.kernel.as_ref() {
+                Some(k) => k.dump(),
+                None => Err("this node runs the userspace datapath (no kernel flow cache)".into()),
+            })
+            .map_err(gone)?,
         "dump-flows" => {
             // The rules as worker 0 has them; counters summed over workers
             // (every worker got the same rules in the same order).
@@ -164,7 +170,9 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             let replaced = sw
                 .on_all(move |n| {
                     let now = n.uptime_ns();
-                    n.classifier.add(rule.clone(), now)
+                    let replaced = n.classifier.add(rule.clone(), now);
+                    n.kernel_changed();
+                    replaced
                 })
                 .map_err(gone)?;
             Ok(if replaced.first().copied().unwrap_or(false) {
@@ -191,7 +199,11 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
                 )
             };
             let n = sw
-                .on_all(move |n| n.classifier.delete(table, &m, prio))
+                .on_all(move |n| {
+                    let deleted = n.classifier.delete(table, &m, prio);
+                    n.kernel_changed();
+                    deleted
+                })
                 .map_err(gone)?;
             Ok(format!("deleted {} rules\n", n.first().copied().unwrap_or(0)))
         }
@@ -248,6 +260,12 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             s.push_str(&format!(
                 "exact-match cache: {hits} hits, {misses} misses\n"
             ));
+            let kernel = sw
+                .on(0, |n| n.kernel.as_ref().map(|k| k.stats()))
+                .map_err(gone)?;
+            for (name, v) in kernel.into_iter().flatten() {
+                s.push_str(&format!("{name}: {v}\n"));
+            }
             Ok(s)
         }
         "" => {

@@ -2,6 +2,7 @@
 
 pub mod config;
 pub mod ctl;
+pub mod kernel;
 pub mod node;
 pub mod profile;
 pub mod workers;

@@ -230,6 +230,9 @@ pub struct Node {
     stt_tso_looked: Option<Instant>,
     /// The descriptors polled each round.
     poll_set: Poller,
+    /// The kernel datapath, when this node runs one (worker 0 only): its
+    /// flow cache is filled from this node's decisions.
+    pub kernel: Option<crate::kernel::Kernel>,
 }
 
 /// Where STT super-frames to one remote leave: the underlay interface's
@@ -295,6 +298,7 @@ impl Node {
             stt_tso: Vec::new(),
             stt_tso_looked: None,
             poll_set: Poller::new(),
+            kernel: None,
         };
         node.port_cfgs = cfg.ports.clone();
         for p in &cfg.ports {
@@ -322,7 +326,7 @@ impl Node {
             r.map_err(|e| perr(format!("cannot share the {what} socket among workers: {e}")))
         };
         let io = match &p.kind {
-            PortKind::Tap { .. } => match taps {
+            PortKind::Tap { .. } | PortKind::Veth { .. } => match taps {
                 Some(t) if !t.is_empty() => Io::Tap(t),
                 _ => return Err(perr("no TAP queue for this worker".into())),
             },
@@ -513,7 +517,12 @@ impl Node {
             return Err(format!("no port named '{name}'"));
         };
         let gone = self.ports.remove(pi);
+        if let Some(k) = self.kernel.as_mut() {
+            let cfg = self.port_cfgs.iter().find(|p| p.name == name);
+            k.remove_port(gone.ofport, cfg);
+        }
         self.port_cfgs.retain(|p| p.name != name);
+        self.kernel_changed();
         if let Io::Tunnel { sock, .. } = gone.io {
             let shared = self
                 .ports
@@ -537,6 +546,19 @@ impl Node {
             .map(|(i, p)| (p.ofport, i))
             .collect();
         Ok(())
+    }
+
+    /// The flow table, the TLV map or the ports changed: the kernel
+    /// datapath's cache moves to a new generation before this returns.
+    pub fn kernel_changed(&mut self) {
+        if let Some(k) = self.kernel.as_mut() {
+            if let Err(e) = k.revalidate(&self.classifier, &self.tlv) {
+                // Stale entries must not forward: without a new
+                // generation the kernel path cannot be trusted.
+                eprintln!("tunlab switch: kernel datapath revalidation failed: {e}");
+                *self.drops.entry("kernel_revalidation_failed").or_default() += 1;
+            }
+        }
     }
 
     /// Names and numbers of the ports, for flow rules that name ports.
@@ -1123,6 +1145,9 @@ impl Node {
             &mut ops,
         );
         self.profile.add(Stage::Classify, t, 1);
+        if let Some(k) = self.kernel.as_mut() {
+            k.offer(&self.key, r.map(|()| &ops[..]), &self.tlv);
+        }
         match r {
             Ok(()) => {
                 for op in &ops {
@@ -1922,7 +1947,7 @@ fn parse_mac(s: &str) -> Option<[u8; 6]> {
 
 /// The Geneve options a frame leaving through a `kind` port carries: one
 /// per `tun_metadataN` the flow set, as the TLV map says.
-fn geneve_options(kind: TunnelKind, tlv: &TlvMap, tun: &TunnelSet) -> OptionsBuf {
+pub(crate) fn geneve_options(kind: TunnelKind, tlv: &TlvMap, tun: &TunnelSet) -> OptionsBuf {
     let mut opts = OptionsBuf::new();
     if kind == TunnelKind::Geneve {
         for (n, v) in tun.metadata.iter().enumerate() {
@@ -1940,7 +1965,7 @@ fn geneve_options(kind: TunnelKind, tlv: &TlvMap, tun: &TunnelSet) -> OptionsBuf
 
 /// Where a tunnel port sends a frame and with which key: the port's own
 /// settings, or what the flow set (`set_field:...->tun_dst`, `tun_id`).
-fn remote_and_key(cfg: &TunnelPort, tun: &TunnelSet) -> Option<(IpAddr, u64)> {
+pub(crate) fn remote_and_key(cfg: &TunnelPort, tun: &TunnelSet) -> Option<(IpAddr, u64)> {
     let remote = match (cfg.remote_ip, tun.dst) {
         (FromFlow::Fixed(ip), _) => ip,
         (FromFlow::Flow, Some(ip)) => ip,

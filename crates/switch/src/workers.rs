@@ -76,6 +76,19 @@ impl Switch {
         // A TAP's queues must all exist before it moves to its namespace,
         // so they are opened here for every worker.
         let mut taps: Vec<HashMap<String, Vec<Tap>>> = (0..n).map(|_| HashMap::new()).collect();
+        let mut kernel = crate::kernel::choose(cfg)?;
+        if let Some(k) = kernel.as_mut() {
+            for p in &cfg.ports {
+                match p.kind {
+                    PortKind::Veth { .. } => {
+                        let t = k.add_veth_port(p, cfg.offloads, cfg.underlay_mtu, &cfg.ports)?;
+                        taps[0].insert(p.name.clone(), t);
+                    }
+                    PortKind::Tunnel(_) => k.add_tunnel_port(p)?,
+                    _ => {}
+                }
+            }
+        }
         for p in &cfg.ports {
             if matches!(p.kind, PortKind::Tap { .. }) {
                 let per = open_tap(p, cfg.offloads, cfg.underlay_mtu, &cfg.ports, n)?;
@@ -89,6 +102,10 @@ impl Switch {
         let mut nodes = Vec::with_capacity(n);
         for (i, t) in taps.iter_mut().enumerate() {
             nodes.push(Node::start_worker(cfg, i, n, t)?);
+        }
+        if let Some(node) = nodes.first_mut() {
+            node.kernel = kernel;
+            node.kernel_changed();
         }
         let stop = Arc::new(AtomicBool::new(false));
         let failed = Arc::new(Mutex::new(None));
@@ -179,6 +196,9 @@ impl Switch {
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?;
         ports.push(p.clone());
+        if matches!(p.kind, PortKind::Veth { .. }) {
+            return Err("veth ports are made at start (from the config file); adding one at run time is not built yet".into());
+        }
         let mut taps: Vec<Option<Vec<Tap>>> = if matches!(p.kind, PortKind::Tap { .. }) {
             open_tap(
                 p,

@@ -1,0 +1,486 @@
+//! The switch's side of the kernel (eBPF) datapath: the devices of its
+//! tenant ports (a veth pair and an upcall TAP each), the tunnel ports it
+//! decapsulates for, and the step that turns the slow path's decision for
+//! a flow's first packet into a cache entry (OVS's ofproto-dpif "xlate
+//! then install").
+//!
+//! What may be cached is decided here, conservatively: a decision that
+//! depends on more than the masked key (`normal`'s MAC learning), several
+//! outputs, VLAN edits, or a port the kernel path does not serve stays in
+//! the slow path (slower, never wrong).
+
+use crate::config::{Port, PortKind, TunnelPort};
+use crate::node::{default_tenant_mtu, geneve_options, remote_and_key, StartError};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use tunlab_dp::key::f;
+use tunlab_dp::{Action, Classifier, DropReason, FlowKey, Op, TlvMap, TunnelSet};
+use tunlab_ebpf::maps::{self as km, Flow, TunnelKey, TunnelPortEntry};
+use tunlab_ebpf::{Destination, KernelDatapath};
+use tunlab_netio::netns;
+use tunlab_netio::tap::{offload, Tap, TapOptions};
+use tunlab_wire::tunnel::TunnelKind;
+
+/// A tenant port's devices.
+#[derive(Debug)]
+struct VethPort {
+    name: String,
+    ifindex: u32,
+    upcall: String,
+    upcall_ifindex: u32,
+}
+
+/// What an ofport is to the kernel datapath.
+#[derive(Debug, Clone)]
+enum Target {
+    Veth { ifindex: u32 },
+    Tunnel { cfg: TunnelPort, underlay: u32 },
+}
+
+/// The kernel datapath and what the switch knows of it.
+#[derive(Debug)]
+pub struct Kernel {
+    dp: KernelDatapath,
+    veths: Vec<VethPort>,
+    targets: HashMap<u32, Target>,
+    /// The megaflow mask of the current generation.
+    mask: FlowKey,
+    /// False while any rule uses `normal` (its outputs depend on learned
+    /// MACs, not on the key alone).
+    cacheable: bool,
+    /// Flows installed, and why others were not.
+    pub installed: u64,
+    pub not_installed: HashMap<&'static str, u64>,
+}
+
+/// Run an `ip` command, naming the port on failure.
+fn ip(port: &str, args: &[&str]) -> Result<String, StartError> {
+    netns::run(&[&["ip"][..], args].concat()).map_err(|e| StartError::Port {
+        port: port.to_string(),
+        msg: e.to_string(),
+    })
+}
+
+fn ifindex_of(port: &str, dev: &str) -> Result<u32, StartError> {
+    let out = ip(port, &["-o", "link", "show", "dev", dev])?;
+    out.split(':')
+        .next()
+        .and_then(|n| n.trim().parse().ok())
+        .ok_or_else(|| StartError::Port {
+            port: port.to_string(),
+            msg: format!("cannot read the ifindex of {dev} from `ip link`: {out}"),
+        })
+}
+
+/// No IPv6 on a device the switch owns: its kernel would otherwise send
+/// router solicitations and neighbour discovery the switch would read as
+/// tenant frames.
+fn no_ipv6(dev: &str) {
+    let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"), "1");
+}
+
+/// The device that holds `addr` in this namespace (the underlay).
+fn device_with(addr: IpAddr) -> Option<String> {
+    let out = netns::run(&["ip", "-o", "addr", "show"]).ok()?;
+    out.lines().find_map(|l| {
+        let mut w = l.split_whitespace();
+        let _idx = w.next()?;
+        let dev = w.next()?;
+        let _fam = w.next()?;
+        let a = w.next()?.split('/').next()?;
+        (a.parse::<IpAddr>().ok()? == addr).then(|| dev.to_string())
+    })
+}
+
+impl Kernel {
+    /// Load the programs and create the maps; nothing is attached yet.
+    pub fn load(flow_cache: u32) -> Result<Kernel, StartError> {
+        let dp = KernelDatapath::load(flow_cache, 65536).map_err(|e| StartError::Port {
+            port: "-".into(),
+            msg: format!("kernel datapath: {e}"),
+        })?;
+        Ok(Kernel {
+            dp,
+            veths: Vec::new(),
+            targets: HashMap::new(),
+            mask: FlowKey::default(),
+            cacheable: true,
+            installed: 0,
+            not_installed: HashMap::new(),
+        })
+    }
+
+    /// Make a veth port's devices and attach to them: the pair (this end
+    /// `p.name`, the tenant's end of the same name in its namespace, with
+    /// the address and MTU) and the upcall TAP through which misses reach
+    /// the switch and the switch reaches the tenant. Returns the TAP,
+    /// which the userspace datapath serves as port `p`.
+    pub fn add_veth_port(
+        &mut self,
+        p: &Port,
+        offloads: bool,
+        underlay_mtu: u16,
+        ports: &[Port],
+    ) -> Result<Vec<Tap>, StartError> {
+        let PortKind::Veth {
+            netns: ns,
+            address,
+            mtu,
+        } = &p.kind
+        else {
+            return Err(StartError::Port {
+                port: p.name.clone(),
+                msg: "not a veth port".into(),
+            });
+        };
+        let name = &p.name;
+        let mtu = mtu
+            .unwrap_or_else(|| default_tenant_mtu(underlay_mtu, ports))
+            .to_string();
+        ip(
+            name,
+            &[
+                "link", "add", name, "type", "veth", "peer", "name", name, "netns", ns,
+            ],
+        )?;
+        let made = (|| {
+            no_ipv6(name);
+            ip(name, &["link", "set", name, "mtu", &mtu, "up"])?;
+            ip(name, &["-n", ns, "link", "set", name, "mtu", &mtu, "up"])?;
+            if let Some(a) = address {
+                ip(name, &["-n", ns, "addr", "add", a, "dev", name])?;
+            }
+            let ifindex = ifindex_of(name, name)?;
+            let upcall = format!("tlu{ifindex}");
+            let opts = TapOptions {
+                vnet_hdr: true,
+                multi_queue: true,
+                offload: if offloads {
+                    offload::CSUM | offload::TSO4 | offload::TSO6 | offload::TSO_ECN
+                } else {
+                    offload::CSUM
+                },
+            };
+            let tap = Tap::open(&upcall, opts).map_err(|e| StartError::Port {
+                port: name.clone(),
+                msg: format!("upcall TAP {upcall}: {e}"),
+            })?;
+            no_ipv6(&upcall);
+            ip(name, &["link", "set", &upcall, "mtu", &mtu, "up"])?;
+            let upcall_ifindex = ifindex_of(name, &upcall)?;
+            self.dp
+                .add_tenant_port(p.ofport, name, ifindex, &upcall, upcall_ifindex)
+                .map_err(|e| StartError::Port {
+                    port: name.clone(),
+                    msg: e.to_string(),
+                })?;
+            self.veths.push(VethPort {
+                name: name.clone(),
+                ifindex,
+                upcall,
+                upcall_ifindex,
+            });
+            self.targets.insert(p.ofport, Target::Veth { ifindex });
+            Ok(vec![tap])
+        })();
+        if made.is_err() {
+            let _ = ip(name, &["link", "del", name]);
+        }
+        made
+    }
+
+    /// A tunnel port the kernel datapath serves (Geneve, VXLAN, GRE,
+    /// NVGRE with a fixed local address): decapsulate for it on the
+    /// underlay device holding that address. Others stay in user space.
+    pub fn add_tunnel_port(&mut self, p: &Port) -> Result<(), StartError> {
+        let PortKind::Tunnel(t) = &p.kind else {
+            return Ok(());
+        };
+        let kind = match t.kind {
+            TunnelKind::Geneve => km::KIND_GENEVE,
+            TunnelKind::Vxlan => km::KIND_VXLAN,
+            TunnelKind::Gre => km::KIND_GRE,
+            TunnelKind::Nvgre => km::KIND_NVGRE,
+            TunnelKind::Stt => return Ok(()),
+        };
+        if t.local_ip.is_unspecified() {
+            return Ok(());
+        }
+        let perr = |msg: String| StartError::Port {
+            port: p.name.clone(),
+            msg,
+        };
+        let dev = device_with(t.local_ip).ok_or_else(|| {
+            perr(format!(
+                "no device here has local_ip {} (the kernel datapath decapsulates on it)",
+                t.local_ip
+            ))
+        })?;
+        let underlay = ifindex_of(&p.name, &dev)?;
+        let mut e = TunnelPortEntry {
+            ofport: p.ofport,
+            kind,
+            remote_any: 1,
+            ..TunnelPortEntry::default()
+        };
+        match t.local_ip {
+            IpAddr::V4(a) => e.local4 = a.octets(),
+            IpAddr::V6(a) => e.local6 = a.octets(),
+        }
+        if let crate::config::FromFlow::Fixed(r) = t.remote_ip {
+            e.remote_any = 0;
+            match r {
+                IpAddr::V4(a) => e.remote4 = a.octets(),
+                IpAddr::V6(a) => e.remote6 = a.octets(),
+            }
+        }
+        let (proto, dport) = match t.kind {
+            TunnelKind::Gre | TunnelKind::Nvgre => (47, 0),
+            _ => (17, t.dst_port),
+        };
+        let family = if t.local_ip.is_ipv4() { 4 } else { 6 };
+        self.dp
+            .add_tunnel(
+                TunnelKey {
+                    proto,
+                    family,
+                    dport,
+                },
+                e,
+            )
+            .and_then(|_| self.dp.attach_underlay(&dev))
+            .map_err(|e| perr(e.to_string()))?;
+        self.targets
+            .insert(p.ofport, Target::Tunnel { cfg: *t, underlay });
+        Ok(())
+    }
+
+    /// A port leaves: its programs, map entries and devices go.
+    pub fn remove_port(&mut self, ofport: u32, cfg: Option<&Port>) {
+        self.targets.remove(&ofport);
+        if let Some(i) = self
+            .veths
+            .iter()
+            .position(|v| cfg.is_some_and(|c| c.name == v.name))
+        {
+            let v = self.veths.remove(i);
+            self.dp
+                .remove_tenant_port(&v.name, v.ifindex, &v.upcall, v.upcall_ifindex);
+            let _ = ip(&v.name, &["link", "del", &v.name]);
+        }
+        if let Some(Port {
+            kind: PortKind::Tunnel(t),
+            ..
+        }) = cfg
+        {
+            let (proto, dport) = match t.kind {
+                TunnelKind::Gre | TunnelKind::Nvgre => (47, 0),
+                _ => (17, t.dst_port),
+            };
+            let family = if t.local_ip.is_ipv4() { 4 } else { 6 };
+            self.dp.remove_tunnel(TunnelKey {
+                proto,
+                family,
+                dport,
+            });
+        }
+    }
+
+    /// After any change to the flow table, the TLV map or the ports: the
+    /// new megaflow mask (the union of every rule's, and in_port) and a
+    /// new generation. Once this returns no earlier entry forwards.
+    pub fn revalidate(&mut self, c: &Classifier, tlv: &TlvMap) -> Result<(), String> {
+        let mut mask = FlowKey::default();
+        mask.set(f::IN_PORT, u32::MAX as u64);
+        let mut cacheable = true;
+        for r in c.rules() {
+            for (m, w) in mask.w.iter_mut().zip(r.flow.m.mask.w) {
+                *m |= w;
+            }
+            if r.flow.actions.iter().any(|a| matches!(a, Action::Normal)) {
+                cacheable = false;
+            }
+        }
+        let entries: Vec<(u16, u8, u32)> = (0..tunlab_dp::key::TUN_METADATA_FIELDS)
+            .filter_map(|n| tlv.option(n).map(|(c, t, _)| (c, t, n as u32)))
+            .collect();
+        self.dp.set_tlv(&entries).map_err(|e| e.to_string())?;
+        self.dp.revalidate(&mask).map_err(|e| e.to_string())?;
+        self.mask = mask;
+        self.cacheable = cacheable;
+        Ok(())
+    }
+
+    /// The slow path decided `result` for a packet with flow key `key`
+    /// that arrived on a port the kernel serves: cache it if the kernel
+    /// can do the same.
+    pub fn offer(&mut self, key: &FlowKey, result: Result<&[Op], DropReason>, tlv: &TlvMap) {
+        match self.compile(key, result, tlv) {
+            Ok(flow) => {
+                let mut masked = *key;
+                for (k, m) in masked.w.iter_mut().zip(self.mask.w) {
+                    *k &= m;
+                }
+                match self.dp.install(&masked, flow) {
+                    Ok(()) => self.installed += 1,
+                    Err(_) => *self.not_installed.entry("map_update_failed").or_default() += 1,
+                }
+            }
+            Err(why) => *self.not_installed.entry(why).or_default() += 1,
+        }
+    }
+
+    fn compile(
+        &mut self,
+        key: &FlowKey,
+        result: Result<&[Op], DropReason>,
+        tlv: &TlvMap,
+    ) -> Result<Flow, &'static str> {
+        let in_port = key.get(f::IN_PORT) as u32;
+        let from_tunnel = match self.targets.get(&in_port) {
+            Some(Target::Veth { .. }) => false,
+            Some(Target::Tunnel { .. }) => true,
+            None => return Err("in_port_not_in_kernel"),
+        };
+        if !self.cacheable {
+            return Err("normal_action");
+        }
+        let ops = match result {
+            Ok(ops) => ops,
+            Err(DropReason::NoRule | DropReason::Action) => return Ok(Flow::default()),
+            Err(_) => return Err("drop_reason_not_cached"),
+        };
+        let [Op::Output { port, tun }] = ops else {
+            return Err("actions_not_in_kernel");
+        };
+        let mut flow = Flow {
+            n_ops: 1,
+            ..Flow::default()
+        };
+        match self.targets.get(port).cloned() {
+            Some(Target::Veth { ifindex }) => {
+                flow.ops[0] = km::Op {
+                    kind: km::OP_OUTPUT_PORT,
+                    arg: ifindex,
+                    ..km::Op::default()
+                };
+            }
+            Some(Target::Tunnel { cfg, underlay }) if !from_tunnel => {
+                let d = destination(&cfg, tun, tlv, underlay).ok_or("no_tunnel_destination")?;
+                let t = tunlab_ebpf::template::build(&d).map_err(|_| "template_failed")?;
+                let i = self.dp.template(&t).map_err(|_| "templates_full")?;
+                flow.ops[0] = km::Op {
+                    kind: km::OP_OUTPUT_TUNNEL,
+                    arg: i,
+                    ..km::Op::default()
+                };
+            }
+            _ => return Err("output_not_in_kernel"),
+        }
+        Ok(flow)
+    }
+
+    /// Counters of the kernel datapath, with the install counts.
+    pub fn stats(&self) -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = self
+            .dp
+            .stats()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(n, v)| (format!("kernel_{n}"), v))
+            .collect();
+        out.push(("kernel_installed".into(), self.installed));
+        let mut why: Vec<_> = self.not_installed.iter().collect();
+        why.sort();
+        for (w, n) in why {
+            out.push((format!("kernel_not_installed_{w}"), *n));
+        }
+        out
+    }
+
+    /// The flows the kernel holds (`tunlab ctl dump-flows --datapath`).
+    pub fn dump(&self) -> Result<String, String> {
+        let flows = self.dp.flows().map_err(|e| e.to_string())?;
+        let mut s = String::new();
+        for (k, fl) in flows {
+            let nz: Vec<String> =
+                k.w.iter()
+                    .enumerate()
+                    .filter(|(_, w)| **w != 0)
+                    .map(|(i, w)| format!("w{i}={w:#x}"))
+                    .collect();
+            let action = match (fl.n_ops, fl.ops[0].kind) {
+                (0, _) => "drop".to_string(),
+                (_, km::OP_OUTPUT_PORT) => format!("output(ifindex {})", fl.ops[0].arg),
+                (_, km::OP_OUTPUT_TUNNEL) => format!("tnl_push(template {})", fl.ops[0].arg),
+                (_, k) => format!("op{k}"),
+            };
+            s.push_str(&format!(
+                "in_port({}),key({}), packets:{}, bytes:{}, actions:{action}\n",
+                k.get(f::IN_PORT),
+                nz.join(","),
+                fl.packets,
+                fl.bytes
+            ));
+        }
+        Ok(s)
+    }
+}
+
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        for v in &self.veths {
+            let _ = ip(&v.name, &["link", "del", &v.name]);
+        }
+    }
+}
+
+/// A flow's tunnel output resolved: where to, with which key and options
+/// (the same choice the userspace path makes when it sends).
+fn destination(
+    cfg: &TunnelPort,
+    tun: &TunnelSet,
+    tlv: &TlvMap,
+    ifindex: u32,
+) -> Option<Destination> {
+    let (remote, key) = remote_and_key(cfg, tun)?;
+    Some(Destination {
+        kind: cfg.kind,
+        local: tun.src.unwrap_or(cfg.local_ip),
+        remote,
+        key,
+        dst_port: cfg.dst_port,
+        options: geneve_options(cfg.kind, tlv, tun),
+        ifindex,
+    })
+}
+
+/// The kernel datapath the configuration asks for: none, the eBPF one
+/// (refusing to start, with the reason, if this kernel cannot run it), or
+/// whichever works (`auto`, which says what it chose and why).
+pub fn choose(cfg: &crate::config::Config) -> Result<Option<Kernel>, StartError> {
+    use crate::config::DatapathChoice;
+    match cfg.datapath {
+        DatapathChoice::Userspace => Ok(None),
+        DatapathChoice::Ebpf => Kernel::load(cfg.flow_cache).map(Some),
+        DatapathChoice::Auto => {
+            match Kernel::load(cfg.flow_cache) {
+                Ok(k) => {
+                    eprintln!("tunlab switch {}: datapath auto: ebpf (this kernel runs tunlab's TC programs)", cfg.name);
+                    Ok(Some(k))
+                }
+                Err(e) => {
+                    if cfg
+                        .ports
+                        .iter()
+                        .any(|p| matches!(p.kind, PortKind::Veth { .. }))
+                    {
+                        return Err(e);
+                    }
+                    eprintln!("tunlab switch {}: datapath auto: userspace ({e})", cfg.name);
+                    Ok(None)
+                }
+            }
+        }
+    }
+}

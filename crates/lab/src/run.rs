@@ -82,6 +82,7 @@ impl Plan {
                     Variant::None,
                     Variant::KernelVxlan,
                     Variant::TunlabGeneveOvn,
+                    Variant::TunlabEbpfGeneveOvn,
                     Variant::TunlabVxlan,
                     Variant::TunlabStt,
                     Variant::TunlabQinq,
@@ -89,6 +90,9 @@ impl Plan {
                 ],
                 tests: vec![
                     t(Kind::TcpStream, 16384, 1),
+                    // 64 KB writes: the kernel's sender is no longer bound
+                    // by its own writes and shows its ceiling.
+                    t(Kind::TcpStream, 65536, 1),
                     t(Kind::TcpRr, 64, 1),
                     Test {
                         rate_gbit: Some(2.0),

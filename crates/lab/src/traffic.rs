@@ -99,11 +99,20 @@ impl Test {
             .into_iter()
             .find(|x| x.name() == k)
             .ok_or_else(valid)?;
-        let size = sz
+        // TCP writes up to 1 MiB (iperf3's default is 128 KB); a UDP
+        // datagram holds at most 65,507 bytes, 65,000 keeps clear of it.
+        let max = if k.starts_with("udp") {
+            65_000
+        } else {
+            1 << 20
+        };
+        let size: usize = sz
             .strip_suffix('B')
             .and_then(|x| x.parse().ok())
-            .filter(|x| (1..=65000).contains(x))
             .ok_or_else(valid)?;
+        if !(1..=max).contains(&size) {
+            return Err(format!("'{s}': the size must be 1..{max} bytes for {k}"));
+        }
         let instances = n
             .strip_suffix('i')
             .and_then(|x| x.parse().ok())

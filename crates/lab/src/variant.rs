@@ -30,6 +30,11 @@ pub enum Variant {
     TunlabNvgre,
     TunlabStt,
     TunlabQinq,
+    TunlabEbpfGeneve,
+    TunlabEbpfGeneveOvn,
+    TunlabEbpfVxlan,
+    TunlabEbpfGre,
+    TunlabEbpfNvgre,
     OvsBridge,
     OvsVxlan,
     OvsGeneve,
@@ -39,7 +44,7 @@ pub enum Variant {
 }
 
 impl Variant {
-    pub const ALL: [Variant; 15] = [
+    pub const ALL: [Variant; 20] = [
         Variant::None,
         Variant::KernelVxlan,
         Variant::TunlabGeneve,
@@ -49,6 +54,11 @@ impl Variant {
         Variant::TunlabNvgre,
         Variant::TunlabStt,
         Variant::TunlabQinq,
+        Variant::TunlabEbpfGeneve,
+        Variant::TunlabEbpfGeneveOvn,
+        Variant::TunlabEbpfVxlan,
+        Variant::TunlabEbpfGre,
+        Variant::TunlabEbpfNvgre,
         Variant::OvsBridge,
         Variant::OvsVxlan,
         Variant::OvsGeneve,
@@ -68,6 +78,11 @@ impl Variant {
             Variant::TunlabNvgre => "tunlab-nvgre",
             Variant::TunlabStt => "tunlab-stt",
             Variant::TunlabQinq => "tunlab-qinq",
+            Variant::TunlabEbpfGeneve => "tunlab-ebpf-geneve",
+            Variant::TunlabEbpfGeneveOvn => "tunlab-ebpf-geneve-ovn",
+            Variant::TunlabEbpfVxlan => "tunlab-ebpf-vxlan",
+            Variant::TunlabEbpfGre => "tunlab-ebpf-gre",
+            Variant::TunlabEbpfNvgre => "tunlab-ebpf-nvgre",
             Variant::OvsBridge => "ovs-bridge",
             Variant::OvsVxlan => "ovs-vxlan",
             Variant::OvsGeneve => "ovs-geneve",
@@ -90,10 +105,13 @@ impl Variant {
     /// tunlab's port type for the tunlab variants.
     fn tunlab_kind(self) -> Option<&'static str> {
         Some(match self {
-            Variant::TunlabGeneve | Variant::TunlabGeneveOvn => "geneve",
-            Variant::TunlabVxlan => "vxlan",
-            Variant::TunlabGre => "gre",
-            Variant::TunlabNvgre => "nvgre",
+            Variant::TunlabGeneve
+            | Variant::TunlabGeneveOvn
+            | Variant::TunlabEbpfGeneve
+            | Variant::TunlabEbpfGeneveOvn => "geneve",
+            Variant::TunlabVxlan | Variant::TunlabEbpfVxlan => "vxlan",
+            Variant::TunlabGre | Variant::TunlabEbpfGre => "gre",
+            Variant::TunlabNvgre | Variant::TunlabEbpfNvgre => "nvgre",
             Variant::TunlabStt => "stt",
             Variant::TunlabQinq => "qinq",
             _ => return None,
@@ -108,13 +126,24 @@ impl Variant {
             Variant::KernelVxlan
             | Variant::TunlabVxlan
             | Variant::TunlabGeneve
+            | Variant::TunlabEbpfVxlan
+            | Variant::TunlabEbpfGeneve
             | Variant::OvsVxlan
             | Variant::OvsGeneve => 50,
-            Variant::TunlabGeneveOvn | Variant::OvsGeneveOvn => 58,
-            Variant::TunlabGre | Variant::TunlabNvgre | Variant::OvsGre => 42,
+            Variant::TunlabGeneveOvn | Variant::TunlabEbpfGeneveOvn | Variant::OvsGeneveOvn => 58,
+            Variant::TunlabGre
+            | Variant::TunlabNvgre
+            | Variant::TunlabEbpfGre
+            | Variant::TunlabEbpfNvgre
+            | Variant::OvsGre => 42,
             Variant::TunlabStt => 72,
             Variant::TunlabQinq | Variant::OvsQinq => 4,
         }
+    }
+
+    /// tunlab on its kernel (eBPF) datapath, tenants on veth ports.
+    pub fn is_ebpf(self) -> bool {
+        self.name().starts_with("tunlab-ebpf-")
     }
 
     pub fn is_ovs(self) -> bool {
@@ -481,7 +510,7 @@ fn tunlab_config(
             r#""in_port=1,dl_vlan=1 action=pop_vlan,output:2", "in_port=2 action=push_vlan:0x88a8,mod_vlan_vid:1,output:1""#.to_string(),
             String::new(),
         ),
-        Variant::TunlabGeneveOvn => (
+        Variant::TunlabGeneveOvn | Variant::TunlabEbpfGeneveOvn => (
             // OVN's option: ingress logical port 3, egress 2, matched on receive.
             r#""in_port=2 actions=set_field:0x30002->tun_metadata0,output:1", "in_port=1,tun_metadata0=0x30002 actions=output:2""#.to_string(),
             r#"tlv_map = ["{class=0x0102,type=0x80,len=4}->tun_metadata0"]"#.to_string(),
@@ -504,10 +533,17 @@ fn tunlab_config(
             }
         )
     };
+    // The kernel datapath: tenants on veth ports (named as the TAP is, so
+    // that the tenant's side of every tunlab variant looks the same).
+    let (datapath, port_type) = if v.is_ebpf() {
+        ("datapath = \"ebpf\"\n", "veth")
+    } else {
+        ("", "tap")
+    };
     format!(
-        "[switch]\nname = \"{name}\"\ncontrol_socket = \"/run/tunlab/lab-{pid}-{name}.ctl\"\nunderlay_mtu = {UNDERLAY_MTU}\n{workers}{tlv}\nflows = [{flows}]\n\n\
+        "[switch]\nname = \"{name}\"\n{datapath}control_socket = \"/run/tunlab/lab-{pid}-{name}.ctl\"\nunderlay_mtu = {UNDERLAY_MTU}\n{workers}{tlv}\nflows = [{flows}]\n\n\
          [[port]]\nname = \"up\"\nofport = 1\n{uplink}\n\n\
-         [[port]]\nname = \"tap0\"\nofport = 2\ntype = \"tap\"\nnetns = \"{tenant_ns}\"\naddress = \"{}/24\"\nmtu = {}\n",
+         [[port]]\nname = \"tap0\"\nofport = 2\ntype = \"{port_type}\"\nnetns = \"{tenant_ns}\"\naddress = \"{}/24\"\nmtu = {}\n",
         TENANT[i],
         v.tenant_mtu(),
         pid = std::process::id(),

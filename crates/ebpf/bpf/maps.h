@@ -68,6 +68,19 @@ struct {
 	__type(value, __u64);
 } tl_stats SEC(".maps");
 
+/* Scratch room for checksumming a datagram in 512-byte pieces
+ * (bpf_csum_diff takes at most 512 bytes at a time). */
+#define TL_CSUM_CHUNK 512
+struct tl_scratch {
+	__u8 b[TL_CSUM_CHUNK];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tl_scratch);
+} tl_scratch SEC(".maps");
+
 static __always_inline void count(__u32 what)
 {
 	__u64 *c = bpf_map_lookup_elem(&tl_stats, &what);

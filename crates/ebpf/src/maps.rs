@@ -148,7 +148,7 @@ unsafe impl aya::Pod for TunnelKey {}
 unsafe impl aya::Pod for TunnelPortEntry {}
 
 /// `enum tl_stat`, in order: the names `tunlab ctl stats` prints.
-pub const STATS: [&str; 18] = [
+pub const STATS: [&str; 19] = [
     "tenant_rx",
     "underlay_rx",
     "hit",
@@ -167,6 +167,7 @@ pub const STATS: [&str; 18] = [
     "err_adjust",
     "not_tunnel",
     "too_big",
+    "slow_csum_not_verified",
 ];
 
 #[cfg(test)]

@@ -17,32 +17,6 @@ mod common;
 
 use common::*;
 
-/// A userspace node configuration turned into the kernel datapath's:
-/// the TAP tenant port becomes a veth port.
-fn on_kernel(cfg: &str) -> String {
-    cfg.replacen(
-        "[switch]\n",
-        "[switch]\ndatapath = \"ebpf\"\nflow_cache = 4096\n",
-        1,
-    )
-    .replace("type = \"tap\"", "type = \"veth\"")
-}
-
-/// `name: value` lines of `tunlab ctl stats`.
-fn counter(stats: &str, name: &str) -> u64 {
-    stats
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
-}
-
-fn stats(l: &Lab, node: &str) -> String {
-    let (ok, out, err) = ctl(&l.dir.join(format!("{node}.ctl")), &["stats"]);
-    assert!(ok, "{err}");
-    out
-}
-
 /// Traffic both ways between two kernel-datapath nodes, and the kernel's
 /// counters show it carried the bulk.
 fn two_nodes(kind: &str, v6: bool) {
@@ -77,10 +51,7 @@ fn two_nodes(kind: &str, v6: bool) {
     );
     traffic_both_ways(&l, &format!("{kind} on the kernel datapath"));
     for node in ["n1", "n2"] {
-        let st = stats(&l, node);
-        assert!(counter(&st, "kernel_installed") > 0, "{kind} {node}: {st}");
-        assert!(counter(&st, "kernel_encap") > 20, "{kind} {node}: {st}");
-        assert!(counter(&st, "kernel_decap") > 20, "{kind} {node}: {st}");
+        assert_kernel_carried(&l.dir, node, kind);
     }
     let (ok, dump, err) = ctl(&l.dir.join("n1.ctl"), &["dump-flows", "--datapath"]);
     assert!(
@@ -126,12 +97,12 @@ fn flow_changes_revalidate() {
     let sock = l.dir.join("n1.ctl");
     let (ok, _, err) = ctl(&sock, &["del-flows", "in_port=1"]);
     assert!(ok, "{err}");
-    let before = counter(&stats(&l, "n1"), "kernel_encap");
+    let before = counter(&node_stats(&l.dir, "n1"), "kernel_encap");
     assert!(
         !udp_echo(&l.ta, &l.tb, "192.168.7.2", 5, 1),
         "forwarded after del-flows"
     );
-    let st = stats(&l, "n1");
+    let st = node_stats(&l.dir, "n1");
     assert_eq!(counter(&st, "kernel_encap"), before, "{st}");
     assert!(counter(&st, "kernel_stale") > 0, "{st}");
     let (ok, _, err) = ctl(&sock, &["add-flow", "in_port=1 actions=output:10"]);

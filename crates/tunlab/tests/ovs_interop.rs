@@ -159,6 +159,16 @@ fn ovs_gre() {
 /// option, matches nothing and nothing passes.
 #[test]
 fn ovs_geneve_ovn_option() {
+    geneve_ovn_option(false);
+}
+
+/// The same with tunlab on its kernel datapath, which must carry it.
+#[test]
+fn ovs_geneve_ovn_option_on_the_kernel_datapath() {
+    geneve_ovn_option(true);
+}
+
+fn geneve_ovn_option(kernel: bool) {
     let l = lab();
     let ovs = ovs_side(&l, "geneve");
     ovs.ofctl(&[
@@ -206,9 +216,34 @@ fn ovs_geneve_ovn_option() {
         "\"in_port=10,tun_id=6 actions=output:1\"",
         "\"in_port=10,tun_id=6,tun_metadata0=0x20003 actions=output:1\"",
     );
+    let cfg = if kernel {
+        // A tenant's checksum the kernel path leaves partial stays partial
+        // across a veth (the peer kernel trusts it), and OVS's userspace
+        // datapath reads the raw bytes: with the underlay's checksum
+        // offload off the kernel completes it before the "wire", as a
+        // NIC would. (The userspace path completes it itself.)
+        netns::run(&[
+            "ip",
+            "netns",
+            "exec",
+            l.hv1.name(),
+            "ethtool",
+            "-K",
+            &l.u1,
+            "tx",
+            "off",
+        ])
+        .expect("ethtool");
+        on_kernel(&cfg)
+    } else {
+        cfg
+    };
     let s1 = Switch::start(l.hv1.name(), &cfg, &l.dir, "n1");
     wait_for_tap(&l.ta, "tap-n1");
     traffic_both_ways(&l, "tunlab/OVS");
+    if kernel {
+        assert_kernel_carried(&l.dir, "n1", "tunlab/OVS Geneve+OVN");
+    }
     let dump = ovs.ofctl(&["dump-flows", "br-int"]).unwrap();
     assert!(
         dump.contains("tun_metadata0=0x30002") && !dump.contains("n_packets=0,"),

@@ -465,23 +465,32 @@ fn flows_change_at_run_time_through_ctl() {
 /// ```
 #[test]
 fn interop_with_kernel_vxlan() {
+    kernel_vxlan_interop(false);
+}
+
+/// The same with tunlab on its kernel datapath (the kernel's VXLAN sends
+/// outer UDP checksums by default: verified, or trusted where the kernel
+/// has checked them), which must carry the traffic.
+#[test]
+fn interop_with_kernel_vxlan_on_the_kernel_datapath() {
+    kernel_vxlan_interop(true);
+}
+
+fn kernel_vxlan_interop(kernel: bool) {
     let l = lab();
     let u2 = l.u2.clone();
-    let s1 = Switch::start(
-        l.hv1.name(),
-        &node_config(
-            "n1",
-            l.ta.name(),
-            "192.168.7.1",
-            "vxlan",
-            "172.31.0.1",
-            "172.31.0.2",
-            6,
-            6,
-        ),
-        &l.dir,
+    let cfg = node_config(
         "n1",
+        l.ta.name(),
+        "192.168.7.1",
+        "vxlan",
+        "172.31.0.1",
+        "172.31.0.2",
+        6,
+        6,
     );
+    let cfg = if kernel { on_kernel(&cfg) } else { cfg };
+    let s1 = Switch::start(l.hv1.name(), &cfg, &l.dir, "n1");
     // hv2: the kernel's VXLAN, bridged to a veth whose other end is tb's.
     let hv2 = l.hv2.name();
     l.hv2
@@ -547,6 +556,9 @@ fn interop_with_kernel_vxlan() {
     }
     // The first direction was checked above with diagnostics; now all of it.
     traffic_both_ways(&l, "tunlab/kernel VXLAN");
+    if kernel {
+        assert_kernel_carried(&l.dir, "n1", "tunlab/kernel VXLAN");
+    }
     let e1 = s1.stop();
     assert!(!e1.contains("dropped malformed"), "{e1}");
 }

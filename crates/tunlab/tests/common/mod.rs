@@ -387,3 +387,40 @@ pub fn start_pair(l: &Lab, n1: &str, n2: &str) -> (Switch, Switch) {
     wait_for_tap(&l.tb, "tap-n2");
     (s1, s2)
 }
+
+/// A userspace node configuration turned into the kernel datapath's: the
+/// TAP tenant port becomes a veth port (its peer in the tenant namespace
+/// has the same name), the flow cache small.
+pub fn on_kernel(cfg: &str) -> String {
+    cfg.replacen(
+        "[switch]\n",
+        "[switch]\ndatapath = \"ebpf\"\nflow_cache = 4096\n",
+        1,
+    )
+    .replace("type = \"tap\"", "type = \"veth\"")
+}
+
+/// A `name: value` line of `tunlab ctl stats` (0 if absent).
+pub fn counter(stats: &str, name: &str) -> u64 {
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// `tunlab ctl stats` of the node whose control socket is DIR/NODE.ctl.
+pub fn node_stats(dir: &std::path::Path, node: &str) -> String {
+    let (ok, out, err) = ctl(&dir.join(format!("{node}.ctl")), &["stats"]);
+    assert!(ok, "{err}");
+    out
+}
+
+/// The kernel datapath carried traffic both ways on this node: it
+/// encapsulated and decapsulated more than the slow path's first packets.
+pub fn assert_kernel_carried(dir: &std::path::Path, node: &str, what: &str) {
+    let st = node_stats(dir, node);
+    assert!(counter(&st, "kernel_installed") > 0, "{what} {node}: {st}");
+    assert!(counter(&st, "kernel_encap") > 20, "{what} {node}: {st}");
+    assert!(counter(&st, "kernel_decap") > 20, "{what} {node}: {st}");
+}

@@ -55,8 +55,9 @@ int tl_from_tenant(struct __sk_buff *skb)
 		goto slow;
 
 	struct tl_key k = {};
+	struct tl_frame fr = {};
 	k.w[0] = port->ofport;
-	if (extract_frame(skb, 0, skb->len, &k, 0))
+	if (extract_frame(skb, 0, skb->len, &k, 0, &fr))
 		goto slow;
 	struct tl_flow *f = lookup_flow(&k);
 	if (!f)
@@ -78,9 +79,13 @@ int tl_from_tenant(struct __sk_buff *skb)
 		if (!t)
 			goto slow;
 		__u32 out = 0, len = skb->len;
-		int r = push_tunnel(skb, t, &out);
+		int r = push_tunnel(skb, t, &fr, &out);
 		if (r == TL_PUSH_NO_ROUTE) {
 			count(TL_STAT_SLOW_NO_ROUTE);
+			goto up;
+		}
+		if (r == TL_PUSH_TOO_BIG) {
+			count(TL_STAT_TOO_BIG);
 			goto up;
 		}
 		if (r != TL_PUSH_OK) {
@@ -118,7 +123,8 @@ int tl_from_underlay(struct __sk_buff *skb)
 	__u32 inner = o.inner_at;
 	if (inner > 400)
 		goto slow;
-	if (extract_frame(skb, inner, o.end, &k, 0))
+	struct tl_frame fr = {};
+	if (extract_frame(skb, inner, o.end, &k, 0, &fr))
 		goto slow;
 	__u32 inner_type = (__u32)(k.w[0] >> 32) & 0xffff;
 	__u32 tagged = (__u32)(k.w[0] >> 48) & 0x1000;

@@ -13,14 +13,40 @@
  */
 #ifndef TUNLAB_ENCAP_H
 #define TUNLAB_ENCAP_H
-#include "maps.h"
+#include "key.h"
 
 
 enum tl_push_result {
 	TL_PUSH_OK = 0,
 	TL_PUSH_NO_ROUTE = 1, /* nothing changed: the slow path can have it */
 	TL_PUSH_FAILED = 2,   /* the frame is half changed: drop it */
+	TL_PUSH_TOO_BIG = 3,  /* nothing changed: the slow path answers ICMP */
 };
+
+/*
+ * Would the outer packet (or, for a GSO super-frame, each of its
+ * segments) exceed the underlay's MTU? Checked before anything changes,
+ * so that such a frame goes up whole and the slow path answers it with
+ * ICMP fragmentation-needed / packet-too-big, as the userspace path does.
+ */
+static __always_inline int too_big(struct __sk_buff *skb, struct tl_template *t,
+				   const struct tl_frame *fr)
+{
+	__u32 over = t->len + ETH_HLEN; /* outer headers and the inner Ethernet */
+	__u32 mtu = t->mtu;
+	if (!mtu)
+		return 0;
+	if (!skb->gso_size)
+		return skb->len - ETH_HLEN + over > mtu;
+	/* A TCP super-frame: one segment is its headers and gso_size bytes. */
+	if (fr->proto != 6 || !fr->l4)
+		return 1;
+	__u8 doff;
+	if (bpf_skb_load_bytes(skb, fr->l4 + 12, &doff, 1))
+		return 1;
+	__u32 seg = fr->l4 - ETH_HLEN + (doff >> 4) * 4 + skb->gso_size;
+	return seg + over > mtu;
+}
 
 static __always_inline void store16(struct __sk_buff *skb, __u32 off, __u32 v)
 {
@@ -29,7 +55,7 @@ static __always_inline void store16(struct __sk_buff *skb, __u32 off, __u32 v)
 }
 
 static __always_inline int push_tunnel(struct __sk_buff *skb, struct tl_template *t,
-				       __u32 *out_ifindex)
+				       const struct tl_frame *fr, __u32 *out_ifindex)
 {
 	__u32 hlen = t->len;
 	if (hlen < 28 || hlen > TL_TMPL_MAX)
@@ -44,6 +70,8 @@ static __always_inline int push_tunnel(struct __sk_buff *skb, struct tl_template
 	__u32 proto = bpf_ntohs(skb->protocol);
 	if (proto != ETH_P_IP && proto != ETH_P_IPV6)
 		return TL_PUSH_NO_ROUTE;
+	if (too_big(skb, t, fr))
+		return TL_PUSH_TOO_BIG;
 
 	/* The tenant flow's hash, before the headers change: the outer UDP
 	 * source port, so that receivers' RSS and ECMP see the flows

@@ -27,6 +27,12 @@ static __always_inline __u64 be64_at(const __u8 *b)
 
 #define TL_MAX_TAGS 4
 
+/* What extraction learnt about where the frame's headers end. */
+struct tl_frame {
+	__u32 l4;	/* offset of the L4 header, 0 if none */
+	__u32 proto;	/* its IP protocol */
+};
+
 /*
  * The frame at `off`, ending at `end`; `accel_tci` is an outer VLAN tag
  * the kernel already took out of the data (skb->vlan_tci), 0 for none.
@@ -34,7 +40,7 @@ static __always_inline __u64 be64_at(const __u8 *b)
  * (such a frame is never cached).
  */
 static __always_inline int extract_frame(struct __sk_buff *skb, __u32 off, __u32 end,
-					 struct tl_key *k, __u32 accel_tci)
+					 struct tl_key *k, __u32 accel_tci, struct tl_frame *fr)
 {
 	__u8 eth[14];
 
@@ -107,6 +113,8 @@ static __always_inline int extract_frame(struct __sk_buff *skb, __u32 off, __u32
 	}
 	if (!has_l4)
 		return 0;
+	fr->l4 = l4;
+	fr->proto = proto;
 	__u8 p[4];
 	if ((proto == 6 || proto == 17 || proto == 132) && end >= l4 + 4) {
 		if (bpf_skb_load_bytes(skb, l4, p, 4))

@@ -93,7 +93,9 @@ struct tl_template {
 	__u8 family;	/* 4 or 6 */
 	__u8 len;	/* bytes of hdr: outer IP .. tunnel header and options */
 	__u8 l4_off;	/* offset of the UDP or GRE header in hdr */
-	__u32 ifindex;	/* underlay device the route should use (for the FIB) */
+	__u32 ifindex;	/* underlay device the frame leaves by */
+	__u16 mtu;	/* its MTU: what the outer IP packet may be */
+	__u16 pad;
 	__u32 local4;
 	__u32 remote4;	/* network byte order, as in the header */
 	__u8 local6[16];

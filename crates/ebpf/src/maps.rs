@@ -70,6 +70,8 @@ pub struct Template {
     pub len: u8,
     pub l4_off: u8,
     pub ifindex: u32,
+    pub mtu: u16,
+    pub pad: u16,
     pub local4: [u8; 4],
     pub remote4: [u8; 4],
     pub local6: [u8; 16],
@@ -85,6 +87,8 @@ impl Default for Template {
             len: 0,
             l4_off: 0,
             ifindex: 0,
+            mtu: 0,
+            pad: 0,
             local4: [0; 4],
             remote4: [0; 4],
             local6: [0; 16],
@@ -183,7 +187,8 @@ mod tests {
         assert_eq!(size_of::<Flow>(), 32 + 8 * MAX_OPS);
         assert_eq!(
             size_of::<Template>(),
-            4 + 4 + 4 + 4 + 16 + 16 + TEMPLATE_MAX
+            // kind..l4_off, ifindex, mtu+pad, local4, remote4, the v6 pair, hdr.
+            4 + 4 + 4 + 4 + 4 + 16 + 16 + TEMPLATE_MAX
         );
         assert_eq!(size_of::<PortEntry>(), 16);
         assert_eq!(size_of::<TunnelKey>(), 4);

@@ -29,8 +29,9 @@ pub struct Destination {
     pub key: u64,
     pub dst_port: u16,
     pub options: OptionsBuf,
-    /// The underlay device the route to `remote` should leave by.
+    /// The underlay device the frame leaves by, and its MTU.
     pub ifindex: u32,
+    pub mtu: u16,
 }
 
 pub fn build(d: &Destination) -> Result<Template, TemplateError> {
@@ -55,6 +56,7 @@ pub fn build(d: &Destination) -> Result<Template, TemplateError> {
         kind,
         len: ip.len() as u8,
         ifindex: d.ifindex,
+        mtu: d.mtu,
         ..Template::default()
     };
     t.hdr[..ip.len()].copy_from_slice(ip);
@@ -110,6 +112,7 @@ mod tests {
             dst_port: kind.default_port(),
             options,
             ifindex: 7,
+            mtu: 1500,
         }
     }
 

@@ -384,6 +384,8 @@ fn other_traffic_passes() {
 #[test]
 fn tenant_misses_go_up() {
     let mut dp = datapath_for(TunnelKind::Geneve, 4);
+    // Every map's typed view checks its value size against the C one.
+    dp.template(&maps::Template::default()).unwrap();
     let r = run_tc(dp.program_fd(FROM_TENANT).unwrap(), &tenant_frame(), 1).unwrap();
     assert_eq!(r.verdict, TC_ACT_OK, "not a tenant port");
     // The loopback device (ifindex 1) as tenant port 1, upcall TAP 99.

@@ -33,8 +33,14 @@ struct VethPort {
 /// What an ofport is to the kernel datapath.
 #[derive(Debug, Clone)]
 enum Target {
-    Veth { ifindex: u32 },
-    Tunnel { cfg: TunnelPort, underlay: u32 },
+    Veth {
+        ifindex: u32,
+    },
+    Tunnel {
+        cfg: TunnelPort,
+        underlay: u32,
+        mtu: u16,
+    },
 }
 
 /// The kernel datapath and what the switch knows of it.
@@ -69,6 +75,19 @@ fn ifindex_of(port: &str, dev: &str) -> Result<u32, StartError> {
         .ok_or_else(|| StartError::Port {
             port: port.to_string(),
             msg: format!("cannot read the ifindex of {dev} from `ip link`: {out}"),
+        })
+}
+
+/// A device's MTU (`ip -o link` prints `mtu N`).
+fn mtu_of(port: &str, dev: &str) -> Result<u16, StartError> {
+    let out = ip(port, &["-o", "link", "show", "dev", dev])?;
+    let mut w = out.split_whitespace();
+    w.find(|&t| t == "mtu")
+        .and_then(|_| w.next())
+        .and_then(|m| m.parse().ok())
+        .ok_or_else(|| StartError::Port {
+            port: port.to_string(),
+            msg: format!("cannot read the MTU of {dev} from `ip link`: {out}"),
         })
 }
 
@@ -217,6 +236,7 @@ impl Kernel {
             ))
         })?;
         let underlay = ifindex_of(&p.name, &dev)?;
+        let mtu = mtu_of(&p.name, &dev)?;
         let mut e = TunnelPortEntry {
             ofport: p.ofport,
             kind,
@@ -250,8 +270,14 @@ impl Kernel {
             )
             .and_then(|_| self.dp.attach_underlay(&dev))
             .map_err(|e| perr(e.to_string()))?;
-        self.targets
-            .insert(p.ofport, Target::Tunnel { cfg: *t, underlay });
+        self.targets.insert(
+            p.ofport,
+            Target::Tunnel {
+                cfg: *t,
+                underlay,
+                mtu,
+            },
+        );
         Ok(())
     }
 
@@ -365,8 +391,9 @@ impl Kernel {
                     ..km::Op::default()
                 };
             }
-            Some(Target::Tunnel { cfg, underlay }) if !from_tunnel => {
-                let d = destination(&cfg, tun, tlv, underlay).ok_or("no_tunnel_destination")?;
+            Some(Target::Tunnel { cfg, underlay, mtu }) if !from_tunnel => {
+                let d =
+                    destination(&cfg, tun, tlv, underlay, mtu).ok_or("no_tunnel_destination")?;
                 let t = tunlab_ebpf::template::build(&d).map_err(|_| "template_failed")?;
                 let i = self.dp.template(&t).map_err(|_| "templates_full")?;
                 flow.ops[0] = km::Op {
@@ -442,6 +469,7 @@ fn destination(
     tun: &TunnelSet,
     tlv: &TlvMap,
     ifindex: u32,
+    mtu: u16,
 ) -> Option<Destination> {
     let (remote, key) = remote_and_key(cfg, tun)?;
     Some(Destination {
@@ -452,6 +480,7 @@ fn destination(
         dst_port: cfg.dst_port,
         options: geneve_options(cfg.kind, tlv, tun),
         ifindex,
+        mtu,
     })
 }
 

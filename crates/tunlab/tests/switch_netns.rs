@@ -569,6 +569,12 @@ fn kernel_vxlan_interop(kernel: bool) {
 /// fragmentation-needed (MTU `fits`), and the tenant's kernel then knows
 /// the path MTU.
 fn too_big_gets_icmp_fragmentation_needed(kind: &str, fits: usize) {
+    too_big_on(kind, fits, false);
+}
+
+/// The same on the kernel datapath: the frame that does not fit goes up
+/// whole and the slow path answers it.
+fn too_big_on(kind: &str, fits: usize, kernel: bool) {
     use std::os::fd::AsRawFd;
     let l = lab();
     let big = |c: String| {
@@ -609,6 +615,11 @@ fn too_big_gets_icmp_fragmentation_needed(kind: &str, fits: usize) {
                 6,
             ),
         )
+    };
+    let (n1, n2) = if kernel {
+        (on_kernel(&n1), on_kernel(&n2))
+    } else {
+        (n1, n2)
     };
     let (s1, s2) = start_pair(&l, &big(n1), &big(n2));
     assert!(
@@ -702,6 +713,10 @@ fn too_big_gets_icmp_fragmentation_needed(kind: &str, fits: usize) {
         mtu, fits as i32,
         "{kind}: the tenant learned the path MTU from tunlab's ICMP"
     );
+    if kernel {
+        let st = node_stats(&l.dir, "n1");
+        assert!(counter(&st, "kernel_too_big") >= 2, "{kind}: {st}");
+    }
     let e1 = s1.stop();
     s2.stop();
     assert!(e1.contains("dropped too_big_icmp_sent: 1"), "{e1}");
@@ -726,6 +741,18 @@ fn too_big_gets_icmp_fragmentation_needed(kind: &str, fits: usize) {
                 "{e1}"
             );
         }
+    }
+}
+
+#[test]
+fn too_big_on_the_kernel_datapath() {
+    for (kind, fits) in [
+        ("vxlan", 1450),
+        ("geneve", 1450),
+        ("gre", 1458),
+        ("nvgre", 1458),
+    ] {
+        too_big_on(kind, fits, true);
     }
 }
 

@@ -39,6 +39,56 @@ static __always_inline int to_tenant(struct __sk_buff *skb, __u32 ifindex, int i
 	return ip ? bpf_redirect_peer(ifindex, 0) : bpf_redirect(ifindex, 0);
 }
 
+/*
+ * Apply the VLAN edits in front of a flow's output; returns the output
+ * op's index, or -1 if the entry is malformed or an edit failed (the
+ * frame may be half edited: drop it).
+ */
+static __always_inline int vlan_ops(struct __sk_buff *skb, struct tl_flow *f)
+{
+	__u32 n = f->n_ops;
+	if (n == 0 || n > TL_MAX_OPS)
+		return -1;
+#pragma unroll
+	for (int i = 0; i < TL_MAX_OPS - 1; i++) {
+		if (i + 1 >= n)
+			return i;
+		struct tl_op op = f->ops[i];
+		if (op.kind == TL_OP_PUSH_VLAN) {
+			if (bpf_skb_vlan_push(skb, bpf_htons(op.arg16), op.arg))
+				return -1;
+		} else if (op.kind == TL_OP_POP_VLAN) {
+			if (bpf_skb_vlan_pop(skb))
+				return -1;
+		} else {
+			return -1;
+		}
+	}
+	return TL_MAX_OPS - 1;
+}
+
+/* The frame's output, after its VLAN edits. */
+static __always_inline int output(struct __sk_buff *skb, struct tl_flow *f, __u32 len)
+{
+	int last = vlan_ops(skb, f);
+	if (last < 0 || last >= TL_MAX_OPS) {
+		count(TL_STAT_ERR_ADJUST);
+		return TC_ACT_SHOT;
+	}
+	struct tl_op op = f->ops[last];
+	__u32 proto = bpf_ntohs(skb->protocol);
+	account(f, skb, len);
+	switch (op.kind) {
+	case TL_OP_OUTPUT_PORT:
+		return to_tenant(skb, op.arg,
+				 !skb->vlan_present && (proto == ETH_P_IP || proto == ETH_P_IPV6));
+	case TL_OP_OUTPUT_DEV:
+		return bpf_redirect(op.arg, 0);
+	}
+	count(TL_STAT_ERR_ADJUST);
+	return TC_ACT_SHOT;
+}
+
 SEC("classifier")
 int tl_from_tenant(struct __sk_buff *skb)
 {
@@ -54,12 +104,14 @@ int tl_from_tenant(struct __sk_buff *skb)
 	if (skb->vlan_present)
 		goto slow;
 
-	struct tl_key k = {};
+	struct tl_key *k = key_buf();
 	struct tl_frame fr = {};
-	k.w[0] = port->ofport;
-	if (extract_frame(skb, 0, skb->len, &k, 0, &fr))
+	if (!k)
 		goto slow;
-	struct tl_flow *f = lookup_flow(&k);
+	k->w[0] = port->ofport;
+	if (extract_frame(skb, 0, skb->len, k, 0, &fr))
+		goto slow;
+	struct tl_flow *f = lookup_flow(k);
 	if (!f)
 		goto up;
 	if (f->n_ops == 0) {
@@ -68,11 +120,6 @@ int tl_from_tenant(struct __sk_buff *skb)
 		return TC_ACT_SHOT;
 	}
 	struct tl_op op = f->ops[0];
-	if (op.kind == TL_OP_OUTPUT_PORT) {
-		account(f, skb, skb->len);
-		__u32 proto = bpf_ntohs(skb->protocol);
-		return to_tenant(skb, op.arg, proto == ETH_P_IP || proto == ETH_P_IPV6);
-	}
 	if (op.kind == TL_OP_OUTPUT_TUNNEL) {
 		__u32 idx = op.arg;
 		struct tl_template *t = bpf_map_lookup_elem(&tl_templates, &idx);
@@ -96,8 +143,50 @@ int tl_from_tenant(struct __sk_buff *skb)
 		count(TL_STAT_ENCAP);
 		return bpf_redirect_neigh(out, NULL, 0, 0);
 	}
+	return output(skb, f, skb->len);
 slow:
 	count(TL_STAT_SLOW_NOT_FAST);
+up:
+	count(TL_STAT_UPCALL);
+	return bpf_redirect(upcall, 0);
+}
+
+/*
+ * An 802.1ad frame on a QinQ port's underlay device (the kernel took its
+ * S-tag out of the data): its flow, or up through the port's upcall TAP,
+ * which hands the switch the frame with the tag back in place. A global
+ * function: the verifier checks it once, apart from the tunnel path.
+ */
+__attribute__((noinline)) int tl_from_qinq(struct __sk_buff *skb)
+{
+	if (!skb)
+		return TC_ACT_OK;
+	__u32 ifindex = skb->ifindex;
+	struct tl_port *port = bpf_map_lookup_elem(&tl_ports, &ifindex);
+	if (!port || port->role != TL_ROLE_QINQ || skb->vlan_proto != bpf_htons(ETH_P_8021AD)) {
+		count(TL_STAT_NOT_TUNNEL);
+		return TC_ACT_OK;
+	}
+	__u32 upcall = port->peer_ifindex;
+	struct tl_key *k = key_buf();
+	struct tl_frame fr = {};
+	if (!k)
+		goto up;
+	k->w[0] = port->ofport;
+	if (extract_frame(skb, 0, skb->len, k, (skb->vlan_tci & 0xffff) | TL_ACCEL, &fr)) {
+		count(TL_STAT_SLOW_NOT_FAST);
+		goto up;
+	}
+	struct tl_flow *f = lookup_flow(k);
+	if (!f)
+		goto up;
+	if (f->n_ops == 0) {
+		account(f, skb, skb->len);
+		count(TL_STAT_DROP_ACTION);
+		return TC_ACT_SHOT;
+	}
+	count(TL_STAT_DECAP);
+	return output(skb, f, skb->len);
 up:
 	count(TL_STAT_UPCALL);
 	return bpf_redirect(upcall, 0);
@@ -106,11 +195,15 @@ up:
 SEC("classifier")
 int tl_from_underlay(struct __sk_buff *skb)
 {
-	struct tl_key k = {};
 	struct tl_outer o = {};
 
 	count(TL_STAT_UNDERLAY_RX);
-	int r = pop_outer(skb, &k, &o);
+	if (skb->vlan_present)
+		return tl_from_qinq(skb);
+	struct tl_key *k = key_buf();
+	if (!k)
+		return TC_ACT_OK;
+	int r = pop_outer(skb, k, &o);
 	if (r == TL_POP_NOT_OURS) {
 		count(TL_STAT_NOT_TUNNEL);
 		return TC_ACT_OK;
@@ -119,16 +212,16 @@ int tl_from_underlay(struct __sk_buff *skb)
 		return TC_ACT_SHOT;
 	if (r != TL_POP_OK)
 		goto slow;
-	k.w[0] |= o.ofport;
+	k->w[0] |= o.ofport;
 	__u32 inner = o.inner_at;
 	if (inner > 400)
 		goto slow;
 	struct tl_frame fr = {};
-	if (extract_frame(skb, inner, o.end, &k, 0, &fr))
+	if (extract_frame(skb, inner, o.end, k, 0, &fr))
 		goto slow;
-	__u32 inner_type = (__u32)(k.w[0] >> 32) & 0xffff;
-	__u32 tagged = (__u32)(k.w[0] >> 48) & 0x1000;
-	struct tl_flow *f = lookup_flow(&k);
+	__u32 inner_type = (__u32)(k->w[0] >> 32) & 0xffff;
+	__u32 tagged = (__u32)(k->w[0] >> 48) & 0x1000;
+	struct tl_flow *f = lookup_flow(k);
 	if (!f)
 		goto up;
 	if (f->n_ops == 0) {

@@ -173,8 +173,6 @@ static __always_inline int pop_outer(struct __sk_buff *skb, struct tl_key *k, st
 	__u8 ip[40];
 	int gso = skb->gso_size != 0;
 
-	if (skb->vlan_present)
-		return TL_POP_NOT_OURS;
 	if (eth_proto == ETH_P_IP) {
 		if (bpf_skb_load_bytes(skb, ETH_HLEN, ip, 20))
 			return TL_POP_NOT_OURS;

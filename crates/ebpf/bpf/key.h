@@ -26,6 +26,8 @@ static __always_inline __u64 be64_at(const __u8 *b)
 }
 
 #define TL_MAX_TAGS 4
+/* Marks `accel` as present (a TCI of 0 is a tag too). */
+#define TL_ACCEL 0x10000
 
 /* What extraction learnt about where the frame's headers end. */
 struct tl_frame {
@@ -34,13 +36,14 @@ struct tl_frame {
 };
 
 /*
- * The frame at `off`, ending at `end`; `accel_tci` is an outer VLAN tag
- * the kernel already took out of the data (skb->vlan_tci), 0 for none.
+ * The frame at `off`, ending at `end`; `accel` is an outer VLAN tag the
+ * kernel already took out of the data (skb->vlan_tci | TL_ACCEL), 0 for
+ * none.
  * Returns 0, or -1 if the frame has more tags than the fast path walks
  * (such a frame is never cached).
  */
 static __always_inline int extract_frame(struct __sk_buff *skb, __u32 off, __u32 end,
-					 struct tl_key *k, __u32 accel_tci, struct tl_frame *fr)
+					 struct tl_key *k, __u32 accel, struct tl_frame *fr)
 {
 	__u8 eth[14];
 
@@ -51,8 +54,8 @@ static __always_inline int extract_frame(struct __sk_buff *skb, __u32 off, __u32
 	__u32 et = ((__u32)eth[12] << 8) | eth[13];
 	__u32 at = off + 14;
 	int first = 1;
-	if (accel_tci) {
-		k->w[0] |= (__u64)((accel_tci & 0xffff) | 0x1000) << 48;
+	if (accel & TL_ACCEL) {
+		k->w[0] |= (__u64)((accel & 0xffff) | 0x1000) << 48;
 		first = 0;
 	}
 	for (int i = 0; i < TL_MAX_TAGS; i++) {

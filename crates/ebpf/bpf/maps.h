@@ -81,6 +81,26 @@ struct {
 	__type(value, struct tl_scratch);
 } tl_scratch SEC(".maps");
 
+/* The packet's flow key, built here rather than on the 512-byte BPF
+ * stack (152 bytes; programs never nest on a CPU, their softirq or
+ * bottom-half context sees to that). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tl_key);
+} tl_keybuf SEC(".maps");
+
+/* This CPU's key, cleared. */
+static __always_inline struct tl_key *key_buf(void)
+{
+	__u32 zero = 0;
+	struct tl_key *k = bpf_map_lookup_elem(&tl_keybuf, &zero);
+	if (k)
+		__builtin_memset(k, 0, sizeof(*k));
+	return k;
+}
+
 static __always_inline void count(__u32 what)
 {
 	__u64 *c = bpf_map_lookup_elem(&tl_stats, &what);

@@ -53,6 +53,12 @@ enum tl_op_kind {
 	TL_OP_OUTPUT_PORT = 1,
 	/* Push the outer headers of template `arg` and send to the underlay. */
 	TL_OP_OUTPUT_TUNNEL = 2,
+	/* Push a VLAN tag: TPID arg16 (host order), TCI arg. */
+	TL_OP_PUSH_VLAN = 3,
+	/* Pop the outermost VLAN tag. */
+	TL_OP_POP_VLAN = 4,
+	/* Out of a device as the frame is (a QinQ port's underlay). */
+	TL_OP_OUTPUT_DEV = 5,
 };
 
 #define TL_MAX_OPS 4
@@ -108,11 +114,14 @@ struct tl_template {
 enum tl_port_role {
 	TL_ROLE_VETH = 1,
 	TL_ROLE_UPCALL = 2,
+	/* An underlay device carrying a QinQ port's 802.1ad frames. */
+	TL_ROLE_QINQ = 3,
 };
 struct tl_port {
 	__u32 ofport;
 	__u32 role;
-	/* veth: the upcall TAP a miss goes to; upcall TAP: the veth. */
+	/* veth, QinQ underlay: the upcall TAP a miss goes to; upcall TAP:
+	 * the device what the switch writes there leaves by. */
 	__u32 peer_ifindex;
 	__u32 pad;
 };

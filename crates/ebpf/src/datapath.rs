@@ -204,6 +204,49 @@ impl KernelDatapath {
         Ok(())
     }
 
+    /// A QinQ port on underlay device `dev`: its 802.1ad frames are the
+    /// port's; misses go up through the TAP `upcall`, and what the switch
+    /// writes there leaves by `dev`.
+    pub fn add_qinq_port(
+        &mut self,
+        ofport: u32,
+        dev: &str,
+        dev_ifindex: u32,
+        upcall: &str,
+        upcall_ifindex: u32,
+    ) -> Result<(), Error> {
+        let mut ports: HashMap<_, u32, PortEntry> = self.map_mut("tl_ports")?;
+        for (at, role, peer) in [
+            (dev_ifindex, crate::maps::ROLE_QINQ, upcall_ifindex),
+            (upcall_ifindex, crate::maps::ROLE_UPCALL, dev_ifindex),
+        ] {
+            ports
+                .insert(
+                    at,
+                    PortEntry {
+                        ofport,
+                        role,
+                        peer_ifindex: peer,
+                        pad: 0,
+                    },
+                    0,
+                )
+                .map_err(map_err("tl_ports"))?;
+        }
+        self.attach_underlay(dev)?;
+        self.attach(INJECT, upcall)
+    }
+
+    /// Forget a QinQ port (call [`KernelDatapath::revalidate`] after); the
+    /// underlay keeps its program for the tunnels that may share it.
+    pub fn remove_qinq_port(&mut self, dev_ifindex: u32, upcall: &str, upcall_ifindex: u32) {
+        self.detach(upcall);
+        if let Ok(mut ports) = self.map_mut::<HashMap<_, u32, PortEntry>>("tl_ports") {
+            let _ = ports.remove(&dev_ifindex);
+            let _ = ports.remove(&upcall_ifindex);
+        }
+    }
+
     /// Set one `tl_ports` entry directly (tests drive the programs with
     /// BPF_PROG_TEST_RUN on devices that have no veth/TAP pair).
     pub fn set_port_entry(&mut self, ifindex: u32, p: PortEntry) -> Result<(), Error> {

@@ -26,6 +26,9 @@ impl From<Key> for FlowKey {
 /// `enum tl_op_kind`.
 pub const OP_OUTPUT_PORT: u8 = 1;
 pub const OP_OUTPUT_TUNNEL: u8 = 2;
+pub const OP_PUSH_VLAN: u8 = 3;
+pub const OP_POP_VLAN: u8 = 4;
+pub const OP_OUTPUT_DEV: u8 = 5;
 /// `TL_MAX_OPS`.
 pub const MAX_OPS: usize = 4;
 
@@ -101,6 +104,7 @@ impl Default for Template {
 /// `enum tl_port_role`.
 pub const ROLE_VETH: u32 = 1;
 pub const ROLE_UPCALL: u32 = 2;
+pub const ROLE_QINQ: u32 = 3;
 
 /// `struct tl_port`.
 #[repr(C)]

@@ -35,6 +35,7 @@ pub enum Variant {
     TunlabEbpfVxlan,
     TunlabEbpfGre,
     TunlabEbpfNvgre,
+    TunlabEbpfQinq,
     OvsBridge,
     OvsVxlan,
     OvsGeneve,
@@ -44,7 +45,7 @@ pub enum Variant {
 }
 
 impl Variant {
-    pub const ALL: [Variant; 20] = [
+    pub const ALL: [Variant; 21] = [
         Variant::None,
         Variant::KernelVxlan,
         Variant::TunlabGeneve,
@@ -59,6 +60,7 @@ impl Variant {
         Variant::TunlabEbpfVxlan,
         Variant::TunlabEbpfGre,
         Variant::TunlabEbpfNvgre,
+        Variant::TunlabEbpfQinq,
         Variant::OvsBridge,
         Variant::OvsVxlan,
         Variant::OvsGeneve,
@@ -83,6 +85,7 @@ impl Variant {
             Variant::TunlabEbpfVxlan => "tunlab-ebpf-vxlan",
             Variant::TunlabEbpfGre => "tunlab-ebpf-gre",
             Variant::TunlabEbpfNvgre => "tunlab-ebpf-nvgre",
+            Variant::TunlabEbpfQinq => "tunlab-ebpf-qinq",
             Variant::OvsBridge => "ovs-bridge",
             Variant::OvsVxlan => "ovs-vxlan",
             Variant::OvsGeneve => "ovs-geneve",
@@ -113,7 +116,7 @@ impl Variant {
             Variant::TunlabGre | Variant::TunlabEbpfGre => "gre",
             Variant::TunlabNvgre | Variant::TunlabEbpfNvgre => "nvgre",
             Variant::TunlabStt => "stt",
-            Variant::TunlabQinq => "qinq",
+            Variant::TunlabQinq | Variant::TunlabEbpfQinq => "qinq",
             _ => return None,
         })
     }
@@ -137,7 +140,7 @@ impl Variant {
             | Variant::TunlabEbpfNvgre
             | Variant::OvsGre => 42,
             Variant::TunlabStt => 72,
-            Variant::TunlabQinq | Variant::OvsQinq => 4,
+            Variant::TunlabQinq | Variant::TunlabEbpfQinq | Variant::OvsQinq => 4,
         }
     }
 
@@ -505,7 +508,7 @@ fn tunlab_config(
 ) -> String {
     let name = format!("bench{}", i + 1);
     let (flows, tlv) = match v {
-        Variant::TunlabQinq => (
+        Variant::TunlabQinq | Variant::TunlabEbpfQinq => (
             // The QinQ article's flows: S-VLAN 1 on the underlay.
             r#""in_port=1,dl_vlan=1 action=pop_vlan,output:2", "in_port=2 action=push_vlan:0x88a8,mod_vlan_vid:1,output:1""#.to_string(),
             String::new(),

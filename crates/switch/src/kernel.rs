@@ -41,6 +41,10 @@ enum Target {
         underlay: u32,
         mtu: u16,
     },
+    /// A QinQ port: 802.1ad frames on this underlay device.
+    Qinq {
+        ifindex: u32,
+    },
 }
 
 /// The kernel datapath and what the switch knows of it.
@@ -48,6 +52,8 @@ enum Target {
 pub struct Kernel {
     dp: KernelDatapath,
     veths: Vec<VethPort>,
+    /// QinQ ports: the port's name, its underlay device and upcall TAP.
+    qinqs: Vec<VethPort>,
     targets: HashMap<u32, Target>,
     /// The megaflow mask of the current generation.
     mask: FlowKey,
@@ -121,6 +127,7 @@ impl Kernel {
         Ok(Kernel {
             dp,
             veths: Vec::new(),
+            qinqs: Vec::new(),
             targets: HashMap::new(),
             mask: FlowKey::default(),
             cacheable: true,
@@ -208,6 +215,48 @@ impl Kernel {
         made
     }
 
+    /// A QinQ port in the kernel: its 802.1ad frames are switched on the
+    /// underlay device's ingress; misses, and what the switch sends, go
+    /// through an upcall TAP (no virtio-net header: frames as the packet
+    /// socket would give them, the S-tag in place), which the userspace
+    /// datapath serves instead of a packet socket.
+    pub fn add_qinq_port(&mut self, p: &Port) -> Result<Vec<Tap>, StartError> {
+        let PortKind::QinQ { underlay } = &p.kind else {
+            return Err(StartError::Port {
+                port: p.name.clone(),
+                msg: "not a qinq port".into(),
+            });
+        };
+        let perr = |msg: String| StartError::Port {
+            port: p.name.clone(),
+            msg,
+        };
+        let ifindex = ifindex_of(&p.name, underlay)?;
+        let mtu = mtu_of(&p.name, underlay)?.to_string();
+        let upcall = format!("tlq{ifindex}");
+        let opts = TapOptions {
+            vnet_hdr: false,
+            multi_queue: true,
+            offload: 0,
+        };
+        let tap =
+            Tap::open(&upcall, opts).map_err(|e| perr(format!("upcall TAP {upcall}: {e}")))?;
+        no_ipv6(&upcall);
+        ip(&p.name, &["link", "set", &upcall, "mtu", &mtu, "up"])?;
+        let upcall_ifindex = ifindex_of(&p.name, &upcall)?;
+        self.dp
+            .add_qinq_port(p.ofport, underlay, ifindex, &upcall, upcall_ifindex)
+            .map_err(|e| perr(e.to_string()))?;
+        self.targets.insert(p.ofport, Target::Qinq { ifindex });
+        self.qinqs.push(VethPort {
+            name: p.name.clone(),
+            ifindex,
+            upcall,
+            upcall_ifindex,
+        });
+        Ok(vec![tap])
+    }
+
     /// A tunnel port the kernel datapath serves (Geneve, VXLAN, GRE,
     /// NVGRE with a fixed local address): decapsulate for it on the
     /// underlay device holding that address. Others stay in user space.
@@ -284,6 +333,15 @@ impl Kernel {
     /// A port leaves: its programs, map entries and devices go.
     pub fn remove_port(&mut self, ofport: u32, cfg: Option<&Port>) {
         self.targets.remove(&ofport);
+        if let Some(i) = self
+            .qinqs
+            .iter()
+            .position(|q| cfg.is_some_and(|c| c.name == q.name))
+        {
+            let q = self.qinqs.remove(i);
+            self.dp
+                .remove_qinq_port(q.ifindex, &q.upcall, q.upcall_ifindex);
+        }
         if let Some(i) = self
             .veths
             .iter()
@@ -365,7 +423,7 @@ impl Kernel {
         let in_port = key.get(f::IN_PORT) as u32;
         let from_tunnel = match self.targets.get(&in_port) {
             Some(Target::Veth { .. }) => false,
-            Some(Target::Tunnel { .. }) => true,
+            Some(Target::Tunnel { .. } | Target::Qinq { .. }) => true,
             None => return Err("in_port_not_in_kernel"),
         };
         if !self.cacheable {
@@ -376,27 +434,35 @@ impl Kernel {
             Err(DropReason::NoRule | DropReason::Action) => return Ok(Flow::default()),
             Err(_) => return Err("drop_reason_not_cached"),
         };
-        let [Op::Output { port, tun }] = ops else {
+        let Some((Op::Output { port, tun }, edits)) = ops.split_last() else {
             return Err("actions_not_in_kernel");
         };
-        let mut flow = Flow {
-            n_ops: 1,
-            ..Flow::default()
-        };
+        let mut flow = Flow::default();
+        let n = vlan_edits(key, edits, &mut flow.ops)?;
+        let out = &mut flow.ops[n];
+        flow.n_ops = n as u32 + 1;
         match self.targets.get(port).cloned() {
             Some(Target::Veth { ifindex }) => {
-                flow.ops[0] = km::Op {
+                *out = km::Op {
                     kind: km::OP_OUTPUT_PORT,
                     arg: ifindex,
                     ..km::Op::default()
                 };
             }
+            Some(Target::Qinq { ifindex }) if !from_tunnel => {
+                *out = km::Op {
+                    kind: km::OP_OUTPUT_DEV,
+                    arg: ifindex,
+                    ..km::Op::default()
+                };
+            }
+            Some(Target::Tunnel { .. }) if n > 0 => return Err("vlan_edit_before_tunnel"),
             Some(Target::Tunnel { cfg, underlay, mtu }) if !from_tunnel => {
                 let d =
                     destination(&cfg, tun, tlv, underlay, mtu).ok_or("no_tunnel_destination")?;
                 let t = tunlab_ebpf::template::build(&d).map_err(|_| "template_failed")?;
                 let i = self.dp.template(&t).map_err(|_| "templates_full")?;
-                flow.ops[0] = km::Op {
+                *out = km::Op {
                     kind: km::OP_OUTPUT_TUNNEL,
                     arg: i,
                     ..km::Op::default()
@@ -440,7 +506,19 @@ impl Kernel {
                 (0, _) => "drop".to_string(),
                 (_, km::OP_OUTPUT_PORT) => format!("output(ifindex {})", fl.ops[0].arg),
                 (_, km::OP_OUTPUT_TUNNEL) => format!("tnl_push(template {})", fl.ops[0].arg),
-                (_, k) => format!("op{k}"),
+                _ => fl.ops[..(fl.n_ops as usize).min(fl.ops.len())]
+                    .iter()
+                    .map(|o| match o.kind {
+                        km::OP_OUTPUT_PORT => format!("output(ifindex {})", o.arg),
+                        km::OP_OUTPUT_DEV => format!("output(dev ifindex {})", o.arg),
+                        km::OP_PUSH_VLAN => {
+                            format!("push_vlan(tpid={:#06x},tci={:#06x})", o.arg16, o.arg)
+                        }
+                        km::OP_POP_VLAN => "pop_vlan".to_string(),
+                        k => format!("op{k}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(","),
             };
             s.push_str(&format!(
                 "in_port({}),key({}), packets:{}, bytes:{}, actions:{action}\n",
@@ -460,6 +538,53 @@ impl Drop for Kernel {
             let _ = ip(&v.name, &["link", "del", &v.name]);
         }
     }
+}
+
+/// The VLAN edits in front of a flow's output, as the kernel applies them:
+/// a push (with the TCI the pipeline gives the new tag: the frame's, for
+/// the untagged frames the kernel takes from tenants, 0, then the VID and
+/// PCP the following edits set) or a pop. Returns how many ops it wrote.
+fn vlan_edits(key: &FlowKey, edits: &[Op], ops: &mut [km::Op]) -> Result<usize, &'static str> {
+    let mut n = 0;
+    let mut i = 0;
+    while i < edits.len() {
+        if n + 1 >= ops.len() {
+            return Err("too_many_vlan_edits");
+        }
+        match edits[i] {
+            Op::PushVlan(tpid) => {
+                if key.get(f::VLAN_TCI) & 0x1000 != 0 {
+                    // A tagged tenant frame never takes the kernel path.
+                    return Err("vlan_push_on_tagged_frame");
+                }
+                let mut tci: u16 = 0;
+                while let Some(e) = edits.get(i + 1) {
+                    match *e {
+                        Op::SetVlanVid(v) => tci = (tci & 0xf000) | (v & 0x0fff),
+                        Op::SetVlanPcp(p) => tci = (tci & 0x1fff) | ((p as u16) << 13),
+                        _ => break,
+                    }
+                    i += 1;
+                }
+                ops[n] = km::Op {
+                    kind: km::OP_PUSH_VLAN,
+                    arg16: tpid,
+                    arg: tci as u32,
+                    ..km::Op::default()
+                };
+            }
+            Op::PopVlan => {
+                ops[n] = km::Op {
+                    kind: km::OP_POP_VLAN,
+                    ..km::Op::default()
+                };
+            }
+            _ => return Err("vlan_edit_not_in_kernel"),
+        }
+        n += 1;
+        i += 1;
+    }
+    Ok(n)
 }
 
 /// A flow's tunnel output resolved: where to, with which key and options

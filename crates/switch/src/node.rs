@@ -125,11 +125,44 @@ enum Io {
     /// A tenant TAP: one descriptor per queue.
     Tap(Vec<Tap>),
     /// 802.1ad on an underlay interface.
-    Qinq(PacketSocket),
+    Qinq(QinqIo),
     Tunnel {
         cfg: TunnelPort,
         sock: usize,
     },
+}
+
+/// Where a QinQ port's frames come and go, S-tag in place either way.
+enum QinqIo {
+    /// A packet socket on the underlay interface (userspace datapath).
+    Socket(PacketSocket),
+    /// The kernel datapath's upcall TAP for that interface: its misses
+    /// come up here, and what is written here leaves by the underlay.
+    Upcall(Tap),
+}
+
+impl QinqIo {
+    fn recv(&self, buf: &mut [u8]) -> std::io::Result<Option<usize>> {
+        match self {
+            QinqIo::Socket(s) => s.recv(buf),
+            QinqIo::Upcall(t) => t.recv(buf),
+        }
+    }
+
+    fn send(&self, frame: &[u8]) -> std::io::Result<()> {
+        match self {
+            QinqIo::Socket(s) => s.send(frame),
+            QinqIo::Upcall(t) => t.send(frame).map(drop),
+        }
+    }
+
+    fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::{AsFd, AsRawFd};
+        match self {
+            QinqIo::Socket(s) => s.as_fd().as_raw_fd(),
+            QinqIo::Upcall(t) => t.as_fd().as_raw_fd(),
+        }
+    }
 }
 
 struct PortState {
@@ -453,13 +486,22 @@ impl Node {
                 };
                 Io::Tunnel { cfg: *t, sock }
             }
+            // On the kernel datapath the port's upcall TAP comes opened.
+            PortKind::QinQ { .. } if taps.as_ref().is_some_and(|t| t.len() == 1) => {
+                Io::Qinq(QinqIo::Upcall(
+                    taps.into_iter()
+                        .flatten()
+                        .next()
+                        .ok_or_else(|| perr("no upcall TAP".into()))?,
+                ))
+            }
             PortKind::QinQ { underlay } => {
                 let q = PacketSocket::open(underlay)
                     .map_err(|e| perr(format!("cannot open a packet socket on {underlay}: {e}")))?;
                 if group > 1 {
                     share(q.share_by_cpu(group, member), "QinQ packet")?;
                 }
-                Io::Qinq(q)
+                Io::Qinq(QinqIo::Socket(q))
             }
         };
         self.by_ofport.insert(p.ofport, self.ports.len());
@@ -674,7 +716,7 @@ impl Node {
                         set.add(t.as_fd().as_raw_fd());
                     }
                 }
-                Io::Qinq(q) => set.add(q.as_fd().as_raw_fd()),
+                Io::Qinq(q) => set.add(q.raw_fd()),
                 Io::Tunnel { .. } => {}
             }
         }

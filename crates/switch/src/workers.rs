@@ -84,6 +84,10 @@ impl Switch {
                         let t = k.add_veth_port(p, cfg.offloads, cfg.underlay_mtu, &cfg.ports)?;
                         taps[0].insert(p.name.clone(), t);
                     }
+                    PortKind::QinQ { .. } => {
+                        let t = k.add_qinq_port(p)?;
+                        taps[0].insert(p.name.clone(), t);
+                    }
                     PortKind::Tunnel(_) => k.add_tunnel_port(p)?,
                     _ => {}
                 }

@@ -76,6 +76,7 @@ fn every_variant_is_built_measured_and_torn_down() {
     let _one = serial();
     let dir = out_dir("all");
     let all = "none,kernel-vxlan,tunlab-geneve,tunlab-geneve-ovn,tunlab-vxlan,tunlab-gre,tunlab-nvgre,tunlab-stt,tunlab-qinq,\
+               tunlab-ebpf-geneve,tunlab-ebpf-geneve-ovn,tunlab-ebpf-vxlan,tunlab-ebpf-gre,tunlab-ebpf-nvgre,tunlab-ebpf-qinq,\
                ovs-bridge,ovs-vxlan,ovs-geneve,ovs-geneve-ovn,ovs-gre,ovs-qinq";
     let (o, pid) = run(
         &[
@@ -102,7 +103,7 @@ fn every_variant_is_built_measured_and_torn_down() {
     );
     let r = results(&dir);
     let variants = r["variants"].as_array().unwrap();
-    assert_eq!(variants.len(), 15, "{text}");
+    assert_eq!(variants.len(), 21, "{text}");
     for v in variants {
         let name = v["variant"].as_str().unwrap();
         assert_eq!(v["status"], "ok", "{name}: {}", v["reason"]);
@@ -159,7 +160,7 @@ fn every_variant_is_built_measured_and_torn_down() {
 /// doubled figure.
 fn check_report_and_compare(dir: &Path, bench_stdout: &str) {
     let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
-    // One test: its throughput chart and its CPU chart, 15 variants each.
+    // One test: its throughput chart and its CPU chart, 21 variants each.
     assert_eq!(html.matches("<svg").count(), 2, "{html}");
     assert!(html.contains("tcp_stream-16384B-1i: throughput"));
     for v in ["none", "kernel-vxlan", "tunlab-stt", "ovs-qinq"] {
@@ -207,7 +208,7 @@ fn check_report_and_compare(dir: &Path, bench_stdout: &str) {
     let o = tunlab().arg("compare").arg(&a).arg(&a).output().unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
-        o.status.success() && text.contains("0 of 15 changed"),
+        o.status.success() && text.contains("0 of 21 changed"),
         "{text}"
     );
     // tunlab-vxlan's figure as if from 3 samples with a 1 % spread, and
@@ -240,7 +241,7 @@ fn check_report_and_compare(dir: &Path, bench_stdout: &str) {
         .find(|l| l.starts_with("tunlab-vxlan"))
         .unwrap_or("");
     assert!(row.contains("+100.0%") && row.contains("CHANGED"), "{text}");
-    assert!(text.contains("1 of 15 changed"), "{text}");
+    assert!(text.contains("1 of 21 changed"), "{text}");
     // Against the real run (one sample each): no spread to judge by.
     let o = tunlab().arg("compare").arg(&a).arg(&two).output().unwrap();
     let text = String::from_utf8_lossy(&o.stdout);

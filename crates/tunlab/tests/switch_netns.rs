@@ -1038,12 +1038,28 @@ address = "192.168.8.{host}/24"
 /// on S-VLAN 1 and on S-VLAN 5; frames on the wire carry the 802.1ad tag.
 #[test]
 fn qinq_article_flows_carry_traffic() {
+    qinq_article(false);
+}
+
+/// The same on the kernel datapath: tags pushed and popped in TC, the
+/// S-tagged frames switched on the underlay's ingress.
+#[test]
+fn qinq_article_flows_on_the_kernel_datapath() {
+    qinq_article(true);
+}
+
+fn qinq_article(kernel: bool) {
     let l = lab();
-    let (s1, s2) = start_pair(
-        &l,
-        &qinq_article_node("n1", l.ta.name(), 1, &l.u1),
-        &qinq_article_node("n2", l.tb.name(), 2, &l.u2),
+    let (n1, n2) = (
+        qinq_article_node("n1", l.ta.name(), 1, &l.u1),
+        qinq_article_node("n2", l.tb.name(), 2, &l.u2),
     );
+    let (n1, n2) = if kernel {
+        (on_kernel(&n1), on_kernel(&n2))
+    } else {
+        (n1, n2)
+    };
+    let (s1, s2) = start_pair(&l, &n1, &n2);
     wait_for_tap(&l.ta, "tap5-n1");
     wait_for_tap(&l.tb, "tap5-n2");
     // Watch the underlay for the S-tags while the tenants talk.
@@ -1076,6 +1092,15 @@ fn qinq_article_flows_carry_traffic() {
     );
     let (s, r) = tcp_transfer(&l.ta, &l.tb, "192.168.8.2");
     assert_eq!(s, r, "S-VLAN 5 TCP bytes differ");
+    if kernel {
+        for node in ["n1", "n2"] {
+            let st = node_stats(&l.dir, node);
+            // Pops on the underlay's ingress count as decapsulations;
+            // pushes from the tenants as hits.
+            assert!(counter(&st, "kernel_decap") > 20, "{node}: {st}");
+            assert!(counter(&st, "kernel_hit") > 40, "{node}: {st}");
+        }
+    }
     std::thread::sleep(Duration::from_millis(500));
     let _ = Command::new("kill")
         .args(["-INT", &dump.id().to_string()])

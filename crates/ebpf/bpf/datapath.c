@@ -39,6 +39,14 @@ static __always_inline int to_tenant(struct __sk_buff *skb, __u32 ifindex, int i
 	return ip ? bpf_redirect_peer(ifindex, 0) : bpf_redirect(ifindex, 0);
 }
 
+/* A flow whose actions are drop (or that no rule matched). */
+static __always_inline int drop(struct tl_flow *f, struct __sk_buff *skb)
+{
+	account(f, skb, skb->len);
+	count(TL_STAT_DROP_ACTION);
+	return TC_ACT_SHOT;
+}
+
 /*
  * Apply the VLAN edits in front of a flow's output; returns the output
  * op's index, or -1 if the entry is malformed or an edit failed (the
@@ -114,11 +122,8 @@ int tl_from_tenant(struct __sk_buff *skb)
 	struct tl_flow *f = lookup_flow(k);
 	if (!f)
 		goto up;
-	if (f->n_ops == 0) {
-		account(f, skb, skb->len);
-		count(TL_STAT_DROP_ACTION);
-		return TC_ACT_SHOT;
-	}
+	if (f->n_ops == 0)
+		return drop(f, skb);
 	struct tl_op op = f->ops[0];
 	if (op.kind == TL_OP_OUTPUT_TUNNEL) {
 		__u32 idx = op.arg;
@@ -180,11 +185,8 @@ __attribute__((noinline)) int tl_from_qinq(struct __sk_buff *skb)
 	struct tl_flow *f = lookup_flow(k);
 	if (!f)
 		goto up;
-	if (f->n_ops == 0) {
-		account(f, skb, skb->len);
-		count(TL_STAT_DROP_ACTION);
-		return TC_ACT_SHOT;
-	}
+	if (f->n_ops == 0)
+		return drop(f, skb);
 	count(TL_STAT_DECAP);
 	return output(skb, f, skb->len);
 up:
@@ -224,11 +226,8 @@ int tl_from_underlay(struct __sk_buff *skb)
 	struct tl_flow *f = lookup_flow(k);
 	if (!f)
 		goto up;
-	if (f->n_ops == 0) {
-		account(f, skb, skb->len);
-		count(TL_STAT_DROP_ACTION);
-		return TC_ACT_SHOT;
-	}
+	if (f->n_ops == 0)
+		return drop(f, skb);
 	struct tl_op op = f->ops[0];
 	if (op.kind != TL_OP_OUTPUT_PORT)
 		goto slow;

@@ -10,7 +10,9 @@
 //! the slow path (slower, never wrong).
 
 use crate::config::{Port, PortKind, TunnelPort};
-use crate::node::{default_tenant_mtu, geneve_options, remote_and_key, StartError};
+use crate::node::{
+    default_tenant_mtu, geneve_options, remote_and_key, tenant_tap_options, StartError,
+};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use tunlab_dp::key::f;
@@ -18,7 +20,7 @@ use tunlab_dp::{Action, Classifier, DropReason, FlowKey, Op, TlvMap, TunnelSet};
 use tunlab_ebpf::maps::{self as km, Flow, TunnelKey, TunnelPortEntry};
 use tunlab_ebpf::{Destination, KernelDatapath};
 use tunlab_netio::netns;
-use tunlab_netio::tap::{offload, Tap, TapOptions};
+use tunlab_netio::tap::{Tap, TapOptions};
 use tunlab_wire::tunnel::TunnelKind;
 
 /// A tenant port's devices.
@@ -178,19 +180,11 @@ impl Kernel {
             }
             let ifindex = ifindex_of(name, name)?;
             let upcall = format!("tlu{ifindex}");
-            let opts = TapOptions {
-                vnet_hdr: true,
-                multi_queue: true,
-                offload: if offloads {
-                    offload::CSUM | offload::TSO4 | offload::TSO6 | offload::TSO_ECN
-                } else {
-                    offload::CSUM
-                },
-            };
-            let tap = Tap::open(&upcall, opts).map_err(|e| StartError::Port {
-                port: name.clone(),
-                msg: format!("upcall TAP {upcall}: {e}"),
-            })?;
+            let tap =
+                Tap::open(&upcall, tenant_tap_options(offloads)).map_err(|e| StartError::Port {
+                    port: name.clone(),
+                    msg: format!("upcall TAP {upcall}: {e}"),
+                })?;
             no_ipv6(&upcall);
             ip(name, &["link", "set", &upcall, "mtu", &mtu, "up"])?;
             let upcall_ifindex = ifindex_of(name, &upcall)?;

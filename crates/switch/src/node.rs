@@ -1844,6 +1844,21 @@ impl Node {
 /// address and bring it up. Every queue must exist before the move: the
 /// device can only be opened by name in this namespace. Returns the
 /// queues per worker, worker `i` holding queues `i, i + workers, ...`.
+/// A tenant-facing TAP's options. Checksum and TSO offload: the tenant's
+/// kernel hands over TCP super-frames of up to 64 KB with the checksum
+/// partial, and takes joined ones back (`offloads = false`: checksum only).
+pub fn tenant_tap_options(offloads: bool) -> TapOptions {
+    TapOptions {
+        vnet_hdr: true,
+        multi_queue: true,
+        offload: if offloads {
+            offload::CSUM | offload::TSO4 | offload::TSO6 | offload::TSO_ECN
+        } else {
+            offload::CSUM
+        },
+    }
+}
+
 pub fn open_tap(
     p: &Port,
     offloads: bool,
@@ -1864,18 +1879,7 @@ pub fn open_tap(
     else {
         return Err(perr("not a tap port".into()));
     };
-    // Checksum and TSO offload: the tenant's kernel hands over TCP
-    // super-frames of up to 64 KB with the checksum partial, and takes
-    // joined ones back.
-    let opts = TapOptions {
-        vnet_hdr: true,
-        multi_queue: true,
-        offload: if offloads {
-            offload::CSUM | offload::TSO4 | offload::TSO6 | offload::TSO_ECN
-        } else {
-            offload::CSUM
-        },
-    };
+    let opts = tenant_tap_options(offloads);
     let workers = workers.max(1);
     let total = (*queues as usize).max(workers);
     let mut per: Vec<Vec<Tap>> = (0..workers).map(|_| Vec::new()).collect();

@@ -17,73 +17,29 @@ mod common;
 
 use common::*;
 
-/// Traffic both ways between two kernel-datapath nodes, and the kernel's
-/// counters show it carried the bulk.
-fn two_nodes(kind: &str, v6: bool) {
-    let l = lab();
-    let (a, b) = if v6 {
-        ("fd00:31::1", "fd00:31::2")
-    } else {
-        ("172.31.0.1", "172.31.0.2")
-    };
-    let (s1, s2) = start_pair(
-        &l,
-        &on_kernel(&node_config(
-            "n1",
-            l.ta.name(),
-            "192.168.7.1",
-            kind,
-            a,
-            b,
-            6,
-            6,
-        )),
-        &on_kernel(&node_config(
-            "n2",
-            l.tb.name(),
-            "192.168.7.2",
-            kind,
-            b,
-            a,
-            6,
-            6,
-        )),
-    );
-    traffic_both_ways(&l, &format!("{kind} on the kernel datapath"));
-    for node in ["n1", "n2"] {
-        assert_kernel_carried(&l.dir, node, kind);
-    }
-    let (ok, dump, err) = ctl(&l.dir.join("n1.ctl"), &["dump-flows", "--datapath"]);
-    assert!(
-        ok && dump.contains("tnl_push") && dump.contains("output(ifindex"),
-        "{dump}{err}"
-    );
-    drop((s1.stop(), s2.stop()));
-}
-
 #[test]
 fn geneve() {
-    two_nodes("geneve", false);
+    two_nodes("geneve", false, Datapath::Kernel);
 }
 
 #[test]
 fn geneve_ipv6_underlay() {
-    two_nodes("geneve", true);
+    two_nodes("geneve", true, Datapath::Kernel);
 }
 
 #[test]
 fn vxlan() {
-    two_nodes("vxlan", false);
+    two_nodes("vxlan", false, Datapath::Kernel);
 }
 
 #[test]
 fn gre() {
-    two_nodes("gre", false);
+    two_nodes("gre", false, Datapath::Kernel);
 }
 
 #[test]
 fn nvgre() {
-    two_nodes("nvgre", false);
+    two_nodes("nvgre", false, Datapath::Kernel);
 }
 
 /// Once `del-flows` has returned nothing is forwarded by an entry the

@@ -20,25 +20,6 @@ use std::process::Command;
 use std::time::Duration;
 use tunlab_netio::netns;
 
-fn two_nodes(kind: &str, v6: bool) {
-    let l = lab();
-    let (a, b) = if v6 {
-        ("fd00:31::1", "fd00:31::2")
-    } else {
-        ("172.31.0.1", "172.31.0.2")
-    };
-    let (s1, s2) = start_pair(
-        &l,
-        &node_config("n1", l.ta.name(), "192.168.7.1", kind, a, b, 6, 6),
-        &node_config("n2", l.tb.name(), "192.168.7.2", kind, b, a, 6, 6),
-    );
-    traffic_both_ways(&l, kind);
-    let e1 = s1.stop();
-    let e2 = s2.stop();
-    assert!(e1.contains("port 10 t-n1 ("), "{e1}");
-    assert!(e2.contains("rx "), "{e2}");
-}
-
 /// How a pair of nodes is set up for one offload combination.
 #[derive(Clone, Copy)]
 struct Offloads {
@@ -246,32 +227,32 @@ fn mixed_tenant_mtus() {
 
 #[test]
 fn geneve_ipv4_underlay() {
-    two_nodes("geneve", false);
+    two_nodes("geneve", false, Datapath::Userspace);
 }
 
 #[test]
 fn vxlan_ipv4_underlay() {
-    two_nodes("vxlan", false);
+    two_nodes("vxlan", false, Datapath::Userspace);
 }
 
 #[test]
 fn gre_ipv4_underlay() {
-    two_nodes("gre", false);
+    two_nodes("gre", false, Datapath::Userspace);
 }
 
 #[test]
 fn nvgre_ipv4_underlay() {
-    two_nodes("nvgre", false);
+    two_nodes("nvgre", false, Datapath::Userspace);
 }
 
 #[test]
 fn stt_ipv4_underlay() {
-    two_nodes("stt", false);
+    two_nodes("stt", false, Datapath::Userspace);
 }
 
 #[test]
 fn geneve_ipv6_underlay() {
-    two_nodes("geneve", true);
+    two_nodes("geneve", true, Datapath::Userspace);
 }
 
 #[test]

@@ -424,3 +424,71 @@ pub fn assert_kernel_carried(dir: &std::path::Path, node: &str, what: &str) {
     assert!(counter(&st, "kernel_encap") > 20, "{what} {node}: {st}");
     assert!(counter(&st, "kernel_decap") > 20, "{what} {node}: {st}");
 }
+
+/// Which datapath a namespace test runs its nodes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Datapath {
+    Userspace,
+    /// `datapath = "ebpf"`, tenants on veth ports; the test also checks
+    /// that the kernel carried the traffic.
+    Kernel,
+}
+
+impl Datapath {
+    /// The configuration for this datapath.
+    pub fn config(self, cfg: String) -> String {
+        match self {
+            Datapath::Userspace => cfg,
+            Datapath::Kernel => on_kernel(&cfg),
+        }
+    }
+}
+
+/// Two nodes, one tunnel of `kind` (over an IPv6 underlay if `v6`): UDP
+/// echo and TCP both ways.
+pub fn two_nodes(kind: &str, v6: bool, dp: Datapath) {
+    let l = lab();
+    let (a, b) = if v6 {
+        ("fd00:31::1", "fd00:31::2")
+    } else {
+        ("172.31.0.1", "172.31.0.2")
+    };
+    let (s1, s2) = start_pair(
+        &l,
+        &dp.config(node_config(
+            "n1",
+            l.ta.name(),
+            "192.168.7.1",
+            kind,
+            a,
+            b,
+            6,
+            6,
+        )),
+        &dp.config(node_config(
+            "n2",
+            l.tb.name(),
+            "192.168.7.2",
+            kind,
+            b,
+            a,
+            6,
+            6,
+        )),
+    );
+    traffic_both_ways(&l, &format!("{kind} ({dp:?})"));
+    if dp == Datapath::Kernel {
+        for node in ["n1", "n2"] {
+            assert_kernel_carried(&l.dir, node, kind);
+        }
+        let (ok, dump, err) = ctl(&l.dir.join("n1.ctl"), &["dump-flows", "--datapath"]);
+        assert!(
+            ok && dump.contains("tnl_push") && dump.contains("output(ifindex"),
+            "{dump}{err}"
+        );
+    }
+    let e1 = s1.stop();
+    let e2 = s2.stop();
+    assert!(e1.contains("port 10 t-n1 ("), "{e1}");
+    assert!(e2.contains("rx "), "{e2}");
+}

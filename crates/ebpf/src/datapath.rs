@@ -174,31 +174,7 @@ impl KernelDatapath {
         upcall: &str,
         upcall_ifindex: u32,
     ) -> Result<(), Error> {
-        let mut ports: HashMap<_, u32, PortEntry> = self.map_mut("tl_ports")?;
-        ports
-            .insert(
-                veth_ifindex,
-                PortEntry {
-                    ofport,
-                    role: crate::maps::ROLE_VETH,
-                    peer_ifindex: upcall_ifindex,
-                    pad: 0,
-                },
-                0,
-            )
-            .map_err(map_err("tl_ports"))?;
-        ports
-            .insert(
-                upcall_ifindex,
-                PortEntry {
-                    ofport,
-                    role: crate::maps::ROLE_UPCALL,
-                    peer_ifindex: veth_ifindex,
-                    pad: 0,
-                },
-                0,
-            )
-            .map_err(map_err("tl_ports"))?;
+        self.pair_ports(ofport, veth_ifindex, crate::maps::ROLE_VETH, upcall_ifindex)?;
         self.attach(FROM_TENANT, veth)?;
         self.attach(INJECT, upcall)?;
         Ok(())
@@ -215,24 +191,7 @@ impl KernelDatapath {
         upcall: &str,
         upcall_ifindex: u32,
     ) -> Result<(), Error> {
-        let mut ports: HashMap<_, u32, PortEntry> = self.map_mut("tl_ports")?;
-        for (at, role, peer) in [
-            (dev_ifindex, crate::maps::ROLE_QINQ, upcall_ifindex),
-            (upcall_ifindex, crate::maps::ROLE_UPCALL, dev_ifindex),
-        ] {
-            ports
-                .insert(
-                    at,
-                    PortEntry {
-                        ofport,
-                        role,
-                        peer_ifindex: peer,
-                        pad: 0,
-                    },
-                    0,
-                )
-                .map_err(map_err("tl_ports"))?;
-        }
+        self.pair_ports(ofport, dev_ifindex, crate::maps::ROLE_QINQ, upcall_ifindex)?;
         self.attach_underlay(dev)?;
         self.attach(INJECT, upcall)
     }
@@ -241,9 +200,32 @@ impl KernelDatapath {
     /// underlay keeps its program for the tunnels that may share it.
     pub fn remove_qinq_port(&mut self, dev_ifindex: u32, upcall: &str, upcall_ifindex: u32) {
         self.detach(upcall);
+        self.forget_ports(&[dev_ifindex, upcall_ifindex]);
+    }
+
+    /// A port's two `tl_ports` entries: the device its frames arrive on
+    /// (`role`, misses to the upcall TAP) and its upcall TAP (what the
+    /// switch writes there goes back to the device).
+    fn pair_ports(&mut self, ofport: u32, dev: u32, role: u32, upcall: u32) -> Result<(), Error> {
+        for (at, role, peer) in [(dev, role, upcall), (upcall, crate::maps::ROLE_UPCALL, dev)] {
+            self.set_port_entry(
+                at,
+                PortEntry {
+                    ofport,
+                    role,
+                    peer_ifindex: peer,
+                    pad: 0,
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    fn forget_ports(&mut self, ifindexes: &[u32]) {
         if let Ok(mut ports) = self.map_mut::<HashMap<_, u32, PortEntry>>("tl_ports") {
-            let _ = ports.remove(&dev_ifindex);
-            let _ = ports.remove(&upcall_ifindex);
+            for i in ifindexes {
+                let _ = ports.remove(i);
+            }
         }
     }
 
@@ -264,10 +246,7 @@ impl KernelDatapath {
     ) {
         self.detach(veth);
         self.detach(upcall);
-        if let Ok(mut ports) = self.map_mut::<HashMap<_, u32, PortEntry>>("tl_ports") {
-            let _ = ports.remove(&veth_ifindex);
-            let _ = ports.remove(&upcall_ifindex);
-        }
+        self.forget_ports(&[veth_ifindex, upcall_ifindex]);
     }
 
     /// Decapsulate on `dev` (the underlay): attach once per device.
@@ -388,6 +367,13 @@ impl KernelDatapath {
     /// The datapath's counters, summed over CPUs, by name.
     pub fn stats(&self) -> Result<Vec<(&'static str, u64)>, Error> {
         let m: PerCpuArray<_, u64> = self.map("tl_stats")?;
+        // STATS and bpf/tunlab.h's enum tl_stat must name the same slots.
+        if m.len() as usize != STATS.len() {
+            return Err(Error::Map {
+                map: "tl_stats",
+                msg: format!("{} slots, {} names (maps.rs STATS)", m.len(), STATS.len()),
+            });
+        }
         let mut out = Vec::with_capacity(STATS.len());
         for (i, name) in STATS.iter().enumerate() {
             let v = m.get(&(i as u32), 0).map_err(map_err("tl_stats"))?;

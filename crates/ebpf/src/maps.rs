@@ -156,7 +156,7 @@ unsafe impl aya::Pod for TunnelKey {}
 unsafe impl aya::Pod for TunnelPortEntry {}
 
 /// `enum tl_stat`, in order: the names `tunlab ctl stats` prints.
-pub const STATS: [&str; 19] = [
+pub const STATS: [&str; 18] = [
     "tenant_rx",
     "underlay_rx",
     "hit",
@@ -168,7 +168,6 @@ pub const STATS: [&str; 19] = [
     "decap",
     "drop_action",
     "drop_unknown_critical_option",
-    "drop_bad_header",
     "slow_no_route",
     "slow_not_fast",
     "slow_unknown_remote",

@@ -7,7 +7,6 @@ use tunlab::{capture, decode};
 
 mod bench;
 mod gen;
-mod gen_send;
 
 /// tunlab: overlay tunnels (Geneve, VXLAN, GRE/NVGRE, STT, QinQ) in userspace.
 ///

@@ -2,7 +2,7 @@
 //! size, a progress bar while it runs, then a table like the TRex article's
 //! and, with --json, every figure and trial.
 
-use crate::gen::{fail, Args};
+use super::args::{fail, Args};
 use serde::Serialize;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,6 +1,12 @@
 //! `tunlab gen`: read a description (command line or profile file),
 //! then show the packets layer by layer, write them to a pcap, or send
-//! them ([`crate::gen_send`]).
+//! them ([`send`]).
+
+mod args;
+mod send;
+
+use args::fail;
+pub use args::Args;
 
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::DataLink;
@@ -8,82 +14,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tunlab::decode;
 use tunlab_gen::{Builder, Sizes};
-
-/// `tunlab gen`'s arguments (documented in `tunlab gen --help`).
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// The packet, e.g. 'Ether()/IP(src=10.0.0.1-10.0.0.9)/UDP()/GENEVE(vni=6,opt=ovn(ingress=3,egress=2))/Ether()/IP()/UDP()'.
-    pub packet: Option<String>,
-    /// Read the description from a file (# comments, spread over lines).
-    #[arg(long, conflicts_with = "packet")]
-    pub profile: Option<PathBuf>,
-    /// Frame size in bytes including the 4-byte FCS (64 to 9000), or imix
-    /// (7:4:1 of 64, 594, 1518); zeros at the `pad` layer make it up.
-    /// Several, comma-separated, make one run (one table row) each.
-    #[arg(long, value_delimiter = ',')]
-    pub size: Vec<String>,
-    /// Packets to show or write (default: one per flow; at most 8 shown),
-    /// or to send (instead of --duration).
-    #[arg(long)]
-    pub count: Option<u64>,
-    /// Seed of the `random` fields.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Print the packets layer by layer.
-    #[arg(long)]
-    pub show: bool,
-    /// Write the packets to this pcap file.
-    #[arg(long)]
-    pub pcap: Option<PathBuf>,
-    /// Send from this interface: IFNAME or IFNAME@NETNS (default: a veth
-    /// pair between two namespaces of tunlab's own, a wire with nothing
-    /// on it).
-    #[arg(long, requires = "rx")]
-    pub tx: Option<String>,
-    /// Receive and count on this interface: IFNAME or IFNAME@NETNS (may be
-    /// the sending one; frames sent from this host are not counted), or
-    /// none to send only.
-    #[arg(long, requires = "tx")]
-    pub rx: Option<String>,
-    /// max, frames/s (250kpps, 1.5Mpps) or layer-2 bit/s (800Mbps, 2Gbps).
-    #[arg(long, default_value = "max")]
-    pub rate: String,
-    /// Seconds to send (unless --count).
-    #[arg(long, default_value_t = 10.0)]
-    pub duration: f64,
-    /// Sending threads, each with its own TX ring and its share of the flows.
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
-    /// Search for the highest rate with zero loss (RFC 2544 binary search).
-    #[arg(long, conflicts_with = "pdr")]
-    pub ndr: bool,
-    /// Search for the highest rate with at most this % loss (e.g. 0.1).
-    #[arg(long)]
-    pub pdr: Option<f64>,
-    /// Seconds per search trial.
-    #[arg(long, default_value_t = 30.0)]
-    pub trial: f64,
-    /// Seconds of the final validation trial.
-    #[arg(long, default_value_t = 30.0)]
-    pub validation: f64,
-    /// The search stops when failing and passing rates are within this %.
-    #[arg(long, default_value_t = 5.0)]
-    pub granularity: f64,
-    /// Write the results (every trial, per-flow counts) to this JSON file.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// The TRex article's PVP test with tunlab's switch as the compute node:
-    /// send Geneve with OVN's option at the switch, which decapsulates to a
-    /// tenant that sends every frame back (macswap); count what returns.
-    /// Without a description, the article's packet addressed to the node.
-    #[arg(long, conflicts_with_all = ["tx", "rx"])]
-    pub pvp: bool,
-}
-
-pub(crate) fn fail(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("tunlab gen: {msg}");
-    ExitCode::from(2)
-}
 
 fn write_pcap(path: &Path, b: &Builder, count: u64, seed: u64) -> Result<(), String> {
     let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -131,7 +61,7 @@ pub fn run(a: Args) -> ExitCode {
         }
     }
     if !a.show && a.pcap.is_none() {
-        return crate::gen_send::run(&a, &text, &builders);
+        return send::run(&a, &text, &builders);
     }
     if builders.len() > 1 {
         return fail("--show and --pcap take one --size");

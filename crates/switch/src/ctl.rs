@@ -11,7 +11,7 @@
 //! reaches the packet workers by message (`workers`).
 
 use crate::config::parse_port_args;
-use crate::node::NodeStats;
+use crate::stats::NodeStats;
 use crate::workers::{Switch, WorkerError};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;

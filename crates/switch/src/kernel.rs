@@ -10,9 +10,8 @@
 //! the slow path (slower, never wrong).
 
 use crate::config::{Port, PortKind, TunnelPort};
-use crate::node::{
-    default_tenant_mtu, geneve_options, remote_and_key, tenant_tap_options, StartError,
-};
+use crate::port::{default_tenant_mtu, geneve_options, remote_and_key, StartError};
+use crate::userspace::tenant_tap_options;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use tunlab_dp::key::f;

@@ -3,6 +3,8 @@
 pub mod config;
 pub mod ctl;
 pub mod kernel;
-pub mod node;
+pub mod port;
 pub mod profile;
+pub mod stats;
+pub mod userspace;
 pub mod workers;

@@ -16,7 +16,8 @@
 //! turn; counters are summed over them.
 
 use crate::config::{Config, Port, PortKind};
-use crate::node::{open_tap, Node, StartError};
+use crate::port::StartError;
+use crate::userspace::{open_tap, Node};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;

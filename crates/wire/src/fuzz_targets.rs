@@ -33,6 +33,13 @@ pub const TARGETS: &[(&str, Target)] = &[
 
 /// Ethernet header and a walk over VLAN tags, with push/pop of a tag.
 pub fn ethernet(data: &[u8]) {
+    // Stripping the tags removes exactly the bytes it says it removed, and
+    // what is left has no outer tag to read.
+    let (tags, plain) = vlan::strip_tags(data);
+    assert_eq!(plain.len() + tags, data.len());
+    if tags > 0 {
+        assert_eq!(vlan::outer_tci(&plain), 0);
+    }
     if let Ok(f) = ethernet::Frame::new_checked(data) {
         let r = ethernet::Repr::parse(&f);
         let mut out = [0u8; ethernet::HEADER_LEN];
@@ -127,6 +134,12 @@ pub fn icmp(data: &[u8]) {
             p.v6_mtu(),
             p.echo_seq(),
         );
+    }
+    // The whole reply to a frame too big for a tunnel: addressed back to
+    // its sender, and a valid ICMP message.
+    if let Some(r) = icmp::too_big_reply(data, 1400) {
+        assert_eq!(&r[0..6], &data[6..12]);
+        assert!(r.len() >= ethernet::HEADER_LEN + icmp::HEADER_LEN);
     }
     let mut out = [0u8; 600];
     if let Ok(n) = icmp::emit_frag_needed(data, 1400, &mut out) {
@@ -247,6 +260,16 @@ pub fn virtio_net(data: &[u8]) {
         let mut out = [0u8; virtio_net::HEADER_LEN];
         r.emit(&mut out);
         assert_eq!(&out[..], &data[..virtio_net::HEADER_LEN]);
+    }
+    // A frame's partial checksum: where it says the checksum is lies
+    // within the frame, and completing it there never fails.
+    if let Some((start, offset)) = virtio_net::partial_csum(data) {
+        let mut f = data.to_vec();
+        assert!(virtio_net::complete_csum(
+            &mut f,
+            start as usize,
+            offset as usize
+        ));
     }
 }
 

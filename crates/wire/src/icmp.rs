@@ -169,9 +169,132 @@ fn no_room(layer: Layer, needed: usize, available: usize) -> Error {
     )
 }
 
+/// The whole Ethernet frame answering `frame`, too big for a tunnel that
+/// leaves `mtu` bytes for its IP packet: IPv4 with DF
+/// gets "fragmentation needed" (RFC 1191), IPv6 "packet too big"
+/// (RFC 4443); the reply is addressed back to the sender from the
+/// original destination. `None` for anything else (no DF, not IP, or an
+/// ICMP error itself).
+pub fn too_big_reply(frame: &[u8], mtu: u16) -> Option<Vec<u8>> {
+    use crate::ethernet::{EtherType, MacAddr};
+    use crate::ipv4::IpProtocol;
+    use crate::{ethernet, ipv4, ipv6};
+    if frame.len() < 14 {
+        return None;
+    }
+    let (dst_mac, src_mac) = (
+        MacAddr::from_bytes(&frame[6..12]),
+        MacAddr::from_bytes(&frame[0..6]),
+    );
+    let et = u16::from_be_bytes([frame[12], frame[13]]);
+    let ip = &frame[14..];
+    let mut out = vec![0u8; 14];
+    match et {
+        0x0800 => {
+            let p = ipv4::Packet::new_checked(ip).ok()?;
+            if !p.dont_frag()
+                || (p.protocol() == IpProtocol::Icmp
+                    && p.payload().first().is_some_and(|t| *t != 8 && *t != 0))
+            {
+                return None;
+            }
+            let mut msg = vec![0u8; HEADER_LEN + V4_QUOTE_MAX];
+            let n = emit_frag_needed(p.packet(), mtu, &mut msg).ok()?;
+            let mut hdr = [0u8; 20];
+            ipv4::Repr {
+                src: p.dst(),
+                dst: p.src(),
+                protocol: IpProtocol::Icmp,
+                payload_len: n,
+                tos: 0,
+                ident: 0,
+                dont_frag: false,
+                ttl: 64,
+            }
+            .emit(&mut hdr);
+            ethernet::Repr {
+                dst: dst_mac,
+                src: src_mac,
+                ethertype: EtherType::Ipv4,
+            }
+            .emit(&mut out);
+            out.extend_from_slice(&hdr);
+            out.extend_from_slice(&msg[..n]);
+        }
+        0x86dd => {
+            let p = ipv6::Packet::new_checked(ip).ok()?;
+            if p.next_header() == IpProtocol::Icmpv6
+                && p.payload().first().is_some_and(|t| *t < 128)
+            {
+                return None;
+            }
+            let whole = &ip[..ipv6::HEADER_LEN + p.payload_len() as usize];
+            let len = ptb_len(whole.len());
+            let pseudo = checksum::pseudo_v6(p.dst().octets(), p.src().octets(), 58, len as u32);
+            let mut msg = vec![0u8; len];
+            emit_packet_too_big(whole, mtu as u32, pseudo, &mut msg).ok()?;
+            let mut hdr = [0u8; 40];
+            ipv6::Repr {
+                src: p.dst(),
+                dst: p.src(),
+                next_header: IpProtocol::Icmpv6,
+                payload_len: len,
+                traffic_class: 0,
+                flow_label: 0,
+                hop_limit: 64,
+            }
+            .emit(&mut hdr);
+            ethernet::Repr {
+                dst: dst_mac,
+                src: src_mac,
+                ethertype: EtherType::Ipv6,
+            }
+            .emit(&mut out);
+            out.extend_from_slice(&hdr);
+            out.extend_from_slice(&msg);
+        }
+        _ => return None,
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn too_big_replies() {
+        // IPv4 UDP with DF, 1451 bytes of IP.
+        let mut f = vec![0u8; 14 + 1451];
+        f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        f[12] = 0x08;
+        let ip = crate::ipv4::Repr {
+            src: "192.168.7.1".parse().unwrap(),
+            dst: "192.168.7.2".parse().unwrap(),
+            protocol: crate::ipv4::IpProtocol::Udp,
+            payload_len: 1431,
+            tos: 0,
+            ident: 9,
+            dont_frag: true,
+            ttl: 64,
+        };
+        ip.emit(&mut f[14..]);
+        let r = too_big_reply(&f, 1450).unwrap();
+        assert_eq!(&r[0..6], &f[6..12], "back to the sender's MAC");
+        let p = crate::ipv4::Packet::new_checked(&r[14..]).unwrap();
+        assert_eq!(
+            (p.src().to_string(), p.dst().to_string()),
+            ("192.168.7.2".into(), "192.168.7.1".into())
+        );
+        assert!(p.verify_checksum());
+        let m = Packet::new_checked(p.payload()).unwrap();
+        assert_eq!((m.msg_type(), m.code(), m.v4_next_hop_mtu()), (3, 4, 1450));
+        assert!(m.verify_checksum_v4());
+        // Without DF: no ICMP.
+        f[20] = 0;
+        assert!(too_big_reply(&f, 1450).is_none());
+    }
 
     #[test]
     fn frag_needed_quotes_and_checksums() {

@@ -179,9 +179,137 @@ impl Repr {
     }
 }
 
+/// Is this frame's TCP or UDP checksum left partial, as a Linux sender
+/// leaves it for offload (the field holds the folded pseudo-header sum)?
+/// Such frames arrive through tunnels from kernels whose packets crossed
+/// only veths, where no NIC ever finished the checksum. Returns where the
+/// checksum starts and where it is stored, for a virtio-net NEEDS_CSUM
+/// header so that the receiving kernel finishes it. A complete checksum
+/// that happens to equal the pseudo-header sum (1 in 65536) is also marked;
+/// for local delivery the kernel then trusts it, as it would any partial one.
+pub fn partial_csum(frame: &[u8]) -> Option<(u16, u16)> {
+    if frame.len() < 14 {
+        return None;
+    }
+    let mut et = u16::from_be_bytes([frame[12], frame[13]]);
+    let mut at = 14;
+    while matches!(et, 0x8100 | 0x88a8) && frame.len() >= at + 4 {
+        et = u16::from_be_bytes([frame[at + 2], frame[at + 3]]);
+        at += 4;
+    }
+    let ip = &frame[at..];
+    let (l4, proto, pseudo_of) = match et {
+        0x0800 if ip.len() >= 20 => {
+            let ihl = ((ip[0] & 0x0f) as usize) * 4;
+            let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
+            if u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0
+                || ihl < 20
+                || total < ihl
+                || total > ip.len()
+            {
+                return None; // fragments and odd headers: leave as they are
+            }
+            let len = total - ihl;
+            let src = [ip[12], ip[13], ip[14], ip[15]];
+            let dst = [ip[16], ip[17], ip[18], ip[19]];
+            (
+                at + ihl,
+                ip[9],
+                crate::checksum::pseudo_v4(src, dst, ip[9], len as u16),
+            )
+        }
+        0x86dd if ip.len() >= 40 => {
+            let len = u16::from_be_bytes([ip[4], ip[5]]) as u32;
+            let mut src = [0u8; 16];
+            let mut dst = [0u8; 16];
+            src.copy_from_slice(&ip[8..24]);
+            dst.copy_from_slice(&ip[24..40]);
+            (
+                at + 40,
+                ip[6],
+                crate::checksum::pseudo_v6(src, dst, ip[6], len),
+            )
+        }
+        _ => return None,
+    };
+    let offset = match proto {
+        6 => 16,
+        17 => 6,
+        _ => return None,
+    };
+    if frame.len() < l4 + offset + 2 {
+        return None;
+    }
+    let field = u16::from_be_bytes([frame[l4 + offset], frame[l4 + offset + 1]]);
+    if proto == 17 && field == 0 {
+        return None; // no UDP checksum at all
+    }
+    (field == crate::checksum::fold(pseudo_of)).then_some((l4 as u16, offset as u16))
+}
+
+/// Complete a checksum the kernel left partial (virtio-net NEEDS_CSUM):
+/// the field already holds the pseudo-header sum; fold in the bytes from
+/// `start`. Returns false if the offsets do not fit the frame.
+pub fn complete_csum(frame: &mut [u8], start: usize, offset: usize) -> bool {
+    let at = start + offset;
+    if start > frame.len() || at + 2 > frame.len() {
+        return false;
+    }
+    let c = crate::checksum::finish(crate::checksum::sum(0, &frame[start..]));
+    frame[at..at + 2].copy_from_slice(&c.to_be_bytes());
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn partial_checksum_is_completed() {
+        // A UDP header over 4 bytes of payload with the pseudo-header sum
+        // pre-filled, as the kernel leaves it: the result must verify.
+        let src = [10, 0, 0, 1];
+        let dst = [10, 0, 0, 2];
+        let mut seg = vec![0x13, 0x88, 0x17, 0x70, 0, 12, 0, 0, 1, 2, 3, 4];
+        let pseudo = crate::checksum::fold(crate::checksum::pseudo_v4(src, dst, 17, 12));
+        seg[6..8].copy_from_slice(&pseudo.to_be_bytes());
+        assert!(complete_csum(&mut seg, 0, 6));
+        assert!(crate::udp::Packet::new_checked(&seg[..])
+            .unwrap()
+            .verify_checksum(crate::checksum::pseudo_v4(src, dst, 17, 12)));
+        assert!(!complete_csum(&mut seg, 20, 6));
+    }
+
+    #[test]
+    fn partial_checksums_are_recognised() {
+        // Ethernet + IPv4 + UDP(4 bytes of payload).
+        let mut f = vec![0u8; 14 + 20 + 12];
+        f[12] = 0x08;
+        f[14] = 0x45;
+        f[16..18].copy_from_slice(&32u16.to_be_bytes());
+        f[23] = 17;
+        f[26..30].copy_from_slice(&[10, 0, 0, 1]);
+        f[30..34].copy_from_slice(&[10, 0, 0, 2]);
+        f[38..40].copy_from_slice(&12u16.to_be_bytes());
+        f[42..46].copy_from_slice(&[1, 2, 3, 4]);
+        let pseudo = crate::checksum::fold(crate::checksum::pseudo_v4(
+            [10, 0, 0, 1],
+            [10, 0, 0, 2],
+            17,
+            12,
+        ));
+        f[40..42].copy_from_slice(&pseudo.to_be_bytes());
+        assert_eq!(partial_csum(&f), Some((34, 6)));
+        // Finished, the checksum is no longer taken for partial.
+        assert!(complete_csum(&mut f, 34, 6));
+        assert_eq!(partial_csum(&f), None);
+        f[40..42].copy_from_slice(&[0, 0]);
+        assert_eq!(partial_csum(&f), None, "UDP without checksum");
+        for n in 0..f.len() {
+            let _ = partial_csum(&f[..n]);
+        }
+    }
+
     use proptest::prelude::*;
 
     /// A TCPv4 super-frame as the kernel hands it over: checksum partial

@@ -170,9 +170,68 @@ pub fn pop<B: AsRef<[u8]> + AsMut<[u8]>>(p: &mut PacketBuf<B>) -> Result<Repr> {
     Ok(Repr { tpid, tci })
 }
 
+/// The frame without its 802.1Q/802.1ad tags, and how many bytes of tags
+/// it had.
+pub fn strip_tags(frame: &[u8]) -> (usize, Vec<u8>) {
+    let mut at = 12;
+    while frame.len() >= at + 4
+        && matches!(
+            u16::from_be_bytes([frame[at], frame[at + 1]]),
+            0x8100 | 0x88a8
+        )
+    {
+        at += 4;
+    }
+    let mut out = frame[..12.min(frame.len())].to_vec();
+    out.extend_from_slice(frame.get(at..).unwrap_or(&[]));
+    (at - 12, out)
+}
+
+/// The outermost tag's TCI, or 0 if untagged (a new tag inherits it,
+/// as OVS's `push_vlan` does).
+pub fn outer_tci(frame: &[u8]) -> u16 {
+    if frame.len() >= 16 && matches!(u16::from_be_bytes([frame[12], frame[13]]), 0x8100 | 0x88a8) {
+        u16::from_be_bytes([frame[14], frame[15]])
+    } else {
+        0
+    }
+}
+
+/// Rewrite the outermost tag's TCI with `f` (`mod_vlan_vid`, `mod_vlan_pcp`);
+/// an untagged frame is left alone.
+pub fn set_outer_tci(frame: &mut [u8], f: impl Fn(u16) -> u16) {
+    if frame.len() >= 16 && matches!(u16::from_be_bytes([frame[12], frame[13]]), 0x8100 | 0x88a8) {
+        let t = f(u16::from_be_bytes([frame[14], frame[15]]));
+        frame[14..16].copy_from_slice(&t.to_be_bytes());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outer_tags_are_read_edited_and_stripped() {
+        // dst, src, S-tag 0x2064, C-tag 0x000a, IPv4 EtherType, 2 bytes.
+        let mut f = vec![0u8; 12];
+        f.extend_from_slice(&[
+            0x88, 0xa8, 0x20, 0x64, 0x81, 0x00, 0x00, 0x0a, 0x08, 0x00, 1, 2,
+        ]);
+        assert_eq!(outer_tci(&f), 0x2064);
+        set_outer_tci(&mut f, |t| (t & 0xf000) | 0x123);
+        assert_eq!(outer_tci(&f), 0x2123);
+        let (tags, plain) = strip_tags(&f);
+        assert_eq!(tags, 8);
+        assert_eq!(&plain[12..], &[0x08, 0x00, 1, 2]);
+        // Untagged and runt frames: nothing to read or edit.
+        let mut u = plain.clone();
+        assert_eq!(outer_tci(&u), 0);
+        set_outer_tci(&mut u, |_| 0xffff);
+        assert_eq!(u, plain);
+        assert_eq!(strip_tags(&f[..5]), (0, f[..5].to_vec()));
+        assert_eq!(strip_tags(&f[..15]).0, 0, "a cut tag is no tag");
+    }
+
     use proptest::prelude::*;
 
     fn untagged() -> PacketBuf<Vec<u8>> {

@@ -1,0 +1,239 @@
+//! Tenant TAP ports: created with their queues (one or more per worker)
+//! and moved into the tenant's namespace; frames come and go with a
+//! virtio-net header, so TCP super-frames and partial checksums cross
+//! whole. The kernel datapath's upcall TAPs are read the same way.
+
+use super::{port_error, Gso, Io, Node, FRAME_MAX, HEADROOM};
+use crate::config::{Port, PortKind};
+use crate::port::{default_tenant_mtu, StartError};
+use crate::profile::Stage;
+use tunlab_netio::tap::{offload, VNET_HDR_LEN};
+use tunlab_netio::{netns, Tap, TapOptions};
+use tunlab_wire::{virtio_net, PacketBuf};
+
+impl Node {
+    /// Frames from a tenant (or, on the kernel datapath, its misses):
+    /// a TCP super-frame stays whole, a partial checksum is completed.
+    pub(super) fn drain_tap(&mut self, pi: usize, q: usize) -> std::io::Result<usize> {
+        let mut n = 0;
+        while n < 64 {
+            // Read straight into the frame buffer, the virtio-net header
+            // in the last bytes of the headroom: a 64 KB super-frame is
+            // not copied again here.
+            let mut buf =
+                std::mem::replace(&mut self.frame, PacketBuf::new(Vec::new(), 0)).into_inner();
+            let at = HEADROOM - VNET_HDR_LEN;
+            let t = self.profile.start();
+            let got = match &self.ports[pi].io {
+                Io::Tap(qs) => qs[q].recv(&mut buf[at..]),
+                _ => Ok(None),
+            };
+            let got = match got {
+                Ok(g) => g,
+                Err(e) => {
+                    self.frame = PacketBuf::new(buf, HEADROOM);
+                    return Err(e);
+                }
+            };
+            let Some(len) = got else {
+                self.frame = PacketBuf::new(buf, HEADROOM);
+                break;
+            };
+            self.profile.add(Stage::Receive, t, 1);
+            n += 1;
+            if let Some(c) = self.ports[pi].queue_rx.get_mut(q) {
+                *c += 1;
+            }
+            let vh = match virtio_net::Header::new_checked(&buf[at..at + len]) {
+                Ok(h) => virtio_net::Repr::parse(&h),
+                Err(_) => {
+                    self.drop("short_frame");
+                    self.frame = PacketBuf::new(buf, HEADROOM);
+                    continue;
+                }
+            };
+            // `recv` wrote `len` bytes from `at`, and `len` covers the
+            // virtio-net header, so the frame's range is within `buf`.
+            let Some(mut frame) = PacketBuf::with_range(buf, HEADROOM, at + len) else {
+                self.drop("short_frame");
+                self.frame = PacketBuf::new(vec![0u8; HEADROOM + FRAME_MAX + 64], HEADROOM);
+                continue;
+            };
+            let ofport = self.ports[pi].ofport;
+            self.ports[pi].stats.rx_packets += 1;
+            self.ports[pi].stats.rx_bytes += frame.len() as u64;
+            match vh.gso_type {
+                virtio_net::GsoType::TcpV4 | virtio_net::GsoType::TcpV6 => {
+                    // A super-frame: its checksum stays partial, each
+                    // segment gets its own when it is cut.
+                    let gso = Gso {
+                        mss: vh.gso_size,
+                        partial: vh.needs_csum(),
+                    };
+                    self.forward(ofport, &mut frame, false, Some(gso));
+                }
+                virtio_net::GsoType::None => {
+                    if vh.needs_csum()
+                        && !virtio_net::complete_csum(
+                            frame.data_mut(),
+                            vh.csum_start as usize,
+                            vh.csum_offset as usize,
+                        )
+                    {
+                        self.drop("bad_csum_offsets");
+                    } else {
+                        self.forward(ofport, &mut frame, false, None);
+                    }
+                }
+                // UDP segmentation was not offered to the TAP.
+                _ => self.drop("unexpected_gso"),
+            }
+            self.frame = frame;
+        }
+        Ok(n)
+    }
+
+    /// Write a frame to a tenant TAP with its virtio-net header (a
+    /// super-frame's segmentation, or a checksum left partial).
+    pub(super) fn output_tap(
+        &mut self,
+        pi: usize,
+        frame: &mut PacketBuf<Vec<u8>>,
+        gso: Option<Gso>,
+    ) {
+        let vh = match tap_vnet_header(frame.data(), gso) {
+            Ok(vh) => vh,
+            Err(why) => {
+                self.drop(why);
+                return;
+            }
+        };
+        let p = &mut self.ports[pi];
+        let Io::Tap(qs) = &p.io else { return };
+        // Any queue reaches the tenant; one per flow keeps order.
+        let t = match qs.len() {
+            1 => &qs[0],
+            n => &qs[tunlab_wire::flowhash::hash_frame(frame.data()) as usize % n],
+        };
+        let len = frame.len();
+        let ok = match frame.push(VNET_HDR_LEN) {
+            Ok(d) => {
+                vh.emit(d);
+                d[10..VNET_HDR_LEN].fill(0);
+                let ts = self.profile.start();
+                let r = t.send(d);
+                self.profile.add(Stage::Transmit, ts, 1);
+                let _ = frame.pull(VNET_HDR_LEN);
+                r.is_ok()
+            }
+            Err(_) => false,
+        };
+        if ok {
+            p.stats.tx_packets += 1;
+            p.stats.tx_bytes += len as u64;
+        } else {
+            p.stats.tx_errors += 1;
+        }
+    }
+}
+
+/// A tenant-facing TAP's options. Checksum and TSO offload: the tenant's
+/// kernel hands over TCP super-frames of up to 64 KB with the checksum
+/// partial, and takes joined ones back (`offloads = false`: checksum only).
+pub fn tenant_tap_options(offloads: bool) -> TapOptions {
+    TapOptions {
+        vnet_hdr: true,
+        multi_queue: true,
+        offload: if offloads {
+            offload::CSUM | offload::TSO4 | offload::TSO6 | offload::TSO_ECN
+        } else {
+            offload::CSUM
+        },
+    }
+}
+
+/// Create a TAP port's device with its queues for `workers` workers
+/// (at least one queue each; the kernel spreads the tenant's flows over
+/// the queues by hash), then move it to its namespace, set its MTU and
+/// address and bring it up. Every queue must exist before the move: the
+/// device can only be opened by name in this namespace. Returns the
+/// queues per worker, worker `i` holding queues `i, i + workers, ...`.
+pub fn open_tap(
+    p: &Port,
+    offloads: bool,
+    underlay_mtu: u16,
+    ports: &[Port],
+    workers: usize,
+) -> Result<Vec<Vec<Tap>>, StartError> {
+    let perr = port_error(p);
+    let PortKind::Tap {
+        netns: ns,
+        address,
+        mtu,
+        queues,
+    } = &p.kind
+    else {
+        return Err(perr("not a tap port".into()));
+    };
+    let opts = tenant_tap_options(offloads);
+    let workers = workers.max(1);
+    let total = (*queues as usize).max(workers);
+    let mut per: Vec<Vec<Tap>> = (0..workers).map(|_| Vec::new()).collect();
+    for q in 0..total {
+        per[q % workers].push(Tap::open(&p.name, opts).map_err(|e| perr(e.to_string()))?);
+    }
+    let tunnel_mtu = default_tenant_mtu(underlay_mtu, ports);
+    let mtu = mtu.unwrap_or(tunnel_mtu).to_string();
+    let ip = |args: &[&str]| -> Result<(), StartError> {
+        let r = match ns {
+            Some(n) => netns::ip(n, args),
+            None => netns::run(&[&["ip"][..], args].concat()),
+        };
+        r.map(|_| ()).map_err(|e| perr(e.to_string()))
+    };
+    if let Some(n) = ns {
+        netns::run(&["ip", "link", "set", &p.name, "netns", n]).map_err(|e| perr(e.to_string()))?;
+    }
+    ip(&["link", "set", &p.name, "mtu", &mtu])?;
+    if let Some(a) = address {
+        ip(&["addr", "add", a, "dev", &p.name])?;
+    }
+    ip(&["link", "set", &p.name, "up"])?;
+    Ok(per)
+}
+
+/// The virtio-net header for a frame written to a tenant TAP: a
+/// super-frame's segmentation, or a checksum left partial.
+fn tap_vnet_header(frame: &[u8], gso: Option<Gso>) -> Result<virtio_net::Repr, &'static str> {
+    let Some(g) = gso else {
+        return Ok(match virtio_net::partial_csum(frame) {
+            Some((start, offset)) => virtio_net::Repr {
+                flags: virtio_net::F_NEEDS_CSUM,
+                csum_start: start,
+                csum_offset: offset,
+                ..virtio_net::Repr::NONE
+            },
+            None => virtio_net::Repr::NONE,
+        });
+    };
+    let l = tunlab_wire::gso::TcpLayout::parse(frame)?;
+    Ok(virtio_net::Repr {
+        // A tenant's partial checksum stays partial; a joined frame's is
+        // complete, and the receiving tenant's kernel checks it.
+        flags: if g.partial {
+            virtio_net::F_NEEDS_CSUM
+        } else {
+            0
+        },
+        gso_type: if l.v6 {
+            virtio_net::GsoType::TcpV6
+        } else {
+            virtio_net::GsoType::TcpV4
+        },
+        gso_ecn: false,
+        hdr_len: l.hdr_len as u16,
+        gso_size: g.mss,
+        csum_start: l.l4 as u16,
+        csum_offset: 16,
+    })
+}

@@ -228,8 +228,10 @@ int tl_from_underlay(struct __sk_buff *skb)
 		goto up;
 	if (f->n_ops == 0)
 		return drop(f, skb);
+	/* A tenant's veth (into its namespace) or a system port's device
+	 * (out through it); anything else is the slow path's. */
 	struct tl_op op = f->ops[0];
-	if (op.kind != TL_OP_OUTPUT_PORT)
+	if (op.kind != TL_OP_OUTPUT_PORT && op.kind != TL_OP_OUTPUT_DEV)
 		goto slow;
 
 	/* Remove everything between the outer Ethernet header and the inner
@@ -255,6 +257,8 @@ int tl_from_underlay(struct __sk_buff *skb)
 	}
 	account(f, skb, skb->len);
 	count(TL_STAT_DECAP);
+	if (op.kind == TL_OP_OUTPUT_DEV)
+		return bpf_redirect(op.arg, 0);
 	return to_tenant(skb, op.arg, ip);
 slow:
 	count(TL_STAT_SLOW_NOT_FAST);

@@ -199,10 +199,21 @@ pub enum PortKind {
         address: Option<String>,
         mtu: Option<u16>,
     },
+    /// An existing network device, by its name, for the kernel datapath
+    /// (a VM's TAP held by qemu, a container runtime's veth): the switch
+    /// attaches to it and leaves it as it found it.
+    System,
     /// 802.1ad over an underlay interface: frames leave with their tags.
     QinQ {
         underlay: String,
     },
+}
+
+impl PortKind {
+    /// Only the kernel datapath serves this port (veth and system ports).
+    pub fn needs_kernel(&self) -> bool {
+        matches!(self, PortKind::Veth { .. } | PortKind::System)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -333,6 +344,21 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
                 address: p.address.clone(),
                 mtu: p.mtu,
             },
+            "system" => {
+                for (field, given) in [
+                    ("netns", p.netns.is_some()),
+                    ("address", p.address.is_some()),
+                    ("mtu", p.mtu.is_some()),
+                ] {
+                    if given {
+                        return Err(perr(
+                            field,
+                            "a system port is an existing device: its namespace, address and MTU are its owner's".into(),
+                        ));
+                    }
+                }
+                PortKind::System
+            }
             "qinq" => PortKind::QinQ {
                 underlay: p.underlay.clone().ok_or_else(|| {
                     perr(
@@ -352,7 +378,7 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
                         return Err(perr(
                             "type",
                             format!(
-                                "'{k}' is not one of tap, geneve, vxlan, gre, nvgre, stt, qinq"
+                                "'{k}' is not one of tap, veth, system, geneve, vxlan, gre, nvgre, stt, qinq"
                             ),
                         ))
                     }
@@ -488,15 +514,13 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
         },
     };
     let names = cfg.port_map();
-    let has_veth = cfg
-        .ports
-        .iter()
-        .any(|p| matches!(p.kind, PortKind::Veth { .. }));
-    if cfg.datapath == DatapathChoice::Userspace && has_veth {
-        return Err(ConfigError::Syntax {
-            file: file.to_string(),
-            msg: "veth ports belong to the kernel datapath: set switch.datapath = \"ebpf\" (or \"auto\")".into(),
-        });
+    if cfg.datapath == DatapathChoice::Userspace {
+        if let Some(p) = cfg.ports.iter().find(|p| p.kind.needs_kernel()) {
+            return Err(ConfigError::Syntax {
+                file: file.to_string(),
+                msg: format!("port '{}': veth and system ports belong to the kernel datapath: set switch.datapath = \"ebpf\" (or \"auto\")", p.name),
+            });
+        }
     }
     if cfg.datapath != DatapathChoice::Userspace && cfg.workers > 1 {
         return Err(ConfigError::Syntax {
@@ -551,6 +575,9 @@ pub fn parse_port_args(args: &str) -> Result<Port, ConfigError> {
     }
     let mut switch = toml::Table::new();
     switch.insert("name".into(), toml::Value::String("ctl".into()));
+    // Whether the running switch can serve the port (a veth or system port
+    // needs its kernel datapath) is the switch's to say, not the parser's.
+    switch.insert("datapath".into(), toml::Value::String("auto".into()));
     let mut doc = toml::Table::new();
     doc.insert("switch".into(), toml::Value::Table(switch));
     doc.insert(
@@ -588,6 +615,41 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("workers"), "{e}");
+    }
+
+    #[test]
+    fn system_ports() {
+        let cfg = |dp: &str, extra: &str| {
+            format!("[switch]\nname = \"n\"\ndatapath = \"{dp}\"\n[[port]]\nname = \"vm0\"\nofport = 1\ntype = \"system\"\n{extra}")
+        };
+        let c = parse(&cfg("ebpf", ""), "n.toml").unwrap();
+        assert_eq!(c.ports[0].kind, PortKind::System);
+        assert!(c.ports[0].kind.needs_kernel());
+        let e = parse(&cfg("userspace", ""), "n.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("port 'vm0': veth and system ports belong to the kernel datapath"),
+            "{e}"
+        );
+        for (extra, field) in [
+            ("netns = \"x\"", "netns"),
+            ("mtu = 1400", "mtu"),
+            ("address = \"10.0.0.1/24\"", "address"),
+        ] {
+            let e = parse(&cfg("ebpf", extra), "n.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("{field}: a system port is an existing device")),
+                "{e}"
+            );
+        }
+        // At run time the switch, not the parser, says whether it can serve one.
+        assert_eq!(
+            parse_port_args("vm1 ofport=2 type=system").unwrap().kind,
+            PortKind::System
+        );
     }
 
     #[test]

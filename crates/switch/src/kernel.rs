@@ -29,23 +29,25 @@ struct VethPort {
     ifindex: u32,
     upcall: String,
     upcall_ifindex: u32,
+    /// The switch made the device (a veth port) and deletes it when the
+    /// port goes; a system port's device is its owner's.
+    owned: bool,
 }
 
 /// What an ofport is to the kernel datapath.
 #[derive(Debug, Clone)]
 enum Target {
-    Veth {
-        ifindex: u32,
-    },
+    /// A tenant device: a veth whose peer is in the tenant's namespace
+    /// (`peer`: IP frames are delivered straight into it), or a system
+    /// port's device (frames leave through it, whatever it is).
+    Veth { ifindex: u32, peer: bool },
     Tunnel {
         cfg: TunnelPort,
         underlay: u32,
         mtu: u16,
     },
     /// A QinQ port: 802.1ad frames on this underlay device.
-    Qinq {
-        ifindex: u32,
-    },
+    Qinq { ifindex: u32 },
 }
 
 /// The kernel datapath and what the switch knows of it.
@@ -177,35 +179,59 @@ impl Kernel {
             if let Some(a) = address {
                 ip(name, &["-n", ns, "addr", "add", a, "dev", name])?;
             }
-            let ifindex = ifindex_of(name, name)?;
-            let upcall = format!("tlu{ifindex}");
-            let tap =
-                Tap::open(&upcall, tenant_tap_options(offloads)).map_err(|e| StartError::Port {
-                    port: name.clone(),
-                    msg: format!("upcall TAP {upcall}: {e}"),
-                })?;
-            no_ipv6(&upcall);
-            ip(name, &["link", "set", &upcall, "mtu", &mtu, "up"])?;
-            let upcall_ifindex = ifindex_of(name, &upcall)?;
-            self.dp
-                .add_tenant_port(p.ofport, name, ifindex, &upcall, upcall_ifindex)
-                .map_err(|e| StartError::Port {
-                    port: name.clone(),
-                    msg: e.to_string(),
-                })?;
-            self.veths.push(VethPort {
-                name: name.clone(),
-                ifindex,
-                upcall,
-                upcall_ifindex,
-            });
-            self.targets.insert(p.ofport, Target::Veth { ifindex });
-            Ok(vec![tap])
+            self.attach_tenant(p, &mtu, offloads, true)
         })();
         if made.is_err() {
             let _ = ip(name, &["link", "del", name]);
         }
         made
+    }
+
+    /// Attach to an existing device (a system port: a VM's TAP, a
+    /// container's veth) as to a veth port's: its frames are switched on
+    /// its ingress, frames for it leave through it, and misses reach the
+    /// switch through an upcall TAP. The device itself is left alone.
+    pub fn add_system_port(&mut self, p: &Port, offloads: bool) -> Result<Vec<Tap>, StartError> {
+        let mtu = mtu_of(&p.name, &p.name)?.to_string();
+        self.attach_tenant(p, &mtu, offloads, false)
+    }
+
+    /// A tenant device's upcall TAP (of `mtu`), programs and map entries;
+    /// `peer`: the device is a veth whose other end is in the tenant's
+    /// namespace. Returns the upcall TAP, which the userspace datapath
+    /// serves as port `p`.
+    fn attach_tenant(
+        &mut self,
+        p: &Port,
+        mtu: &str,
+        offloads: bool,
+        peer: bool,
+    ) -> Result<Vec<Tap>, StartError> {
+        let name = &p.name;
+        let perr = |msg: String| StartError::Port {
+            port: name.clone(),
+            msg,
+        };
+        let ifindex = ifindex_of(name, name)?;
+        let upcall = format!("tlu{ifindex}");
+        let tap = Tap::open(&upcall, tenant_tap_options(offloads))
+            .map_err(|e| perr(format!("upcall TAP {upcall}: {e}")))?;
+        no_ipv6(&upcall);
+        ip(name, &["link", "set", &upcall, "mtu", mtu, "up"])?;
+        let upcall_ifindex = ifindex_of(name, &upcall)?;
+        self.dp
+            .add_tenant_port(p.ofport, name, ifindex, &upcall, upcall_ifindex)
+            .map_err(|e| perr(e.to_string()))?;
+        self.veths.push(VethPort {
+            name: name.clone(),
+            ifindex,
+            upcall,
+            upcall_ifindex,
+            owned: peer,
+        });
+        self.targets
+            .insert(p.ofport, Target::Veth { ifindex, peer });
+        Ok(vec![tap])
     }
 
     /// A QinQ port in the kernel: its 802.1ad frames are switched on the
@@ -246,6 +272,7 @@ impl Kernel {
             ifindex,
             upcall,
             upcall_ifindex,
+            owned: false,
         });
         Ok(vec![tap])
     }
@@ -343,7 +370,9 @@ impl Kernel {
             let v = self.veths.remove(i);
             self.dp
                 .remove_tenant_port(&v.name, v.ifindex, &v.upcall, v.upcall_ifindex);
-            let _ = ip(&v.name, &["link", "del", &v.name]);
+            if v.owned {
+                let _ = ip(&v.name, &["link", "del", &v.name]);
+            }
         }
         if let Some(Port {
             kind: PortKind::Tunnel(t),
@@ -435,9 +464,13 @@ impl Kernel {
         let out = &mut flow.ops[n];
         flow.n_ops = n as u32 + 1;
         match self.targets.get(port).cloned() {
-            Some(Target::Veth { ifindex }) => {
+            Some(Target::Veth { ifindex, peer }) => {
                 *out = km::Op {
-                    kind: km::OP_OUTPUT_PORT,
+                    kind: if peer {
+                        km::OP_OUTPUT_PORT
+                    } else {
+                        km::OP_OUTPUT_DEV
+                    },
                     arg: ifindex,
                     ..km::Op::default()
                 };
@@ -527,7 +560,7 @@ impl Kernel {
 
 impl Drop for Kernel {
     fn drop(&mut self) {
-        for v in &self.veths {
+        for v in self.veths.iter().filter(|v| v.owned) {
             let _ = ip(&v.name, &["link", "del", &v.name]);
         }
     }
@@ -617,11 +650,7 @@ pub fn choose(cfg: &crate::config::Config) -> Result<Option<Kernel>, StartError>
                     Ok(Some(k))
                 }
                 Err(e) => {
-                    if cfg
-                        .ports
-                        .iter()
-                        .any(|p| matches!(p.kind, PortKind::Veth { .. }))
-                    {
+                    if cfg.ports.iter().any(|p| p.kind.needs_kernel()) {
                         return Err(e);
                     }
                     eprintln!("tunlab switch {}: datapath auto: userspace ({e})", cfg.name);

@@ -85,6 +85,10 @@ impl Switch {
                         let t = k.add_veth_port(p, cfg.offloads, cfg.underlay_mtu, &cfg.ports)?;
                         taps[0].insert(p.name.clone(), t);
                     }
+                    PortKind::System => {
+                        let t = k.add_system_port(p, cfg.offloads)?;
+                        taps[0].insert(p.name.clone(), t);
+                    }
                     PortKind::QinQ { .. } => {
                         let t = k.add_qinq_port(p)?;
                         taps[0].insert(p.name.clone(), t);
@@ -201,8 +205,22 @@ impl Switch {
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?;
         ports.push(p.clone());
-        if matches!(p.kind, PortKind::Veth { .. }) {
-            return Err("veth ports are made at start (from the config file); adding one at run time is not built yet".into());
+        // The kernel datapath runs with one worker, which holds it.
+        let (q, offloads, mtu) = (p.clone(), self.offloads, self.underlay_mtu);
+        let on_kernel = self
+            .on(0, move |n| {
+                n.add_kernel_port(&q, offloads, mtu)
+                    .map_err(|e| e.to_string())
+            })
+            .map_err(|e| e.to_string())??;
+        if on_kernel {
+            return Ok(());
+        }
+        if p.kind.needs_kernel() {
+            return Err(format!(
+                "port '{}': veth and system ports need the kernel datapath (switch.datapath = \"ebpf\")",
+                p.name
+            ));
         }
         let mut taps: Vec<Option<Vec<Tap>>> = if matches!(p.kind, PortKind::Tap { .. }) {
             open_tap(

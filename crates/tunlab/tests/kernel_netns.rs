@@ -42,6 +42,26 @@ fn nvgre() {
     two_nodes("nvgre", false, Datapath::Kernel);
 }
 
+/// Tenants on devices the switch did not make (veths made beforehand, as
+/// a container runtime does), attached as `type = "system"` ports; they
+/// are left in place when the switch stops.
+#[test]
+fn system_ports() {
+    two_nodes("geneve", false, Datapath::KernelSystem);
+}
+
+#[test]
+fn system_ports_ipv6_underlay() {
+    two_nodes("vxlan", true, Datapath::KernelSystem);
+}
+
+/// veth and tunnel ports added and removed while running, on the kernel
+/// datapath: the kernel carries the added ports' flows.
+#[test]
+fn ports_added_and_removed_at_run_time() {
+    ports_at_run_time(Datapath::Kernel);
+}
+
 /// Once `del-flows` has returned nothing is forwarded by an entry the
 /// kernel still holds; once `add-flow` has returned traffic flows again.
 #[test]

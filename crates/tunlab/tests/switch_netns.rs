@@ -1235,113 +1235,11 @@ fn tun_dst_article_flows_geneve() {
     tun_dst_article_flows("geneve");
 }
 
-/// Ports added and removed while running: a second tenant and a Geneve
-/// tunnel for it join both nodes through `tunlab ctl add-port`, carry
-/// traffic, and leave through `del-port`; the first tenant's VXLAN traffic
-/// carries on throughout. A clashing or malformed port is refused with a
-/// message naming it, and changes nothing.
+/// Ports added and removed while running (the body is shared with the
+/// kernel datapath's test).
 #[test]
 fn ports_added_and_removed_at_run_time() {
-    let l = lab();
-    let (c1, c2) = (l.dir.join("n1.ctl"), l.dir.join("n2.ctl"));
-    let (s1, s2) = start_pair(
-        &l,
-        &with_ctl(
-            &node_config(
-                "n1",
-                l.ta.name(),
-                "192.168.7.1",
-                "vxlan",
-                "172.31.0.1",
-                "172.31.0.2",
-                6,
-                6,
-            ),
-            &c1,
-        ),
-        &with_ctl(
-            &node_config(
-                "n2",
-                l.tb.name(),
-                "192.168.7.2",
-                "vxlan",
-                "172.31.0.2",
-                "172.31.0.1",
-                6,
-                6,
-            ),
-            &c2,
-        ),
-    );
-    let (ok, _, err) = ctl(&c1, &["add-port", "x ofport=10 type=tap"]);
-    assert!(
-        !ok && err.contains("clashes with port 't-n1' (ofport 10)"),
-        "{err}"
-    );
-    let (ok, _, err) = ctl(
-        &c1,
-        &[
-            "add-port",
-            "g-n1 ofport=11 type=geneve local_ip=172.31.0.1 remote_ip=nowhere",
-        ],
-    );
-    assert!(
-        !ok && err.contains("port 'g-n1': remote_ip: 'nowhere' is not an IP address"),
-        "{err}"
-    );
-    let (_, show, _) = ctl(&c1, &["show"]);
-    assert!(
-        !show.contains("g-n1") && !show.contains(" x"),
-        "refused ports left a trace: {show}"
-    );
-    for (c, ns, me, peer, local, remote) in [
-        (&c1, l.ta.name(), "n1", 1, "172.31.0.1", "172.31.0.2"),
-        (&c2, l.tb.name(), "n2", 2, "172.31.0.2", "172.31.0.1"),
-    ] {
-        let tap = format!("tap5-{me} ofport=6 type=tap netns={ns} address=192.168.8.{peer}/24");
-        let (ok, _, err) = ctl(c, &["add-port", &tap]);
-        assert!(ok, "{err}");
-        let g = format!("g-{me} ofport=11 type=geneve local_ip={local} remote_ip={remote} key=9");
-        let (ok, _, err) = ctl(c, &["add-port", &g]);
-        assert!(ok, "{err}");
-        assert!(ctl(c, &["add-flow", "in_port=6 actions=output:11"]).0);
-        assert!(ctl(c, &["add-flow", "in_port=11,tun_id=9 actions=output:6"]).0);
-    }
-    wait_for_tap(&l.ta, "tap5-n1");
-    wait_for_tap(&l.tb, "tap5-n2");
-    assert!(
-        udp_echo(&l.ta, &l.tb, "192.168.8.2", 10, 6),
-        "the added tenant over the added Geneve port"
-    );
-    assert!(
-        udp_echo(&l.ta, &l.tb, "192.168.7.2", 10, 6),
-        "the first tenant over VXLAN, undisturbed"
-    );
-    let (ok, show, _) = ctl(&c1, &["show"]);
-    assert!(
-        ok && show.contains(" 11(g-n1): geneve") && show.contains(" 6(tap5-n1): tap"),
-        "{show}"
-    );
-    let (ok, _, err) = ctl(&c1, &["del-port", "g-n1"]);
-    assert!(ok, "{err}");
-    let (_, show, _) = ctl(&c1, &["show"]);
-    assert!(!show.contains("g-n1"), "{show}");
-    assert!(
-        !udp_echo(&l.ta, &l.tb, "192.168.8.2", 1, 2),
-        "a removed port carries nothing"
-    );
-    assert!(
-        udp_echo(&l.ta, &l.tb, "192.168.7.2", 10, 6),
-        "the first tenant still undisturbed"
-    );
-    let (ok, _, err) = ctl(&c1, &["del-port", "g-n1"]);
-    assert!(!ok && err.contains("no port named 'g-n1'"), "{err}");
-    let e1 = s1.stop();
-    s2.stop();
-    assert!(
-        e1.contains("dropped no_such_port: "),
-        "rules to the removed port count their drops: {e1}"
-    );
+    ports_at_run_time(Datapath::Userspace);
 }
 
 /// Multi-queue tenant TAPs: with four queues the kernel spreads the

@@ -210,7 +210,7 @@ impl Node {
     /// part of the node; a TAP port's queues come opened (`taps`).
     fn open_port(&mut self, p: &Port, taps: Option<Vec<Tap>>) -> Result<(), StartError> {
         let io = match &p.kind {
-            PortKind::Tap { .. } | PortKind::Veth { .. } => match taps {
+            PortKind::Tap { .. } | PortKind::Veth { .. } | PortKind::System => match taps {
                 Some(t) if !t.is_empty() => Io::Tap(t),
                 _ => return Err(port_error(p)("no TAP queue for this worker".into())),
             },
@@ -266,6 +266,45 @@ impl Node {
             return Err(e);
         }
         Ok(())
+    }
+
+    /// Add a port while running on the kernel datapath: the kernel side
+    /// first (a veth port's pair, a system or QinQ port's upcall TAP and
+    /// programs, a tunnel port's decapsulation), then this node's share,
+    /// then a new generation. Returns false, having done nothing, when
+    /// this node has no kernel datapath.
+    pub fn add_kernel_port(
+        &mut self,
+        p: &Port,
+        offloads: bool,
+        underlay_mtu: u16,
+    ) -> Result<bool, StartError> {
+        self.check_new_port(p)?;
+        let Some(k) = self.kernel.as_mut() else {
+            return Ok(false);
+        };
+        let mut ports = self.port_cfgs.clone();
+        ports.push(p.clone());
+        let taps = match &p.kind {
+            PortKind::Veth { .. } => Some(k.add_veth_port(p, offloads, underlay_mtu, &ports)?),
+            PortKind::System => Some(k.add_system_port(p, offloads)?),
+            PortKind::QinQ { .. } => Some(k.add_qinq_port(p)?),
+            PortKind::Tunnel(_) => {
+                k.add_tunnel_port(p)?;
+                None
+            }
+            // TAP ports are the userspace datapath's, with or without a
+            // kernel datapath beside it.
+            PortKind::Tap { .. } => return Ok(false),
+        };
+        if let Err(e) = self.add_port(p, taps) {
+            if let Some(k) = self.kernel.as_mut() {
+                k.remove_port(p.ofport, Some(p));
+            }
+            return Err(e);
+        }
+        self.kernel_changed();
+        Ok(true)
     }
 
     /// Refuse a port whose name or number is taken.

@@ -219,6 +219,20 @@ pub fn wait_for_tap(ns: &Netns, dev: &str) {
     panic!("tap {dev} did not come up in {}", ns.name());
 }
 
+/// Wait until a node's control socket is there: a kernel-datapath node's
+/// tenant device comes up before the node serves its socket.
+pub fn wait_for_ctl(sock: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !sock.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            sock.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// UDP echo from `a` to `b`: true if every one of `count` datagrams came
 /// back (each tried up to `tries` times: ARP may eat the first).
 pub fn udp_echo(a: &Netns, b: &Netns, b_ip: &str, count: u8, tries: usize) -> bool {
@@ -432,16 +446,80 @@ pub enum Datapath {
     /// `datapath = "ebpf"`, tenants on veth ports; the test also checks
     /// that the kernel carried the traffic.
     Kernel,
+    /// `datapath = "ebpf"`, tenants on veths the test made beforehand (as
+    /// a container runtime would), attached as `type = "system"` ports.
+    KernelSystem,
 }
 
 impl Datapath {
-    /// The configuration for this datapath.
-    pub fn config(self, cfg: String) -> String {
+    /// The configuration for this datapath, for a node in namespace `hv`;
+    /// for system ports, their devices are made here.
+    pub fn config(self, hv: &Netns, cfg: String) -> String {
         match self {
             Datapath::Userspace => cfg,
             Datapath::Kernel => on_kernel(&cfg),
+            Datapath::KernelSystem => on_system(hv, &on_kernel(&cfg)),
         }
     }
+
+    pub fn on_kernel(self) -> bool {
+        self != Datapath::Userspace
+    }
+}
+
+/// A kernel-datapath configuration whose veth ports become system ports:
+/// each veth pair (this end in `hv`, the other of the same name in the
+/// tenant's namespace with the port's address, MTU 1400) is made here,
+/// and the port names the device.
+pub fn on_system(hv: &Netns, cfg: &str) -> String {
+    let mut out = String::new();
+    let mut name = String::new();
+    let mut lines = cfg.lines().peekable();
+    while let Some(l) = lines.next() {
+        if let Some(n) = l.strip_prefix("name = ") {
+            name = n.trim_matches('"').to_string();
+        }
+        if l != "type = \"veth\"" {
+            out.push_str(l);
+            out.push('\n');
+            continue;
+        }
+        out.push_str("type = \"system\"\n");
+        let (mut ns, mut addr) = (None, None);
+        while let Some(k) = lines.peek() {
+            if let Some(v) = k.strip_prefix("netns = ") {
+                ns = Some(v.trim_matches('"').to_string());
+            } else if let Some(v) = k.strip_prefix("address = ") {
+                addr = Some(v.trim_matches('"').to_string());
+            } else {
+                break;
+            }
+            lines.next();
+        }
+        let ns = ns.expect("a veth port names its tenant's namespace");
+        netns::run(&[
+            "ip",
+            "link",
+            "add",
+            &name,
+            "netns",
+            hv.name(),
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &name,
+            "netns",
+            &ns,
+        ])
+        .unwrap();
+        hv.ip(&["link", "set", &name, "mtu", "1400", "up"]).unwrap();
+        netns::ip(&ns, &["link", "set", &name, "mtu", "1400", "up"]).unwrap();
+        if let Some(a) = addr {
+            netns::ip(&ns, &["addr", "add", &a, "dev", &name]).unwrap();
+        }
+    }
+    out
 }
 
 /// Two nodes, one tunnel of `kind` (over an IPv6 underlay if `v6`): UDP
@@ -455,35 +533,28 @@ pub fn two_nodes(kind: &str, v6: bool, dp: Datapath) {
     };
     let (s1, s2) = start_pair(
         &l,
-        &dp.config(node_config(
-            "n1",
-            l.ta.name(),
-            "192.168.7.1",
-            kind,
-            a,
-            b,
-            6,
-            6,
-        )),
-        &dp.config(node_config(
-            "n2",
-            l.tb.name(),
-            "192.168.7.2",
-            kind,
-            b,
-            a,
-            6,
-            6,
-        )),
+        &dp.config(
+            &l.hv1,
+            node_config("n1", l.ta.name(), "192.168.7.1", kind, a, b, 6, 6),
+        ),
+        &dp.config(
+            &l.hv2,
+            node_config("n2", l.tb.name(), "192.168.7.2", kind, b, a, 6, 6),
+        ),
     );
     traffic_both_ways(&l, &format!("{kind} ({dp:?})"));
-    if dp == Datapath::Kernel {
+    if dp.on_kernel() {
         for node in ["n1", "n2"] {
             assert_kernel_carried(&l.dir, node, kind);
         }
         let (ok, dump, err) = ctl(&l.dir.join("n1.ctl"), &["dump-flows", "--datapath"]);
         assert!(
-            ok && dump.contains("tnl_push") && dump.contains("output(ifindex"),
+            ok && dump.contains("tnl_push")
+                && dump.contains(if dp == Datapath::KernelSystem {
+                    "output(dev ifindex" // out through the device, whatever it is
+                } else {
+                    "output(ifindex" // into the veth peer's namespace
+                }),
             "{dump}{err}"
         );
     }
@@ -491,4 +562,161 @@ pub fn two_nodes(kind: &str, v6: bool, dp: Datapath) {
     let e2 = s2.stop();
     assert!(e1.contains("port 10 t-n1 ("), "{e1}");
     assert!(e2.contains("rx "), "{e2}");
+    if dp == Datapath::KernelSystem {
+        // The switch leaves a system port's device as it found it, with
+        // no program attached.
+        let progs = netns::run(&[
+            "ip",
+            "netns",
+            "exec",
+            l.hv1.name(),
+            "bpftool",
+            "net",
+            "show",
+            "dev",
+            "tap-n1",
+        ]);
+        assert!(
+            progs.as_deref().is_ok_and(|t| !t.contains("tl_")),
+            "{progs:?}"
+        );
+        assert!(
+            l.hv1.ip(&["link", "show", "tap-n1"]).is_ok(),
+            "the device stays"
+        );
+    }
+}
+
+/// Ports added and removed while running: a second tenant and a Geneve
+/// tunnel for it join both nodes through `tunlab ctl add-port`, carry
+/// traffic, and leave through `del-port`; the first tenant's VXLAN traffic
+/// carries on throughout. A clashing or malformed port is refused with a
+/// message naming it, and changes nothing. On the kernel datapath the
+/// added tenants are veth ports, and the kernel carries their traffic.
+pub fn ports_at_run_time(dp: Datapath) {
+    let l = lab();
+    let (c1, c2) = (l.dir.join("n1.ctl"), l.dir.join("n2.ctl"));
+    let (s1, s2) = start_pair(
+        &l,
+        &with_ctl(
+            &dp.config(
+                &l.hv1,
+                node_config(
+                    "n1",
+                    l.ta.name(),
+                    "192.168.7.1",
+                    "vxlan",
+                    "172.31.0.1",
+                    "172.31.0.2",
+                    6,
+                    6,
+                ),
+            ),
+            &c1,
+        ),
+        &with_ctl(
+            &dp.config(
+                &l.hv2,
+                node_config(
+                    "n2",
+                    l.tb.name(),
+                    "192.168.7.2",
+                    "vxlan",
+                    "172.31.0.2",
+                    "172.31.0.1",
+                    6,
+                    6,
+                ),
+            ),
+            &c2,
+        ),
+    );
+    wait_for_ctl(&c1);
+    wait_for_ctl(&c2);
+    let (ok, _, err) = ctl(&c1, &["add-port", "x ofport=10 type=tap"]);
+    assert!(
+        !ok && err.contains("clashes with port 't-n1' (ofport 10)"),
+        "{err}"
+    );
+    let (ok, _, err) = ctl(
+        &c1,
+        &[
+            "add-port",
+            "g-n1 ofport=11 type=geneve local_ip=172.31.0.1 remote_ip=nowhere",
+        ],
+    );
+    assert!(
+        !ok && err.contains("port 'g-n1': remote_ip: 'nowhere' is not an IP address"),
+        "{err}"
+    );
+    if !dp.on_kernel() {
+        let (ok, _, err) = ctl(&c1, &["add-port", "v9 ofport=20 type=system"]);
+        assert!(
+            !ok && err.contains("port 'v9': veth and system ports need the kernel datapath"),
+            "{err}"
+        );
+    }
+    let (_, show, _) = ctl(&c1, &["show"]);
+    assert!(
+        !show.contains("g-n1") && !show.contains(" x"),
+        "refused ports left a trace: {show}"
+    );
+    for (c, ns, me, peer, local, remote) in [
+        (&c1, l.ta.name(), "n1", 1, "172.31.0.1", "172.31.0.2"),
+        (&c2, l.tb.name(), "n2", 2, "172.31.0.2", "172.31.0.1"),
+    ] {
+        let kind = if dp.on_kernel() { "veth" } else { "tap" };
+        let tap = format!("tap5-{me} ofport=6 type={kind} netns={ns} address=192.168.8.{peer}/24");
+        let (ok, _, err) = ctl(c, &["add-port", &tap]);
+        assert!(ok, "{err}");
+        let g = format!("g-{me} ofport=11 type=geneve local_ip={local} remote_ip={remote} key=9");
+        let (ok, _, err) = ctl(c, &["add-port", &g]);
+        assert!(ok, "{err}");
+        assert!(ctl(c, &["add-flow", "in_port=6 actions=output:11"]).0);
+        assert!(ctl(c, &["add-flow", "in_port=11,tun_id=9 actions=output:6"]).0);
+    }
+    wait_for_tap(&l.ta, "tap5-n1");
+    wait_for_tap(&l.tb, "tap5-n2");
+    assert!(
+        udp_echo(&l.ta, &l.tb, "192.168.8.2", 10, 6),
+        "the added tenant over the added Geneve port"
+    );
+    assert!(
+        udp_echo(&l.ta, &l.tb, "192.168.7.2", 10, 6),
+        "the first tenant over VXLAN, undisturbed"
+    );
+    let (ok, show, _) = ctl(&c1, &["show"]);
+    assert!(
+        ok && show.contains(" 11(g-n1): geneve") && show.contains(" 6(tap5-n1): tap"),
+        "{show}"
+    );
+    if dp.on_kernel() {
+        // The added ports' flows are the kernel's: a Geneve push from the
+        // added veth, and the added tunnel decapsulated to it.
+        let (ok, dump, err) = ctl(&c1, &["dump-flows", "--datapath"]);
+        assert!(
+            ok && dump.contains("in_port(6)") && dump.contains("in_port(11)"),
+            "{dump}{err}"
+        );
+    }
+    let (ok, _, err) = ctl(&c1, &["del-port", "g-n1"]);
+    assert!(ok, "{err}");
+    let (_, show, _) = ctl(&c1, &["show"]);
+    assert!(!show.contains("g-n1"), "{show}");
+    assert!(
+        !udp_echo(&l.ta, &l.tb, "192.168.8.2", 1, 2),
+        "a removed port carries nothing"
+    );
+    assert!(
+        udp_echo(&l.ta, &l.tb, "192.168.7.2", 10, 6),
+        "the first tenant still undisturbed"
+    );
+    let (ok, _, err) = ctl(&c1, &["del-port", "g-n1"]);
+    assert!(!ok && err.contains("no port named 'g-n1'"), "{err}");
+    let e1 = s1.stop();
+    s2.stop();
+    assert!(
+        e1.contains("dropped no_such_port: "),
+        "rules to the removed port count their drops: {e1}"
+    );
 }

@@ -89,3 +89,24 @@ fn flow_changes_revalidate() {
     );
     drop((s1.stop(), s2.stop()));
 }
+
+/// Isolation on the kernel datapath: a VNI no rule accepts, and an outer
+/// source no tunnel port expects, are dropped and counted; nothing reaches
+/// the tenant.
+#[test]
+fn wrong_vni_is_dropped_and_counted() {
+    wrong_vni(Datapath::Kernel);
+}
+
+#[test]
+fn unknown_remote_is_dropped_and_counted() {
+    unknown_remote(Datapath::Kernel);
+}
+
+/// Malformed underlay packets (short, options overrunning, an unknown
+/// critical option, no inner frame, garbage) and odd tenant frames on the
+/// kernel datapath: each dropped with its reason, forwarding goes on.
+#[test]
+fn malformed_packets_are_dropped_and_counted() {
+    malformed_packets(Datapath::Kernel);
+}

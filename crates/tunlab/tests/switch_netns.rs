@@ -257,78 +257,12 @@ fn geneve_ipv6_underlay() {
 
 #[test]
 fn wrong_vni_is_dropped_and_counted() {
-    let l = lab();
-    // n2 accepts only VNI 7; n1 sends 6.
-    let (s1, s2) = start_pair(
-        &l,
-        &node_config(
-            "n1",
-            l.ta.name(),
-            "192.168.7.1",
-            "geneve",
-            "172.31.0.1",
-            "172.31.0.2",
-            6,
-            6,
-        ),
-        &node_config(
-            "n2",
-            l.tb.name(),
-            "192.168.7.2",
-            "geneve",
-            "172.31.0.2",
-            "172.31.0.1",
-            7,
-            7,
-        ),
-    );
-    assert!(!udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 4));
-    let _ = s1.stop();
-    let e2 = s2.stop();
-    assert!(e2.contains("dropped no_rule: "), "{e2}");
-    // Nothing reached the tenant (it may send its own neighbour discovery).
-    assert!(
-        e2.contains("port 1 tap-n2 (tap): rx ") && e2.contains(", tx 0 pkts 0 bytes"),
-        "{e2}"
-    );
+    wrong_vni(Datapath::Userspace);
 }
 
-/// A packet from an outer source that no tunnel port expects is dropped
-/// and counted, whatever its VNI: n2 expects its peer at 172.31.0.9.
 #[test]
 fn unknown_remote_is_dropped_and_counted() {
-    let l = lab();
-    let (s1, s2) = start_pair(
-        &l,
-        &node_config(
-            "n1",
-            l.ta.name(),
-            "192.168.7.1",
-            "vxlan",
-            "172.31.0.1",
-            "172.31.0.2",
-            6,
-            6,
-        ),
-        &node_config(
-            "n2",
-            l.tb.name(),
-            "192.168.7.2",
-            "vxlan",
-            "172.31.0.2",
-            "172.31.0.9",
-            6,
-            6,
-        ),
-    );
-    assert!(!udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 4));
-    let _ = s1.stop();
-    let e2 = s2.stop();
-    assert!(e2.contains("dropped unknown_remote: "), "{e2}");
-    assert!(
-        e2.contains("port 1 tap-n2 (tap): rx ") && e2.contains(", tx 0 pkts 0 bytes"),
-        "{e2}"
-    );
+    unknown_remote(Datapath::Userspace);
 }
 
 #[test]
@@ -1292,77 +1226,9 @@ fn multi_queue_taps_spread_flows() {
     s2.stop();
 }
 
-/// Malformed packets from the underlay and from a tenant are dropped and
-/// counted, and the switch carries on forwarding everything else.
 #[test]
 fn malformed_packets_are_dropped_and_counted() {
-    let l = lab();
-    let (s1, s2) = start_pair(
-        &l,
-        &node_config(
-            "n1",
-            l.ta.name(),
-            "192.168.7.1",
-            "geneve",
-            "172.31.0.1",
-            "172.31.0.2",
-            6,
-            6,
-        ),
-        &node_config(
-            "n2",
-            l.tb.name(),
-            "192.168.7.2",
-            "geneve",
-            "172.31.0.2",
-            "172.31.0.1",
-            6,
-            6,
-        ),
-    );
-    // From n1's known peer address, to its Geneve port.
-    in_ns(l.hv2.name(), || {
-        let s = UdpSocket::bind("172.31.0.2:0").unwrap();
-        let bad: [&[u8]; 5] = [
-            &[0x01, 0x02, 0x03],                // shorter than the header
-            &[0x3f, 0, 0x65, 0x58, 0, 0, 6, 0], // 252 bytes of options, none there
-            &[0x01, 0x40, 0x65, 0x58, 0, 0, 6, 0, 0xff, 0xff, 0x80, 0], // unknown critical option
-            &[0x00, 0x00, 0x65, 0x58, 0, 0, 6, 0], // no inner frame at all
-            &[0xa5; 200],
-        ];
-        for b in bad {
-            s.send_to(b, "172.31.0.1:6081").unwrap();
-        }
-    })
-    .join()
-    .unwrap();
-    // From the tenant: frames its kernel would never send, through a
-    // packet socket on its TAP.
-    in_ns(l.ta.name(), || {
-        let p = tunlab_netio::PacketSocket::open("tap-n1").unwrap();
-        let mut ipv4_lies = vec![0xffu8; 12];
-        ipv4_lies.extend_from_slice(&[0x08, 0x00, 0x4f, 0, 0xff, 0xff, 0, 0]);
-        for f in [&[0u8; 14][..], &ipv4_lies[..], &[0x86, 0xdd][..]] {
-            let _ = p.send(f);
-        }
-    })
-    .join()
-    .unwrap();
-    traffic_both_ways(&l, "geneve after malformed packets");
-    let e1 = s1.stop();
-    s2.stop();
-    // The 0xa5 bytes read as Geneve with an unknown critical option (type
-    // 0xa5 has the critical bit): that error is the one counted for it.
-    assert!(e1.contains("dropped unknown_critical_option: 2"), "{e1}");
-    assert!(e1.contains("dropped malformed_tunnel_header: 2"), "{e1}");
-    // The header with no frame behind it (the kernel itself refuses to
-    // send the tenant's 2-byte runt; the other two tenant frames are
-    // well-formed Ethernet, whatever they claim inside, and are switched).
-    assert!(e1.contains("dropped short_frame: 1"), "{e1}");
-    assert!(
-        e1.contains("tx errors 0"),
-        "nothing malformed reached a device: {e1}"
-    );
+    malformed_packets(Datapath::Userspace);
 }
 
 /// A tenant TAP that already exists (created by someone else, persistent,

@@ -16,6 +16,8 @@ pub static CASE: AtomicUsize = AtomicUsize::new(0);
 /// (counters) is returned by [`Switch::stop`].
 pub struct Switch {
     child: Option<Child>,
+    /// Its control socket, which it serves once every port is open.
+    ctl: std::path::PathBuf,
 }
 
 impl Switch {
@@ -23,10 +25,17 @@ impl Switch {
         let path = dir.join(format!("{name}.toml"));
         // Each switch gets its own control socket, so parallel tests never
         // share /run/tunlab/NAME.ctl.
-        let config = if config.contains("control_socket") {
+        let given = config.lines().find_map(|l| {
+            l.strip_prefix("control_socket = ")
+                .map(|v| std::path::PathBuf::from(v.trim().trim_matches('"')))
+        });
+        let ctl = given
+            .clone()
+            .unwrap_or_else(|| dir.join(format!("{name}.ctl")));
+        let config = if given.is_some() {
             config.to_string()
         } else {
-            with_ctl(config, &dir.join(format!("{name}.ctl")))
+            with_ctl(config, &ctl)
         };
         std::fs::write(&path, config).unwrap();
         let child = Command::new("ip")
@@ -43,7 +52,17 @@ impl Switch {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn tunlab switch");
-        Switch { child: Some(child) }
+        Switch {
+            child: Some(child),
+            ctl,
+        }
+    }
+
+    /// Wait until the node has opened every port (it then serves its
+    /// control socket): a kernel-datapath node's tenant veth is up before
+    /// its tunnel sockets are bound.
+    pub fn wait_ready(&self) {
+        wait_for_ctl(&self.ctl);
     }
 
     pub fn stop(mut self) -> String {
@@ -399,6 +418,8 @@ pub fn start_pair(l: &Lab, n1: &str, n2: &str) -> (Switch, Switch) {
     let s2 = Switch::start(l.hv2.name(), n2, &l.dir, "n2");
     wait_for_tap(&l.ta, "tap-n1");
     wait_for_tap(&l.tb, "tap-n2");
+    s1.wait_ready();
+    s2.wait_ready();
     (s1, s2)
 }
 
@@ -631,8 +652,6 @@ pub fn ports_at_run_time(dp: Datapath) {
             &c2,
         ),
     );
-    wait_for_ctl(&c1);
-    wait_for_ctl(&c2);
     let (ok, _, err) = ctl(&c1, &["add-port", "x ofport=10 type=tap"]);
     assert!(
         !ok && err.contains("clashes with port 't-n1' (ofport 10)"),
@@ -718,5 +737,211 @@ pub fn ports_at_run_time(dp: Datapath) {
     assert!(
         e1.contains("dropped no_such_port: "),
         "rules to the removed port count their drops: {e1}"
+    );
+}
+
+/// Frames a tenant's device has received (its kernel's counter).
+pub fn tenant_rx(ns: &Netns, dev: &str) -> u64 {
+    netns::run(&[
+        "ip",
+        "netns",
+        "exec",
+        ns.name(),
+        "cat",
+        &format!("/sys/class/net/{dev}/statistics/rx_packets"),
+    ])
+    .expect("the tenant's rx counter")
+    .trim()
+    .parse()
+    .expect("a number")
+}
+
+/// A `dropped REASON: N` line of a node's counters (0 if absent).
+pub fn dropped(stats: &str, reason: &str) -> u64 {
+    counter(stats, &format!("dropped {reason}"))
+}
+
+/// A packet with a VNI no rule accepts is dropped and counted, and
+/// nothing reaches the tenant (on the kernel datapath the slow path's drop
+/// is cached and the kernel drops the rest).
+pub fn wrong_vni(dp: Datapath) {
+    let l = lab();
+    // n2 accepts only VNI 7; n1 sends 6.
+    let (s1, s2) = start_pair(
+        &l,
+        &dp.config(
+            &l.hv1,
+            node_config(
+                "n1",
+                l.ta.name(),
+                "192.168.7.1",
+                "geneve",
+                "172.31.0.1",
+                "172.31.0.2",
+                6,
+                6,
+            ),
+        ),
+        &dp.config(
+            &l.hv2,
+            node_config(
+                "n2",
+                l.tb.name(),
+                "192.168.7.2",
+                "geneve",
+                "172.31.0.2",
+                "172.31.0.1",
+                7,
+                7,
+            ),
+        ),
+    );
+    assert!(!udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 4));
+    let rx = tenant_rx(&l.tb, "tap-n2");
+    let _ = s1.stop();
+    let e2 = s2.stop();
+    assert!(e2.contains("dropped no_rule: "), "{e2}");
+    assert_eq!(rx, 0, "the tenant received frames: {e2}");
+    if dp.on_kernel() {
+        assert!(counter(&e2, "kernel_drop_action") > 0, "{e2}");
+    }
+    // Nothing reached the tenant (it may send its own neighbour discovery).
+    assert!(
+        e2.contains("port 1 tap-n2 (tap): rx ") && e2.contains(", tx 0 pkts 0 bytes"),
+        "{e2}"
+    );
+}
+
+/// A packet from an outer source that no tunnel port expects is dropped
+/// and counted, whatever its VNI: n2 expects its peer at 172.31.0.9.
+pub fn unknown_remote(dp: Datapath) {
+    let l = lab();
+    let (s1, s2) = start_pair(
+        &l,
+        &dp.config(
+            &l.hv1,
+            node_config(
+                "n1",
+                l.ta.name(),
+                "192.168.7.1",
+                "vxlan",
+                "172.31.0.1",
+                "172.31.0.2",
+                6,
+                6,
+            ),
+        ),
+        &dp.config(
+            &l.hv2,
+            node_config(
+                "n2",
+                l.tb.name(),
+                "192.168.7.2",
+                "vxlan",
+                "172.31.0.2",
+                "172.31.0.9",
+                6,
+                6,
+            ),
+        ),
+    );
+    assert!(!udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 4));
+    let rx = tenant_rx(&l.tb, "tap-n2");
+    let _ = s1.stop();
+    let e2 = s2.stop();
+    assert!(e2.contains("dropped unknown_remote: "), "{e2}");
+    assert_eq!(rx, 0, "the tenant received frames: {e2}");
+    if dp.on_kernel() {
+        // The kernel does not decapsulate for a remote it does not know:
+        // the slow path sees the packet and drops it.
+        assert!(counter(&e2, "kernel_slow_unknown_remote") > 0, "{e2}");
+    }
+    assert!(
+        e2.contains("port 1 tap-n2 (tap): rx ") && e2.contains(", tx 0 pkts 0 bytes"),
+        "{e2}"
+    );
+}
+
+/// Malformed packets from the underlay and from a tenant are dropped and
+/// counted, and the switch carries on forwarding everything else.
+pub fn malformed_packets(dp: Datapath) {
+    let l = lab();
+    let (s1, s2) = start_pair(
+        &l,
+        &dp.config(
+            &l.hv1,
+            node_config(
+                "n1",
+                l.ta.name(),
+                "192.168.7.1",
+                "geneve",
+                "172.31.0.1",
+                "172.31.0.2",
+                6,
+                6,
+            ),
+        ),
+        &dp.config(
+            &l.hv2,
+            node_config(
+                "n2",
+                l.tb.name(),
+                "192.168.7.2",
+                "geneve",
+                "172.31.0.2",
+                "172.31.0.1",
+                6,
+                6,
+            ),
+        ),
+    );
+    // From n1's known peer address, to its Geneve port.
+    in_ns(l.hv2.name(), || {
+        let s = UdpSocket::bind("172.31.0.2:0").unwrap();
+        let bad: [&[u8]; 5] = [
+            &[0x01, 0x02, 0x03],                // shorter than the header
+            &[0x3f, 0, 0x65, 0x58, 0, 0, 6, 0], // 252 bytes of options, none there
+            &[0x01, 0x40, 0x65, 0x58, 0, 0, 6, 0, 0xff, 0xff, 0x80, 0], // unknown critical option
+            &[0x00, 0x00, 0x65, 0x58, 0, 0, 6, 0], // no inner frame at all
+            &[0xa5; 200],
+        ];
+        for b in bad {
+            s.send_to(b, "172.31.0.1:6081").unwrap();
+        }
+    })
+    .join()
+    .unwrap();
+    // From the tenant: frames its kernel would never send, through a
+    // packet socket on its TAP.
+    in_ns(l.ta.name(), || {
+        let p = tunlab_netio::PacketSocket::open("tap-n1").unwrap();
+        let mut ipv4_lies = vec![0xffu8; 12];
+        ipv4_lies.extend_from_slice(&[0x08, 0x00, 0x4f, 0, 0xff, 0xff, 0, 0]);
+        for f in [&[0u8; 14][..], &ipv4_lies[..], &[0x86, 0xdd][..]] {
+            let _ = p.send(f);
+        }
+    })
+    .join()
+    .unwrap();
+    traffic_both_ways(&l, "geneve after malformed packets");
+    let e1 = s1.stop();
+    s2.stop();
+    // The 0xa5 bytes read as Geneve with an unknown critical option (type
+    // 0xa5 has the critical bit): that error is the one counted for it.
+    // The kernel datapath drops what it recognises as such itself.
+    assert_eq!(
+        dropped(&e1, "unknown_critical_option")
+            + counter(&e1, "kernel_drop_unknown_critical_option"),
+        2,
+        "{e1}"
+    );
+    assert_eq!(dropped(&e1, "malformed_tunnel_header"), 2, "{e1}");
+    // The header with no frame behind it (the kernel itself refuses to
+    // send the tenant's 2-byte runt; the other two tenant frames are
+    // well-formed Ethernet, whatever they claim inside, and are switched).
+    assert!(e1.contains("dropped short_frame: 1"), "{e1}");
+    assert!(
+        e1.contains("tx errors 0"),
+        "nothing malformed reached a device: {e1}"
     );
 }

@@ -35,3 +35,9 @@ fn gen_parse_corpus_still_passes() {
 fn gen_receive_corpus_still_passes() {
     replay("gen_receive", tunlab_gen::fuzz_receive);
 }
+
+/// What comes up from a tenant or upcall TAP (virtio-net header + frame).
+#[test]
+fn upcall_corpus_still_passes() {
+    replay("upcall", tunlab_switch::userspace::fuzz_upcall);
+}

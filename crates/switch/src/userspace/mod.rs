@@ -25,7 +25,7 @@ mod stt;
 mod tap;
 mod udp;
 
-pub use tap::{open_tap, tenant_tap_options};
+pub use tap::{from_tap, fuzz_upcall, open_tap, tenant_tap_options};
 
 use crate::config::{Config, FromFlow, Port, PortKind, PortMap, TunnelPort};
 use crate::port::{remote_and_key, StartError};
@@ -50,7 +50,7 @@ use udp::{GSO_BATCH, GSO_HDR_ROOM};
 /// A TCP super-frame travelling through the node: its segment size, and
 /// whether its TCP checksum is partial (a tenant's, pseudo-header sum
 /// only) or complete (joined here from checked segments).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gso {
     pub mss: u16,
     pub partial: bool,

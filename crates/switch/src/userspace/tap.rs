@@ -44,50 +44,26 @@ impl Node {
             if let Some(c) = self.ports[pi].queue_rx.get_mut(q) {
                 *c += 1;
             }
-            let vh = match virtio_net::Header::new_checked(&buf[at..at + len]) {
-                Ok(h) => virtio_net::Repr::parse(&h),
-                Err(_) => {
-                    self.drop("short_frame");
-                    self.frame = PacketBuf::new(buf, HEADROOM);
-                    continue;
-                }
-            };
+            let gso = from_tap(&mut buf[at..at + len]);
             // `recv` wrote `len` bytes from `at`, and `len` covers the
             // virtio-net header, so the frame's range is within `buf`.
-            let Some(mut frame) = PacketBuf::with_range(buf, HEADROOM, at + len) else {
-                self.drop("short_frame");
-                self.frame = PacketBuf::new(vec![0u8; HEADROOM + FRAME_MAX + 64], HEADROOM);
-                continue;
+            let (gso, mut frame) = match (gso, PacketBuf::with_range(buf, HEADROOM, at + len)) {
+                (Ok(gso), Some(frame)) => (gso, frame),
+                (Err(why), Some(frame)) => {
+                    self.drop(why);
+                    self.frame = frame;
+                    continue;
+                }
+                (_, None) => {
+                    self.drop("short_frame");
+                    self.frame = PacketBuf::new(vec![0u8; HEADROOM + FRAME_MAX + 64], HEADROOM);
+                    continue;
+                }
             };
             let ofport = self.ports[pi].ofport;
             self.ports[pi].stats.rx_packets += 1;
             self.ports[pi].stats.rx_bytes += frame.len() as u64;
-            match vh.gso_type {
-                virtio_net::GsoType::TcpV4 | virtio_net::GsoType::TcpV6 => {
-                    // A super-frame: its checksum stays partial, each
-                    // segment gets its own when it is cut.
-                    let gso = Gso {
-                        mss: vh.gso_size,
-                        partial: vh.needs_csum(),
-                    };
-                    self.forward(ofport, &mut frame, false, Some(gso));
-                }
-                virtio_net::GsoType::None => {
-                    if vh.needs_csum()
-                        && !virtio_net::complete_csum(
-                            frame.data_mut(),
-                            vh.csum_start as usize,
-                            vh.csum_offset as usize,
-                        )
-                    {
-                        self.drop("bad_csum_offsets");
-                    } else {
-                        self.forward(ofport, &mut frame, false, None);
-                    }
-                }
-                // UDP segmentation was not offered to the TAP.
-                _ => self.drop("unexpected_gso"),
-            }
+            self.forward(ofport, &mut frame, false, gso);
             self.frame = frame;
         }
         Ok(n)
@@ -202,6 +178,71 @@ pub fn open_tap(
     Ok(per)
 }
 
+/// What the switch makes of bytes read from a TAP (a tenant's, or the
+/// kernel datapath's upcall TAP): the virtio-net header in front says
+/// whether the frame behind it is a TCP super-frame, which goes on whole
+/// (its checksum partial, each segment gets its own when it is cut), or
+/// carries a checksum left partial, which is completed here. An error is
+/// the drop reason.
+pub fn from_tap(buf: &mut [u8]) -> Result<Option<Gso>, &'static str> {
+    if buf.len() < VNET_HDR_LEN {
+        return Err("short_frame");
+    }
+    let vh = match virtio_net::Header::new_checked(&buf[..]) {
+        Ok(h) => virtio_net::Repr::parse(&h),
+        Err(_) => return Err("short_frame"),
+    };
+    let frame = &mut buf[VNET_HDR_LEN..];
+    match vh.gso_type {
+        virtio_net::GsoType::TcpV4 | virtio_net::GsoType::TcpV6 => Ok(Some(Gso {
+            mss: vh.gso_size,
+            partial: vh.needs_csum(),
+        })),
+        virtio_net::GsoType::None => {
+            if vh.needs_csum()
+                && !virtio_net::complete_csum(
+                    frame,
+                    vh.csum_start as usize,
+                    vh.csum_offset as usize,
+                )
+            {
+                return Err("bad_csum_offsets");
+            }
+            Ok(None)
+        }
+        // UDP segmentation was not offered to the TAP.
+        _ => Err("unexpected_gso"),
+    }
+}
+
+/// Fuzz body (`fuzz/fuzz_targets/upcall.rs`): any bytes as read from an
+/// upcall TAP go through [`from_tap`] and, when kept, the flow key
+/// extraction the slow path runs next and, for a super-frame, the cut
+/// into segments. Nothing may panic; a super-frame keeps the header's
+/// segment size.
+pub fn fuzz_upcall(data: &[u8]) {
+    let mut buf = data.to_vec();
+    let Ok(gso) = from_tap(&mut buf) else {
+        return;
+    };
+    let frame = &buf[VNET_HDR_LEN..];
+    let mut key = tunlab_dp::FlowKey::default();
+    tunlab_dp::extract(frame, 1, &mut key);
+    if let Some(g) = gso {
+        assert_eq!(
+            Some(g.mss),
+            data.get(4..6).map(|b| u16::from_le_bytes([b[0], b[1]]))
+        );
+        if let Ok(sup) = tunlab_wire::gso::TcpSuper::parse(frame, g.mss) {
+            let mut h = [0u8; tunlab_wire::gso::MAX_HDR];
+            for i in 0..sup.segments().min(64) {
+                let r = sup.segment(frame, i, &mut h);
+                assert!(r.end <= frame.len());
+            }
+        }
+    }
+}
+
 /// The virtio-net header for a frame written to a tenant TAP: a
 /// super-frame's segmentation, or a checksum left partial.
 fn tap_vnet_header(frame: &[u8], gso: Option<Gso>) -> Result<virtio_net::Repr, &'static str> {
@@ -236,4 +277,74 @@ fn tap_vnet_header(frame: &[u8], gso: Option<Gso>) -> Result<virtio_net::Repr, &
         csum_start: l.l4 as u16,
         csum_offset: 16,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A virtio-net header (12 bytes) in front of Ethernet + IPv4 + UDP
+    /// with 4 bytes of payload, the UDP checksum field holding `csum`.
+    fn udp_frame(vh: virtio_net::Repr, csum: u16) -> Vec<u8> {
+        let mut b = vec![0u8; VNET_HDR_LEN];
+        vh.emit(&mut b[..virtio_net::HEADER_LEN]);
+        b.extend_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00]);
+        let ip = tunlab_wire::ipv4::Repr {
+            src: "10.0.0.1".parse().unwrap(),
+            dst: "10.0.0.2".parse().unwrap(),
+            protocol: tunlab_wire::ipv4::IpProtocol::Udp,
+            payload_len: 12,
+            tos: 0,
+            ident: 1,
+            dont_frag: true,
+            ttl: 64,
+        };
+        let mut h = [0u8; 20];
+        ip.emit(&mut h);
+        b.extend_from_slice(&h);
+        b.extend_from_slice(&[0x13, 0x88, 0x17, 0x70, 0, 12]);
+        b.extend_from_slice(&csum.to_be_bytes());
+        b.extend_from_slice(&[1, 2, 3, 4]);
+        b
+    }
+
+    #[test]
+    fn what_comes_up_from_a_tap() {
+        use tunlab_wire::checksum;
+        let pseudo = checksum::pseudo_v4([10, 0, 0, 1], [10, 0, 0, 2], 17, 12);
+        let partial = virtio_net::Repr {
+            flags: virtio_net::F_NEEDS_CSUM,
+            csum_start: 34,
+            csum_offset: 6,
+            ..virtio_net::Repr::NONE
+        };
+        // A partial checksum is completed where the header says.
+        let mut b = udp_frame(partial, checksum::fold(pseudo));
+        assert_eq!(from_tap(&mut b).unwrap(), None);
+        let udp = tunlab_wire::udp::Packet::new_checked(&b[VNET_HDR_LEN + 34..]).unwrap();
+        assert!(udp.verify_checksum(pseudo));
+        // A TCP super-frame goes on whole with its segment size.
+        let sup = virtio_net::Repr {
+            gso_type: virtio_net::GsoType::TcpV4,
+            gso_size: 1448,
+            hdr_len: 54,
+            ..partial
+        };
+        let g = from_tap(&mut udp_frame(sup, 0)).unwrap().unwrap();
+        assert_eq!((g.mss, g.partial), (1448, true));
+        // Offsets past the frame, UDP segmentation never offered, runts.
+        let bad = virtio_net::Repr {
+            csum_start: 60,
+            ..partial
+        };
+        assert_eq!(from_tap(&mut udp_frame(bad, 0)), Err("bad_csum_offsets"));
+        let ufo = virtio_net::Repr {
+            gso_type: virtio_net::GsoType::Udp,
+            ..partial
+        };
+        assert_eq!(from_tap(&mut udp_frame(ufo, 0)), Err("unexpected_gso"));
+        for n in 0..VNET_HDR_LEN {
+            assert_eq!(from_tap(&mut vec![0u8; n]), Err("short_frame"));
+        }
+    }
 }

@@ -25,11 +25,7 @@ impl Node {
         // One raw socket for IP protocol 47 per local address,
         // shared by GRE and NVGRE ports.
         let local = SocketAddr::new(t.local_ip, 0);
-        let sock = match self
-            .socks
-            .iter()
-            .position(|s| s.local == local && s.kind == TunnelKind::Gre)
-        {
+        let sock = match self.socket_at(local, TunnelKind::Gre) {
             Some(i) => i,
             None => {
                 let under = Underlay::raw_ipv4(local4, 47)

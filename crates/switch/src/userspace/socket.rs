@@ -68,6 +68,13 @@ impl Node {
         self.socks.len() - 1
     }
 
+    /// The socket of `kind` bound to `local`, if a port opened it.
+    pub(super) fn socket_at(&self, local: SocketAddr, kind: TunnelKind) -> Option<usize> {
+        self.socks
+            .iter()
+            .position(|s| s.local == local && s.kind == kind)
+    }
+
     /// Read a batch from socket `si` and decapsulate each packet as its
     /// tunnel kind says; TCP segments joined on the way go on at the end.
     pub(super) fn drain_socket(&mut self, si: usize) -> std::io::Result<usize> {

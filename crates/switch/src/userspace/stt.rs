@@ -41,11 +41,7 @@ impl Node {
             ));
         };
         let local = SocketAddr::new(t.local_ip, t.dst_port);
-        let sock = match self
-            .socks
-            .iter()
-            .position(|s| s.local == local && s.kind == TunnelKind::Stt)
-        {
+        let sock = match self.socket_at(local, TunnelKind::Stt) {
             Some(i) => i,
             None => {
                 let under = Underlay::raw_ipv4(local4, 6)

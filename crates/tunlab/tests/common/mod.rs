@@ -763,138 +763,88 @@ pub fn dropped(stats: &str, reason: &str) -> u64 {
 
 /// A packet with a VNI no rule accepts is dropped and counted, and
 /// nothing reaches the tenant (on the kernel datapath the slow path's drop
-/// is cached and the kernel drops the rest).
+/// is cached and the kernel drops the rest): n2 accepts only VNI 7.
 pub fn wrong_vni(dp: Datapath) {
-    let l = lab();
-    // n2 accepts only VNI 7; n1 sends 6.
-    let (s1, s2) = start_pair(
-        &l,
-        &dp.config(
-            &l.hv1,
-            node_config(
-                "n1",
-                l.ta.name(),
-                "192.168.7.1",
-                "geneve",
-                "172.31.0.1",
-                "172.31.0.2",
-                6,
-                6,
-            ),
-        ),
-        &dp.config(
-            &l.hv2,
-            node_config(
-                "n2",
-                l.tb.name(),
-                "192.168.7.2",
-                "geneve",
-                "172.31.0.2",
-                "172.31.0.1",
-                7,
-                7,
-            ),
-        ),
-    );
-    assert!(!udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 4));
-    let rx = tenant_rx(&l.tb, "tap-n2");
-    let _ = s1.stop();
-    let e2 = s2.stop();
-    assert!(e2.contains("dropped no_rule: "), "{e2}");
-    assert_eq!(rx, 0, "the tenant received frames: {e2}");
-    if dp.on_kernel() {
-        assert!(counter(&e2, "kernel_drop_action") > 0, "{e2}");
-    }
-    // Nothing reached the tenant (it may send its own neighbour discovery).
-    assert!(
-        e2.contains("port 1 tap-n2 (tap): rx ") && e2.contains(", tx 0 pkts 0 bytes"),
-        "{e2}"
+    isolated(
+        dp,
+        "geneve",
+        "172.31.0.1",
+        7,
+        "no_rule",
+        "kernel_drop_action",
     );
 }
 
 /// A packet from an outer source that no tunnel port expects is dropped
-/// and counted, whatever its VNI: n2 expects its peer at 172.31.0.9.
+/// and counted, whatever its VNI: n2 expects its peer at 172.31.0.9. The
+/// kernel datapath does not decapsulate for a remote it does not know: the
+/// slow path sees the packet and drops it.
 pub fn unknown_remote(dp: Datapath) {
-    let l = lab();
-    let (s1, s2) = start_pair(
-        &l,
-        &dp.config(
-            &l.hv1,
-            node_config(
-                "n1",
-                l.ta.name(),
-                "192.168.7.1",
-                "vxlan",
-                "172.31.0.1",
-                "172.31.0.2",
-                6,
-                6,
-            ),
-        ),
-        &dp.config(
-            &l.hv2,
-            node_config(
-                "n2",
-                l.tb.name(),
-                "192.168.7.2",
-                "vxlan",
-                "172.31.0.2",
-                "172.31.0.9",
-                6,
-                6,
-            ),
-        ),
+    isolated(
+        dp,
+        "vxlan",
+        "172.31.0.9",
+        6,
+        "unknown_remote",
+        "kernel_slow_unknown_remote",
     );
+}
+
+/// n1 sends to n2 over `kind` with VNI 6; n2 expects its peer at
+/// `n2_remote` and accepts VNI `n2_vni`. Every packet is dropped at n2
+/// with `reason` counted (on the kernel datapath also `kernel_counter`),
+/// and nothing reaches n2's tenant.
+fn isolated(
+    dp: Datapath,
+    kind: &str,
+    n2_remote: &str,
+    n2_vni: u32,
+    reason: &str,
+    kernel_counter: &str,
+) {
+    let l = lab();
+    let n1 = node_config(
+        "n1",
+        l.ta.name(),
+        "192.168.7.1",
+        kind,
+        "172.31.0.1",
+        "172.31.0.2",
+        6,
+        6,
+    );
+    let n2 = node_config(
+        "n2",
+        l.tb.name(),
+        "192.168.7.2",
+        kind,
+        "172.31.0.2",
+        n2_remote,
+        n2_vni,
+        n2_vni,
+    );
+    let (s1, s2) = start_pair(&l, &dp.config(&l.hv1, n1), &dp.config(&l.hv2, n2));
     assert!(!udp_echo(&l.ta, &l.tb, "192.168.7.2", 1, 4));
     let rx = tenant_rx(&l.tb, "tap-n2");
     let _ = s1.stop();
     let e2 = s2.stop();
-    assert!(e2.contains("dropped unknown_remote: "), "{e2}");
+    assert!(dropped(&e2, reason) > 0, "{e2}");
     assert_eq!(rx, 0, "the tenant received frames: {e2}");
-    if dp.on_kernel() {
-        // The kernel does not decapsulate for a remote it does not know:
-        // the slow path sees the packet and drops it.
-        assert!(counter(&e2, "kernel_slow_unknown_remote") > 0, "{e2}");
-    }
     assert!(
         e2.contains("port 1 tap-n2 (tap): rx ") && e2.contains(", tx 0 pkts 0 bytes"),
         "{e2}"
     );
+    if dp.on_kernel() {
+        assert!(counter(&e2, kernel_counter) > 0, "{e2}");
+    }
 }
 
 /// Malformed packets from the underlay and from a tenant are dropped and
 /// counted, and the switch carries on forwarding everything else.
 pub fn malformed_packets(dp: Datapath) {
     let l = lab();
-    let (s1, s2) = start_pair(
-        &l,
-        &dp.config(
-            &l.hv1,
-            node_config(
-                "n1",
-                l.ta.name(),
-                "192.168.7.1",
-                "geneve",
-                "172.31.0.1",
-                "172.31.0.2",
-                6,
-                6,
-            ),
-        ),
-        &dp.config(
-            &l.hv2,
-            node_config(
-                "n2",
-                l.tb.name(),
-                "192.168.7.2",
-                "geneve",
-                "172.31.0.2",
-                "172.31.0.1",
-                6,
-                6,
-            ),
-        ),
-    );
+    let (n1, n2) = pair_configs(&l, "geneve");
+    let (s1, s2) = start_pair(&l, &dp.config(&l.hv1, n1), &dp.config(&l.hv2, n2));
     // From n1's known peer address, to its Geneve port.
     in_ns(l.hv2.name(), || {
         let s = UdpSocket::bind("172.31.0.2:0").unwrap();

@@ -58,6 +58,11 @@ pub struct Kernel {
     /// QinQ ports: the port's name, its underlay device and upcall TAP.
     qinqs: Vec<VethPort>,
     targets: HashMap<u32, Target>,
+    /// Each kernel tunnel port's decapsulation entry, in the order they
+    /// were added: one entry per (protocol, family, UDP port) fits in the
+    /// kernel's map, the last added port's; another port on the same key
+    /// takes the slow path until that one goes.
+    decaps: Vec<(u32, TunnelKey, TunnelPortEntry)>,
     /// The megaflow mask of the current generation.
     mask: FlowKey,
     /// False while any rule uses `normal` (its outputs depend on learned
@@ -132,6 +137,7 @@ impl Kernel {
             veths: Vec::new(),
             qinqs: Vec::new(),
             targets: HashMap::new(),
+            decaps: Vec::new(),
             mask: FlowKey::default(),
             cacheable: true,
             installed: 0,
@@ -328,17 +334,16 @@ impl Kernel {
             _ => (17, t.dst_port),
         };
         let family = if t.local_ip.is_ipv4() { 4 } else { 6 };
+        let key = TunnelKey {
+            proto,
+            family,
+            dport,
+        };
         self.dp
-            .add_tunnel(
-                TunnelKey {
-                    proto,
-                    family,
-                    dport,
-                },
-                e,
-            )
+            .add_tunnel(key, e)
             .and_then(|_| self.dp.attach_underlay(&dev))
             .map_err(|e| perr(e.to_string()))?;
+        self.decaps.push((p.ofport, key, e));
         self.targets.insert(
             p.ofport,
             Target::Tunnel {
@@ -374,21 +379,18 @@ impl Kernel {
                 let _ = ip(&v.name, &["link", "del", &v.name]);
             }
         }
-        if let Some(Port {
-            kind: PortKind::Tunnel(t),
-            ..
-        }) = cfg
-        {
-            let (proto, dport) = match t.kind {
-                TunnelKind::Gre | TunnelKind::Nvgre => (47, 0),
-                _ => (17, t.dst_port),
-            };
-            let family = if t.local_ip.is_ipv4() { 4 } else { 6 };
-            self.dp.remove_tunnel(TunnelKey {
-                proto,
-                family,
-                dport,
-            });
+        // A tunnel port's decapsulation entry goes; another port on the
+        // same key (the latest added) takes it over.
+        if let Some(i) = self.decaps.iter().position(|(o, _, _)| *o == ofport) {
+            let (_, key, _) = self.decaps.remove(i);
+            match self.decaps.iter().rev().find(|(_, k, _)| *k == key) {
+                Some((_, _, other)) => {
+                    if self.dp.add_tunnel(key, *other).is_err() {
+                        self.dp.remove_tunnel(key);
+                    }
+                }
+                None => self.dp.remove_tunnel(key),
+            }
         }
     }
 

@@ -110,3 +110,40 @@ fn unknown_remote_is_dropped_and_counted() {
 fn malformed_packets_are_dropped_and_counted() {
     malformed_packets(Datapath::Kernel);
 }
+
+/// Two VXLAN ports on one UDP port: the kernel's map holds one entry per
+/// (protocol, family, port), the last added port's, so while the second
+/// port (another remote) is there the first one's packets take the slow
+/// path (delivered, counted); once it is removed the first port's entry
+/// is back and the kernel decapsulates its traffic again.
+#[test]
+fn tunnel_ports_sharing_a_udp_port() {
+    let l = lab();
+    let (n1, n2) = pair_configs(&l, "vxlan");
+    let dp = Datapath::Kernel;
+    let (s1, s2) = start_pair(&l, &dp.config(&l.hv1, n1), &dp.config(&l.hv2, n2));
+    let c1 = l.dir.join("n1.ctl");
+    assert!(udp_echo(&l.ta, &l.tb, "192.168.7.2", 5, 6));
+    let x = "x-n1 ofport=12 type=vxlan local_ip=172.31.0.1 remote_ip=172.31.0.9 key=6";
+    let (ok, _, err) = ctl(&c1, &["add-port", x]);
+    assert!(ok, "{err}");
+    let slow0 = counter(&node_stats(&l.dir, "n1"), "kernel_slow_unknown_remote");
+    assert!(
+        udp_echo(&l.ta, &l.tb, "192.168.7.2", 5, 6),
+        "shared: slower, still right"
+    );
+    let st = node_stats(&l.dir, "n1");
+    assert!(
+        counter(&st, "kernel_slow_unknown_remote") >= slow0 + 5,
+        "{st}"
+    );
+    let (ok, _, err) = ctl(&c1, &["del-port", "x-n1"]);
+    assert!(ok, "{err}");
+    let decap0 = counter(&node_stats(&l.dir, "n1"), "kernel_decap");
+    assert!(udp_echo(&l.ta, &l.tb, "192.168.7.2", 10, 6));
+    // The first reply misses (a new generation) and is the slow path's.
+    let st = node_stats(&l.dir, "n1");
+    assert!(counter(&st, "kernel_decap") >= decap0 + 8, "{st}");
+    s1.stop();
+    s2.stop();
+}

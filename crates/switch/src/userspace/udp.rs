@@ -232,18 +232,24 @@ impl Node {
                 return;
             }
         }
-        let mut th = [0u8; 8 + geneve::MAX_OPTIONS_LEN];
+        // The tunnel header is written in place in the queued datagram.
         let vni = Vni::from_masked(key as u32);
-        let Ok(n) = tunnel::udp_tunnel_header(cfg.kind, vni, opts.as_bytes(), &mut th) else {
-            self.ports[pi].stats.tx_errors += 1;
-            return;
-        };
         let from = source_index(frame.data(), self.socks[sock].srcs.len());
-        let buf = self.socks[sock].queue(remote, cfg.dst_port, from);
-        buf.extend_from_slice(&th[..n]);
-        buf.extend_from_slice(frame.data());
-        self.ports[pi].stats.tx_packets += 1;
-        self.ports[pi].stats.tx_bytes += frame.len() as u64;
+        let s = &mut self.socks[sock];
+        let buf = s.queue(remote, cfg.dst_port, from);
+        buf.resize(8 + opts.len(), 0);
+        match tunnel::udp_tunnel_header(cfg.kind, vni, opts.as_bytes(), buf) {
+            Ok(n) => {
+                buf.truncate(n);
+                buf.extend_from_slice(frame.data());
+                self.ports[pi].stats.tx_packets += 1;
+                self.ports[pi].stats.tx_bytes += frame.len() as u64;
+            }
+            Err(_) => {
+                s.tx_used -= 1;
+                self.ports[pi].stats.tx_errors += 1;
+            }
+        }
     }
     /// Send a super-frame through a Geneve or VXLAN port as UDP GSO sends
     /// of up to 64 datagrams each: per segment, the tunnel header, the

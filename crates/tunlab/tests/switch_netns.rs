@@ -1046,7 +1046,11 @@ fn qinq_article(kernel: bool) {
     let e1 = s1.stop();
     let e2 = s2.stop();
     assert!(e1.contains("port 1 up-n1 (qinq): rx "), "{e1}");
-    assert!(e2.contains("port 6 tap5-n2 (tap): rx "), "{e2}");
+    let tenant = if kernel { "veth" } else { "tap" };
+    assert!(
+        e2.contains(&format!("port 6 tap5-n2 ({tenant}): rx ")),
+        "{e2}"
+    );
 }
 
 /// One node of the QinQ article's VXLAN/Geneve lab: tunnel port 1 takes

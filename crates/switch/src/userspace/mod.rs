@@ -444,7 +444,19 @@ impl Node {
     pub fn ports(&self) -> impl Iterator<Item = (&str, u32, &'static str, PortStats)> {
         self.ports.iter().map(|p| {
             let kind = match &p.io {
-                Io::Tap(_) => "tap",
+                // Kernel-datapath tenants are served through their upcall
+                // TAP; they are named for what they are.
+                Io::Tap(_) => match self.port_cfgs.iter().find(|c| c.ofport == p.ofport) {
+                    Some(Port {
+                        kind: PortKind::Veth { .. },
+                        ..
+                    }) => "veth",
+                    Some(Port {
+                        kind: PortKind::System,
+                        ..
+                    }) => "system",
+                    _ => "tap",
+                },
                 Io::Qinq(_) => "qinq",
                 Io::Tunnel { cfg, .. } => cfg.kind.name(),
             };

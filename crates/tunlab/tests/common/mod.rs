@@ -486,6 +486,15 @@ impl Datapath {
     pub fn on_kernel(self) -> bool {
         self != Datapath::Userspace
     }
+
+    /// The kind `tunlab ctl` gives the tenant ports on this datapath.
+    pub fn tenant_kind(self) -> &'static str {
+        match self {
+            Datapath::Userspace => "tap",
+            Datapath::Kernel => "veth",
+            Datapath::KernelSystem => "system",
+        }
+    }
 }
 
 /// A kernel-datapath configuration whose veth ports become system ports:
@@ -706,7 +715,8 @@ pub fn ports_at_run_time(dp: Datapath) {
     );
     let (ok, show, _) = ctl(&c1, &["show"]);
     assert!(
-        ok && show.contains(" 11(g-n1): geneve") && show.contains(" 6(tap5-n1): tap"),
+        ok && show.contains(" 11(g-n1): geneve")
+            && show.contains(&format!(" 6(tap5-n1): {}", dp.tenant_kind())),
         "{show}"
     );
     if dp.on_kernel() {
@@ -831,7 +841,8 @@ fn isolated(
     assert!(dropped(&e2, reason) > 0, "{e2}");
     assert_eq!(rx, 0, "the tenant received frames: {e2}");
     assert!(
-        e2.contains("port 1 tap-n2 (tap): rx ") && e2.contains(", tx 0 pkts 0 bytes"),
+        e2.contains(&format!("port 1 tap-n2 ({}): rx ", dp.tenant_kind()))
+            && e2.contains(", tx 0 pkts 0 bytes"),
         "{e2}"
     );
     if dp.on_kernel() {

@@ -261,14 +261,16 @@ impl tunlab_dp::PortNames for PortMap {
     }
 }
 
+impl PortMap {
+    /// The names and numbers of these ports.
+    pub fn of(ports: &[Port]) -> PortMap {
+        PortMap(ports.iter().map(|p| (p.name.clone(), p.ofport)).collect())
+    }
+}
+
 impl Config {
     pub fn port_map(&self) -> PortMap {
-        PortMap(
-            self.ports
-                .iter()
-                .map(|p| (p.name.clone(), p.ofport))
-                .collect(),
-        )
+        PortMap::of(&self.ports)
     }
 }
 

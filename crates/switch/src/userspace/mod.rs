@@ -381,12 +381,7 @@ impl Node {
 
     /// Names and numbers of the ports, for flow rules that name ports.
     pub fn port_map(&self) -> PortMap {
-        PortMap(
-            self.ports
-                .iter()
-                .map(|p| (p.name.clone(), p.ofport))
-                .collect(),
-        )
+        PortMap::of(&self.port_cfgs)
     }
 
     /// Nanoseconds since start: the datapath's notion of time.

@@ -4,7 +4,7 @@
 
 use crate::LabError;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+
 use tunlab_netio::netns::{self, Netns};
 
 /// The prefix of every namespace the lab creates (`tunlab bench --cleanup`
@@ -61,22 +61,6 @@ impl Host {
                     args.join(" ")
                 ))
             })
-    }
-
-    /// Wait until `ip link show DEV` succeeds on this host (a TAP the switch
-    /// moves here appears a little after the switch starts).
-    pub fn wait_for_link(&self, dev: &str, timeout: Duration) -> Result<(), LabError> {
-        let end = Instant::now() + timeout;
-        while Instant::now() < end {
-            if self.ip(&["link", "show", dev]).is_ok() {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Err(LabError::Setup(format!(
-            "{}: {dev} did not appear within {timeout:?}",
-            self.role
-        )))
     }
 }
 

@@ -11,6 +11,7 @@
 //! ```
 
 use crate::host::Host;
+use crate::variant::ctl_path;
 use crate::LabError;
 use std::path::Path;
 use std::process::Child;
@@ -46,7 +47,7 @@ fn config(tenant_ns: &str) -> String {
     format!(
         r#"[switch]
 name = "pvp"
-control_socket = "/run/tunlab/lab-{pid}-pvp.ctl"
+control_socket = "{ctl}"
 underlay_mtu = 9000
 tlv_map = ["{{class=0x0102,type=0x80,len=4}}->tun_metadata0"]
 flows = [
@@ -70,7 +71,7 @@ netns = "{tenant_ns}"
 address = "192.168.2.181/24"
 mtu = 8900
 "#,
-        pid = std::process::id()
+        ctl = ctl_path("pvp")
     )
 }
 
@@ -148,7 +149,13 @@ impl Pvp {
             _node: node,
             tenant,
         };
-        pvp.tenant.wait_for_link("tap0", Duration::from_secs(10))?;
+        let switch = &mut pvp.switch;
+        crate::variant::wait_for_ctl(&ctl_path("pvp"), Duration::from_secs(20), || {
+            match switch.try_wait() {
+                Ok(Some(status)) => Some(format!("the PVP node's switch exited ({status})")),
+                _ => None,
+            }
+        })?;
         let at = Endpoint {
             ifname: "tap0".into(),
             netns: Some(pvp.tenant.name().to_string()),

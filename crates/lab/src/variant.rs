@@ -10,7 +10,7 @@ use crate::LabError;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Child;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Underlay and tenant addresses of the two sides.
 pub const UNDER: [&str; 2] = ["172.30.0.1", "172.30.0.2"];
@@ -359,8 +359,11 @@ pub fn setup(
                 r.daemons.push(child);
             }
             r.tenant_if = "tap0";
-            for t in &topo.t {
-                t.wait_for_link("tap0", Duration::from_secs(10))?;
+            // A switch serves its control socket once every port is open
+            // (the TAP moved, addressed and up; tunnel sockets bound).
+            for i in 0..2 {
+                let ctl = ctl_path(&format!("bench{}", i + 1));
+                wait_for_ctl(&ctl, Duration::from_secs(20), || r.exited())?;
             }
             // The switch runs under `ip netns exec`: its pid is the child's
             // after exec, the one whose CPU counts.
@@ -544,23 +547,56 @@ fn tunlab_config(
         ("", "tap")
     };
     format!(
-        "[switch]\nname = \"{name}\"\n{datapath}control_socket = \"/run/tunlab/lab-{pid}-{name}.ctl\"\nunderlay_mtu = {UNDERLAY_MTU}\n{workers}{tlv}\nflows = [{flows}]\n\n\
+        "[switch]\nname = \"{name}\"\n{datapath}control_socket = \"{ctl}\"\nunderlay_mtu = {UNDERLAY_MTU}\n{workers}{tlv}\nflows = [{flows}]\n\n\
          [[port]]\nname = \"up\"\nofport = 1\n{uplink}\n\n\
          [[port]]\nname = \"tap0\"\nofport = 2\ntype = \"{port_type}\"\nnetns = \"{tenant_ns}\"\naddress = \"{}/24\"\nmtu = {}\n",
         TENANT[i],
         v.tenant_mtu(),
-        pid = std::process::id(),
+        ctl = ctl_path(&name),
         workers = workers.map(|w| format!("workers = {w}\n")).unwrap_or_default()
             + &spin_us.map(|s| format!("spin_us = {s}\n")).unwrap_or_default(),
     )
 }
 
+/// Where a lab node's switch serves its control socket (per lab process,
+/// so that concurrent runs do not meet).
+pub(crate) fn ctl_path(name: &str) -> String {
+    format!("/run/tunlab/lab-{}-{name}.ctl", std::process::id())
+}
+
+/// Wait until a switch accepts on its control socket; a switch that exits
+/// first is reported with the end of its error output.
+pub(crate) fn wait_for_ctl(
+    path: &str,
+    timeout: Duration,
+    mut exited: impl FnMut() -> Option<String>,
+) -> Result<(), LabError> {
+    let end = Instant::now() + timeout;
+    loop {
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Ok(());
+        }
+        if let Some(why) = exited() {
+            return Err(LabError::Setup(why));
+        }
+        if Instant::now() >= end {
+            return Err(LabError::Setup(format!(
+                "the switch did not serve its control socket {path} within {timeout:?}"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The tenant MTU is right: a DF ping of exactly the MTU passes, both ways.
+/// Tried for up to 10 s: a ping that fails at once (no route yet) must not
+/// use up the attempts.
 fn check_mtu(v: Variant, topo: &Topology) -> Result<(), LabError> {
     let size = (v.tenant_mtu() - 28).to_string();
     for (from, to) in [(&topo.t[0], TENANT[1]), (&topo.t[1], TENANT[0])] {
+        let end = Instant::now() + Duration::from_secs(10);
         let mut ok = false;
-        for _ in 0..10 {
+        while Instant::now() < end {
             if from
                 .run(&[
                     "ping", "-q", "-c", "1", "-W", "1", "-M", "do", "-s", &size, to,
@@ -570,6 +606,7 @@ fn check_mtu(v: Variant, topo: &Topology) -> Result<(), LabError> {
                 ok = true;
                 break;
             }
+            std::thread::sleep(Duration::from_millis(100));
         }
         if !ok {
             return Err(LabError::Setup(format!(

@@ -4,7 +4,9 @@
 //!
 //! Requests: `show`, `add-port NAME KEY=VALUE...` (the keys of a
 //! `[[port]]` table), `del-port NAME`, `dump-flows`, `add-flow RULE`,
-//! `del-flows [MATCH]`, `del-flows --strict RULE-MATCH`, `stats`,
+//! `del-flows [MATCH]`, `del-flows --strict RULE-MATCH`, and over a
+//! caching datapath `dump-flows --datapath` and `del-flows --datapath`
+//! (its cached flows, as `ovs-dpctl dump-flows` / `del-flows`), `stats`,
 //! `stats --cycles` and `cycles on|off` (time per stage). A reply
 //! starts with `OK` or `ERROR` on its own line; a rejected rule or port
 //! leaves the node as it was. Served by the node's main thread, which
@@ -125,8 +127,14 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             Ok(s)
         }
         "dump-flows" if arg == "--datapath" => sw
-            .on(0, |n| match n.kernel.as_ref() {
-                Some(k) => k.dump(),
+            .on(0, |n| match n.dpif.as_ref() {
+                Some(d) => d.flow_dump(),
+                None => Err("this node runs the userspace datapath (no kernel flow cache)".into()),
+            })
+            .map_err(gone)?,
+        "del-flows" if arg == "--datapath" => sw
+            .on(0, |n| match n.dpif.as_mut() {
+                Some(d) => d.flow_flush().map(|()| String::new()),
                 None => Err("this node runs the userspace datapath (no kernel flow cache)".into()),
             })
             .map_err(gone)?,
@@ -171,7 +179,7 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
                 .on_all(move |n| {
                     let now = n.uptime_ns();
                     let replaced = n.classifier.add(rule.clone(), now);
-                    n.kernel_changed();
+                    n.revalidate();
                     replaced
                 })
                 .map_err(gone)?;
@@ -201,7 +209,7 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             let n = sw
                 .on_all(move |n| {
                     let deleted = n.classifier.delete(table, &m, prio);
-                    n.kernel_changed();
+                    n.revalidate();
                     deleted
                 })
                 .map_err(gone)?;
@@ -261,7 +269,7 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
                 "exact-match cache: {hits} hits, {misses} misses\n"
             ));
             let kernel = sw
-                .on(0, |n| n.kernel.as_ref().map(|k| k.stats()))
+                .on(0, |n| n.dpif.as_ref().map(|d| d.stats()))
                 .map_err(gone)?;
             for (name, v) in kernel.into_iter().flatten() {
                 s.push_str(&format!("{name}: {v}\n"));
@@ -269,10 +277,10 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             Ok(s)
         }
         "" => {
-            Err("empty request (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE, del-flows [MATCH], stats [--cycles], cycles on|off)".into())
+            Err("empty request (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, del-flows [--datapath | MATCH], stats [--cycles], cycles on|off)".into())
         }
         other => Err(format!(
-            "unknown request '{other}' (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE, del-flows [MATCH], stats [--cycles], cycles on|off)"
+            "unknown request '{other}' (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, del-flows [--datapath | MATCH], stats [--cycles], cycles on|off)"
         )),
     }
 }

@@ -10,6 +10,7 @@
 //! the slow path (slower, never wrong).
 
 use crate::config::{Port, PortKind, TunnelPort};
+use crate::dpif::{Dpif, PortEnv, Upcalls};
 use crate::port::{default_tenant_mtu, geneve_options, remote_and_key, StartError};
 use crate::userspace::tenant_tap_options;
 use std::collections::HashMap;
@@ -150,7 +151,7 @@ impl Kernel {
     /// the address and MTU) and the upcall TAP through which misses reach
     /// the switch and the switch reaches the tenant. Returns the TAP,
     /// which the userspace datapath serves as port `p`.
-    pub fn add_veth_port(
+    fn add_veth_port(
         &mut self,
         p: &Port,
         offloads: bool,
@@ -197,7 +198,7 @@ impl Kernel {
     /// container's veth) as to a veth port's: its frames are switched on
     /// its ingress, frames for it leave through it, and misses reach the
     /// switch through an upcall TAP. The device itself is left alone.
-    pub fn add_system_port(&mut self, p: &Port, offloads: bool) -> Result<Vec<Tap>, StartError> {
+    fn add_system_port(&mut self, p: &Port, offloads: bool) -> Result<Vec<Tap>, StartError> {
         let mtu = mtu_of(&p.name, &p.name)?.to_string();
         self.attach_tenant(p, &mtu, offloads, false)
     }
@@ -245,7 +246,7 @@ impl Kernel {
     /// through an upcall TAP (no virtio-net header: frames as the packet
     /// socket would give them, the S-tag in place), which the userspace
     /// datapath serves instead of a packet socket.
-    pub fn add_qinq_port(&mut self, p: &Port) -> Result<Vec<Tap>, StartError> {
+    fn add_qinq_port(&mut self, p: &Port) -> Result<Vec<Tap>, StartError> {
         let PortKind::QinQ { underlay } = &p.kind else {
             return Err(StartError::Port {
                 port: p.name.clone(),
@@ -286,7 +287,7 @@ impl Kernel {
     /// A tunnel port the kernel datapath serves (Geneve, VXLAN, GRE,
     /// NVGRE with a fixed local address): decapsulate for it on the
     /// underlay device holding that address. Others stay in user space.
-    pub fn add_tunnel_port(&mut self, p: &Port) -> Result<(), StartError> {
+    fn add_tunnel_port(&mut self, p: &Port) -> Result<(), StartError> {
         let PortKind::Tunnel(t) = &p.kind else {
             return Ok(());
         };
@@ -356,7 +357,7 @@ impl Kernel {
     }
 
     /// A port leaves: its programs, map entries and devices go.
-    pub fn remove_port(&mut self, ofport: u32, cfg: Option<&Port>) {
+    fn remove_port(&mut self, ofport: u32, cfg: Option<&Port>) {
         self.targets.remove(&ofport);
         if let Some(i) = self
             .qinqs
@@ -397,7 +398,7 @@ impl Kernel {
     /// After any change to the flow table, the TLV map or the ports: the
     /// new megaflow mask (the union of every rule's, and in_port) and a
     /// new generation. Once this returns no earlier entry forwards.
-    pub fn revalidate(&mut self, c: &Classifier, tlv: &TlvMap) -> Result<(), String> {
+    fn revalidate(&mut self, c: &Classifier, tlv: &TlvMap) -> Result<(), String> {
         let mut mask = FlowKey::default();
         mask.set(f::IN_PORT, u32::MAX as u64);
         let mut cacheable = true;
@@ -422,7 +423,7 @@ impl Kernel {
     /// The slow path decided `result` for a packet with flow key `key`
     /// that arrived on a port the kernel serves: cache it if the kernel
     /// can do the same.
-    pub fn offer(&mut self, key: &FlowKey, result: Result<&[Op], DropReason>, tlv: &TlvMap) {
+    fn offer(&mut self, key: &FlowKey, result: Result<&[Op], DropReason>, tlv: &TlvMap) {
         match self.compile(key, result, tlv) {
             Ok(flow) => {
                 let mut masked = *key;
@@ -502,7 +503,7 @@ impl Kernel {
     }
 
     /// Counters of the kernel datapath, with the install counts.
-    pub fn stats(&self) -> Vec<(String, u64)> {
+    fn stats(&self) -> Vec<(String, u64)> {
         let mut out: Vec<(String, u64)> = self
             .dp
             .stats()
@@ -520,7 +521,7 @@ impl Kernel {
     }
 
     /// The flows the kernel holds (`tunlab ctl dump-flows --datapath`).
-    pub fn dump(&self) -> Result<String, String> {
+    fn dump(&self) -> Result<String, String> {
         let flows = self.dp.flows().map_err(|e| e.to_string())?;
         let mut s = String::new();
         for (k, fl) in flows {
@@ -557,6 +558,56 @@ impl Kernel {
             ));
         }
         Ok(s)
+    }
+}
+
+impl Dpif for Kernel {
+    fn kind(&self) -> &'static str {
+        "ebpf"
+    }
+
+    fn port_add(&mut self, p: &Port, env: PortEnv<'_>) -> Result<Option<Upcalls>, StartError> {
+        Ok(Some(match p.kind {
+            PortKind::Veth { .. } => Upcalls::Devices(self.add_veth_port(
+                p,
+                env.offloads,
+                env.underlay_mtu,
+                env.ports,
+            )?),
+            PortKind::System => Upcalls::Devices(self.add_system_port(p, env.offloads)?),
+            PortKind::QinQ { .. } => Upcalls::Devices(self.add_qinq_port(p)?),
+            PortKind::Tunnel(_) => {
+                self.add_tunnel_port(p)?;
+                Upcalls::Socket
+            }
+            // TAP ports are the slow path's alone: it holds their descriptor.
+            PortKind::Tap { .. } => return Ok(None),
+        }))
+    }
+
+    fn port_del(&mut self, ofport: u32, cfg: Option<&Port>) {
+        self.remove_port(ofport, cfg)
+    }
+
+    fn revalidate(&mut self, rules: &Classifier, tlv: &TlvMap) -> Result<(), String> {
+        Kernel::revalidate(self, rules, tlv)
+    }
+
+    fn flow_flush(&mut self) -> Result<(), String> {
+        // A new generation under the same mask: every entry is a miss.
+        self.dp.revalidate(&self.mask).map_err(|e| e.to_string())
+    }
+
+    fn flow_put(&mut self, key: &FlowKey, decision: Result<&[Op], DropReason>, tlv: &TlvMap) {
+        self.offer(key, decision, tlv)
+    }
+
+    fn flow_dump(&self) -> Result<String, String> {
+        self.dump()
+    }
+
+    fn stats(&self) -> Vec<(String, u64)> {
+        Kernel::stats(self)
     }
 }
 
@@ -640,16 +691,16 @@ fn destination(
 /// The kernel datapath the configuration asks for: none, the eBPF one
 /// (refusing to start, with the reason, if this kernel cannot run it), or
 /// whichever works (`auto`, which says what it chose and why).
-pub fn choose(cfg: &crate::config::Config) -> Result<Option<Kernel>, StartError> {
+pub fn choose(cfg: &crate::config::Config) -> Result<Option<Box<dyn Dpif>>, StartError> {
     use crate::config::DatapathChoice;
     match cfg.datapath {
         DatapathChoice::Userspace => Ok(None),
-        DatapathChoice::Ebpf => Kernel::load(cfg.flow_cache).map(Some),
+        DatapathChoice::Ebpf => Ok(Some(Box::new(Kernel::load(cfg.flow_cache)?))),
         DatapathChoice::Auto => {
             match Kernel::load(cfg.flow_cache) {
                 Ok(k) => {
                     eprintln!("tunlab switch {}: datapath auto: ebpf (this kernel runs tunlab's TC programs)", cfg.name);
-                    Ok(Some(k))
+                    Ok(Some(Box::new(k)))
                 }
                 Err(e) => {
                     if cfg.ports.iter().any(|p| p.kind.needs_kernel()) {

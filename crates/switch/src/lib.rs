@@ -2,6 +2,7 @@
 
 pub mod config;
 pub mod ctl;
+pub mod dpif;
 pub mod kernel;
 pub mod port;
 pub mod profile;

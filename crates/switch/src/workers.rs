@@ -16,6 +16,7 @@
 //! turn; counters are summed over them.
 
 use crate::config::{Config, Port, PortKind};
+use crate::dpif::{PortEnv, Upcalls};
 use crate::port::StartError;
 use crate::userspace::{open_tap, Node};
 use std::collections::HashMap;
@@ -77,24 +78,16 @@ impl Switch {
         // A TAP's queues must all exist before it moves to its namespace,
         // so they are opened here for every worker.
         let mut taps: Vec<HashMap<String, Vec<Tap>>> = (0..n).map(|_| HashMap::new()).collect();
-        let mut kernel = crate::kernel::choose(cfg)?;
-        if let Some(k) = kernel.as_mut() {
+        let mut dpif = crate::kernel::choose(cfg)?;
+        if let Some(d) = dpif.as_mut() {
+            let env = PortEnv {
+                offloads: cfg.offloads,
+                underlay_mtu: cfg.underlay_mtu,
+                ports: &cfg.ports,
+            };
             for p in &cfg.ports {
-                match p.kind {
-                    PortKind::Veth { .. } => {
-                        let t = k.add_veth_port(p, cfg.offloads, cfg.underlay_mtu, &cfg.ports)?;
-                        taps[0].insert(p.name.clone(), t);
-                    }
-                    PortKind::System => {
-                        let t = k.add_system_port(p, cfg.offloads)?;
-                        taps[0].insert(p.name.clone(), t);
-                    }
-                    PortKind::QinQ { .. } => {
-                        let t = k.add_qinq_port(p)?;
-                        taps[0].insert(p.name.clone(), t);
-                    }
-                    PortKind::Tunnel(_) => k.add_tunnel_port(p)?,
-                    _ => {}
+                if let Some(Upcalls::Devices(t)) = d.port_add(p, env)? {
+                    taps[0].insert(p.name.clone(), t);
                 }
             }
         }
@@ -113,8 +106,8 @@ impl Switch {
             nodes.push(Node::start_worker(cfg, i, n, t)?);
         }
         if let Some(node) = nodes.first_mut() {
-            node.kernel = kernel;
-            node.kernel_changed();
+            node.dpif = dpif;
+            node.revalidate();
         }
         let stop = Arc::new(AtomicBool::new(false));
         let failed = Arc::new(Mutex::new(None));
@@ -209,7 +202,7 @@ impl Switch {
         let (q, offloads, mtu) = (p.clone(), self.offloads, self.underlay_mtu);
         let on_kernel = self
             .on(0, move |n| {
-                n.add_kernel_port(&q, offloads, mtu)
+                n.add_datapath_port(&q, offloads, mtu)
                     .map_err(|e| e.to_string())
             })
             .map_err(|e| e.to_string())??;

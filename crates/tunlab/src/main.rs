@@ -145,7 +145,9 @@ enum Command {
     },
     /// Talk to a running switch, like ovs-vsctl / ovs-ofctl: show,
     /// add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE,
-    /// del-flows [--strict] [MATCH], stats [--cycles], cycles on|off.
+    /// del-flows [--strict] [MATCH], stats [--cycles], cycles on|off; on the
+    /// eBPF datapath dump-flows --datapath and del-flows --datapath (the
+    /// kernel's cached flows, as ovs-dpctl).
     Ctl {
         /// The node's control socket (default /run/tunlab/NODE.ctl).
         #[arg(long, conflicts_with = "node")]

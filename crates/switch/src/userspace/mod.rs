@@ -28,6 +28,7 @@ mod udp;
 pub use tap::{from_tap, fuzz_upcall, open_tap, tenant_tap_options};
 
 use crate::config::{Config, FromFlow, Port, PortKind, PortMap, TunnelPort};
+use crate::dpif::{Dpif, PortEnv, Upcalls};
 use crate::port::{remote_and_key, StartError};
 use crate::profile::{Profile, Stage};
 use crate::stats::{NodeStats, PortSnapshot, PortStats};
@@ -135,9 +136,9 @@ pub struct Node {
     stt_tso_looked: Option<Instant>,
     /// The descriptors polled each round.
     poll_set: Poller,
-    /// The kernel datapath, when this node runs one (worker 0 only): its
-    /// flow cache is filled from this node's decisions.
-    pub kernel: Option<crate::kernel::Kernel>,
+    /// The caching datapath under this slow path, when it runs over one
+    /// (worker 0 only): its flows are filled from this node's decisions.
+    pub dpif: Option<Box<dyn Dpif>>,
 }
 
 impl std::fmt::Debug for Node {
@@ -194,7 +195,7 @@ impl Node {
             stt_tso: Vec::new(),
             stt_tso_looked: None,
             poll_set: Poller::new(),
-            kernel: None,
+            dpif: None,
         };
         node.port_cfgs = cfg.ports.clone();
         for p in &cfg.ports {
@@ -268,42 +269,40 @@ impl Node {
         Ok(())
     }
 
-    /// Add a port while running on the kernel datapath: the kernel side
-    /// first (a veth port's pair, a system or QinQ port's upcall TAP and
+    /// Add a port while running over a caching datapath: its side first
+    /// (a veth port's pair, a system or QinQ port's upcall TAP and
     /// programs, a tunnel port's decapsulation), then this node's share,
     /// then a new generation. Returns false, having done nothing, when
-    /// this node has no kernel datapath.
-    pub fn add_kernel_port(
+    /// this node has no such datapath or it does not serve this kind.
+    pub fn add_datapath_port(
         &mut self,
         p: &Port,
         offloads: bool,
         underlay_mtu: u16,
     ) -> Result<bool, StartError> {
         self.check_new_port(p)?;
-        let Some(k) = self.kernel.as_mut() else {
+        let Some(d) = self.dpif.as_mut() else {
             return Ok(false);
         };
         let mut ports = self.port_cfgs.clone();
         ports.push(p.clone());
-        let taps = match &p.kind {
-            PortKind::Veth { .. } => Some(k.add_veth_port(p, offloads, underlay_mtu, &ports)?),
-            PortKind::System => Some(k.add_system_port(p, offloads)?),
-            PortKind::QinQ { .. } => Some(k.add_qinq_port(p)?),
-            PortKind::Tunnel(_) => {
-                k.add_tunnel_port(p)?;
-                None
-            }
-            // TAP ports are the userspace datapath's, with or without a
-            // kernel datapath beside it.
-            PortKind::Tap { .. } => return Ok(false),
+        let env = PortEnv {
+            offloads,
+            underlay_mtu,
+            ports: &ports,
+        };
+        let taps = match d.port_add(p, env)? {
+            Some(Upcalls::Devices(t)) => Some(t),
+            Some(Upcalls::Socket) => None,
+            None => return Ok(false),
         };
         if let Err(e) = self.add_port(p, taps) {
-            if let Some(k) = self.kernel.as_mut() {
-                k.remove_port(p.ofport, Some(p));
+            if let Some(d) = self.dpif.as_mut() {
+                d.port_del(p.ofport, Some(p));
             }
             return Err(e);
         }
-        self.kernel_changed();
+        self.revalidate();
         Ok(true)
     }
 
@@ -335,12 +334,12 @@ impl Node {
             return Err(format!("no port named '{name}'"));
         };
         let gone = self.ports.remove(pi);
-        if let Some(k) = self.kernel.as_mut() {
+        if let Some(d) = self.dpif.as_mut() {
             let cfg = self.port_cfgs.iter().find(|p| p.name == name);
-            k.remove_port(gone.ofport, cfg);
+            d.port_del(gone.ofport, cfg);
         }
         self.port_cfgs.retain(|p| p.name != name);
-        self.kernel_changed();
+        self.revalidate();
         if let Io::Tunnel { sock, .. } = gone.io {
             let shared = self
                 .ports
@@ -366,14 +365,17 @@ impl Node {
         Ok(())
     }
 
-    /// The flow table, the TLV map or the ports changed: the kernel
-    /// datapath's cache moves to a new generation before this returns.
-    pub fn kernel_changed(&mut self) {
-        if let Some(k) = self.kernel.as_mut() {
-            if let Err(e) = k.revalidate(&self.classifier, &self.tlv) {
+    /// The flow table, the TLV map or the ports changed: the caching
+    /// datapath's flows are revalidated before this returns.
+    pub fn revalidate(&mut self) {
+        if let Some(d) = self.dpif.as_mut() {
+            if let Err(e) = d.revalidate(&self.classifier, &self.tlv) {
                 // Stale entries must not forward: without a new
-                // generation the kernel path cannot be trusted.
-                eprintln!("tunlab switch: kernel datapath revalidation failed: {e}");
+                // generation the cache cannot be trusted.
+                eprintln!(
+                    "tunlab switch: {} datapath revalidation failed: {e}",
+                    d.kind()
+                );
                 *self.drops.entry("kernel_revalidation_failed").or_default() += 1;
             }
         }
@@ -568,8 +570,8 @@ impl Node {
             &mut ops,
         );
         self.profile.add(Stage::Classify, t, 1);
-        if let Some(k) = self.kernel.as_mut() {
-            k.offer(&self.key, r.map(|()| &ops[..]), &self.tlv);
+        if let Some(d) = self.dpif.as_mut() {
+            d.flow_put(&self.key, r.map(|()| &ops[..]), &self.tlv);
         }
         match r {
             Ok(()) => {

@@ -1,0 +1,74 @@
+//! What the switch asks of a datapath that forwards cached flows under it
+//! (Open vSwitch's dpif): serve ports, take the slow path's decisions as
+//! cached flows, forget them when the rules change, list them and count.
+//!
+//! The userspace datapath ([`crate::userspace`]) is the switch's slow
+//! path and talks to a cache only through this trait; [`crate::kernel`]
+//! (the eBPF one) is the implementation today. The remaining dpif
+//! operations are the slow path's own I/O:
+//! - *misses come up* through the devices [`Dpif::port_add`] returns (the
+//!   slow path reads them as that port), or, for a tunnel port, up the
+//!   stack to the slow path's own socket;
+//! - *execute one packet*: the slow path writes it to the output port's
+//!   upcall device, which the datapath sends on (or to its own socket).
+
+use crate::config::Port;
+use crate::port::StartError;
+use tunlab_dp::{Classifier, DropReason, FlowKey, Op, TlvMap};
+use tunlab_netio::tap::Tap;
+
+/// What a new port needs besides its own configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct PortEnv<'a> {
+    /// Offer checksum and TSO offload on tenant devices.
+    pub offloads: bool,
+    /// For a tenant port's default MTU.
+    pub underlay_mtu: u16,
+    /// Every port, the new one included (for the default MTU).
+    pub ports: &'a [Port],
+}
+
+/// How a port's misses reach the slow path.
+#[derive(Debug)]
+pub enum Upcalls {
+    /// Through these devices, which the slow path serves as the port.
+    Devices(Vec<Tap>),
+    /// Up the stack to the slow path's own socket for the port (tunnel
+    /// ports).
+    Socket,
+}
+
+/// A flow-caching datapath under the switch.
+pub trait Dpif: std::fmt::Debug + Send {
+    /// Which datapath this is, for messages (`ebpf`).
+    fn kind(&self) -> &'static str;
+
+    /// Serve port `p`: its devices, programs and map entries. `None`: this
+    /// datapath does not serve ports of this kind (the slow path keeps
+    /// them alone, e.g. TAP ports whose descriptor the switch holds).
+    fn port_add(&mut self, p: &Port, env: PortEnv<'_>) -> Result<Option<Upcalls>, StartError>;
+
+    /// Port `ofport` (configured as `cfg`) leaves: its programs, entries
+    /// and the devices the datapath made go.
+    fn port_del(&mut self, ofport: u32, cfg: Option<&Port>);
+
+    /// The flow table, the TLV map or the ports changed: once this returns
+    /// no flow cached before it forwards a packet.
+    fn revalidate(&mut self, rules: &Classifier, tlv: &TlvMap) -> Result<(), String>;
+
+    /// Forget every cached flow (`tunlab ctl del-flows --datapath`, as
+    /// `ovs-dpctl del-flows`); the rules stay, the next packets miss.
+    fn flow_flush(&mut self) -> Result<(), String>;
+
+    /// The slow path decided `decision` for a packet with flow key `key`:
+    /// cache it if this datapath can do the same (otherwise that flow
+    /// stays in the slow path, counted by reason in [`Dpif::stats`]).
+    fn flow_put(&mut self, key: &FlowKey, decision: Result<&[Op], DropReason>, tlv: &TlvMap);
+
+    /// The cached flows with their counters, one per line
+    /// (`tunlab ctl dump-flows --datapath`, as `ovs-dpctl dump-flows`).
+    fn flow_dump(&self) -> Result<String, String>;
+
+    /// The datapath's counters, named for `tunlab ctl stats`.
+    fn stats(&self) -> Vec<(String, u64)>;
+}

@@ -19,6 +19,7 @@
 
 pub mod chart;
 pub mod compare;
+pub mod first_packet;
 pub use tunlab_netio::cpu;
 pub mod host;
 pub mod html;

@@ -149,7 +149,7 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
         rows.push(avg);
         out.push(Table {
             title: format!(
-                "percent difference against {} (higher is better; for CPU % at a fixed rate, lower is)",
+                "percent difference against {} (higher is better; for CPU % at a fixed rate and a first packet's delay, lower is)",
                 base.variant
             ),
             head,
@@ -199,6 +199,43 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
                     f(|s| s.rtt_mean_us),
                     f(|s| s.rtt_p50_us),
                     f(|s| s.rtt_p99_us)
+                )
+            },
+        ));
+    }
+    let fp: Vec<&str> = tests
+        .iter()
+        .copied()
+        .filter(|t| {
+            ran.iter()
+                .find_map(|v| find(v, t))
+                .is_some_and(|x| x.spec.kind == crate::traffic::Kind::FirstPacket)
+        })
+        .collect();
+    if !fp.is_empty() {
+        out.push(per_test(
+            r,
+            "a new flow's first packet, one-way delay in µs (flow caches emptied before each probe): first p50 / p99, then the next packet's p50 / p99".into(),
+            &fp,
+            |t| {
+                let f = |g: fn(&crate::first_packet::FirstPacket) -> f64| {
+                    let v: Vec<f64> = t
+                        .samples
+                        .iter()
+                        .filter_map(|s| s.first_packet.as_ref().map(g))
+                        .collect();
+                    if v.is_empty() {
+                        "—".to_string()
+                    } else {
+                        format!("{:.0}", Summary::of(&v).mean)
+                    }
+                };
+                format!(
+                    "{} / {} | {} / {}",
+                    f(|x| x.first_p50_us),
+                    f(|x| x.first_p99_us),
+                    f(|x| x.next_p50_us),
+                    f(|x| x.next_p99_us)
                 )
             },
         ));

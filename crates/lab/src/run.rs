@@ -110,7 +110,7 @@ impl Plan {
             }),
             "full" => {
                 let mut tests = Vec::new();
-                for kind in Kind::ALL {
+                for kind in Kind::ALL.into_iter().filter(|k| *k != Kind::FirstPacket) {
                     for size in [64, 1024, 16384] {
                         for n in [1, 8, 64] {
                             tests.push(t(kind, size, n));
@@ -121,6 +121,7 @@ impl Plan {
                     rate_gbit: Some(2.0),
                     ..t(Kind::TcpStream, 16384, 1)
                 });
+                tests.push(t(Kind::FirstPacket, 64, 1));
                 Ok(Plan {
                     profile: name.into(),
                     variants: Variant::ALL.to_vec(),
@@ -444,7 +445,16 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> 
                         ));
                     }
                     let t0 = std::time::Instant::now();
-                    let r = run_sample(peers, test, plan.seconds, &running.pids);
+                    let r = match test.kind {
+                        Kind::FirstPacket => crate::first_packet::run_sample(
+                            peers,
+                            test,
+                            plan.seconds,
+                            &running.pids,
+                            &|| running.flush(),
+                        ),
+                        _ => run_sample(peers, test, plan.seconds, &running.pids),
+                    };
                     if attempt > 1 {
                         let spent = budget.rerun_s.get() + t0.elapsed().as_secs_f64();
                         budget.rerun_s.set(spent);

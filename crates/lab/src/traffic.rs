@@ -23,16 +23,20 @@ pub enum Kind {
     TcpRr,
     UdpRr,
     UdpStream,
+    /// A new flow's first packet against the next one, one-way
+    /// ([`crate::first_packet`]).
+    FirstPacket,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::TcpStream,
         Kind::TcpMaerts,
         Kind::TcpBidirec,
         Kind::TcpRr,
         Kind::UdpRr,
         Kind::UdpStream,
+        Kind::FirstPacket,
     ];
 
     pub fn name(self) -> &'static str {
@@ -43,6 +47,7 @@ impl Kind {
             Kind::TcpRr => "tcp_rr",
             Kind::UdpRr => "udp_rr",
             Kind::UdpStream => "udp_stream",
+            Kind::FirstPacket => "first_packet",
         }
     }
 
@@ -100,26 +105,35 @@ impl Test {
             .find(|x| x.name() == k)
             .ok_or_else(valid)?;
         // TCP writes up to 1 MiB (iperf3's default is 128 KB); a UDP
-        // datagram holds at most 65,507 bytes, 65,000 keeps clear of it.
-        let max = if k.starts_with("udp") {
-            65_000
-        } else {
-            1 << 20
+        // datagram holds at most 65,507 bytes, 65,000 keeps clear of it; a
+        // first-packet probe is one frame on every variant, stamps included.
+        let max = match kind {
+            Kind::FirstPacket => 1400,
+            _ if k.starts_with("udp") => 65_000,
+            _ => 1 << 20,
         };
+        let min = if kind == Kind::FirstPacket { 24 } else { 1 };
         let size: usize = sz
             .strip_suffix('B')
             .and_then(|x| x.parse().ok())
             .ok_or_else(valid)?;
-        if !(1..=max).contains(&size) {
-            return Err(format!("'{s}': the size must be 1..{max} bytes for {k}"));
+        if !(min..=max).contains(&size) {
+            return Err(format!(
+                "'{s}': the size must be {min}..{max} bytes for {k}"
+            ));
         }
         let instances = n
             .strip_suffix('i')
             .and_then(|x| x.parse().ok())
             .filter(|x| (1..=128).contains(x))
             .ok_or_else(valid)?;
-        if rate.is_some() && kind.is_rr() {
+        if rate.is_some() && (kind.is_rr() || kind == Kind::FirstPacket) {
             return Err(format!("'{s}': a target rate applies to stream tests only"));
+        }
+        if kind == Kind::FirstPacket && instances != 1 {
+            return Err(format!(
+                "'{s}': first_packet probes one flow at a time: write 1i"
+            ));
         }
         Ok(Test {
             kind,
@@ -133,6 +147,7 @@ impl Test {
     pub fn primary(&self, s: &Sample) -> f64 {
         match self.kind {
             Kind::TcpRr | Kind::UdpRr => s.trans_s.unwrap_or(0.0),
+            Kind::FirstPacket => s.first_packet.map_or(0.0, |f| f.first_p99_us),
             // At a fixed rate every variant moves the same bytes: CPU is
             // what differs.
             _ if self.rate_gbit.is_some() => s.cpu.system_pct,
@@ -145,6 +160,7 @@ impl Test {
     pub fn unit(&self) -> &'static str {
         match self.kind {
             Kind::TcpRr | Kind::UdpRr => "trans/s",
+            Kind::FirstPacket => "µs first packet p99",
             _ if self.rate_gbit.is_some() => "CPU %",
             Kind::UdpStream => "pps",
             _ => "Gbit/s",
@@ -173,6 +189,9 @@ pub struct Sample {
     /// What the server tenant's interface counted (all frames, headers
     /// included), in Gbit/s: an independent check of the tool's figure.
     pub iface_rx_gbit_s: Option<f64>,
+    /// A `first_packet` sample's one-way delays.
+    #[serde(default)]
+    pub first_packet: Option<crate::first_packet::FirstPacket>,
 }
 
 /// Where the server tenant listens.
@@ -410,6 +429,7 @@ fn combine(t: &Test, outs: &[String], cpu: Usage, seconds: f64) -> Result<Sample
         service_demand_us_per_kb: None,
         seconds,
         iface_rx_gbit_s: None,
+        first_packet: None,
     };
     let bytes;
     if t.kind.is_rr() {
@@ -609,6 +629,19 @@ mod tests {
             .unwrap_err()
             .contains("stream tests only"));
         assert!(Test::parse("tcp_stream-64B").is_err());
+        assert_eq!(
+            Test::parse("first_packet-64B-1i").unwrap().name(),
+            "first_packet-64B-1i"
+        );
+        assert!(Test::parse("first_packet-64B-8i")
+            .unwrap_err()
+            .contains("write 1i"));
+        // The probe carries 24 bytes of stamps and stays one frame.
+        assert!(Test::parse("first_packet-16B-1i")
+            .unwrap_err()
+            .contains("24..1400"));
+        assert!(Test::parse("first_packet-1500B-1i").is_err());
+        assert!(Test::parse("first_packet-64B-1i@1G").is_err());
     }
 
     #[test]

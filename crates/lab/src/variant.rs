@@ -236,6 +236,29 @@ pub struct Running {
 }
 
 impl Running {
+    /// Empty the flow caches of the variant's datapaths (before a
+    /// first-packet probe): tunlab's eBPF nodes `del-flows --datapath`,
+    /// Open vSwitch `dpctl/del-flows`. The others keep no per-flow cache
+    /// (tunlab's userspace path classifies every packet; its exact-match
+    /// cache only remembers which rule a key found) and do nothing.
+    pub fn flush(&self) -> Result<(), String> {
+        if self.variant.is_ebpf() {
+            for i in 0..2 {
+                let ctl = ctl_path(&format!("bench{}", i + 1));
+                match tunlab_switch::ctl::request(Path::new(&ctl), "del-flows --datapath") {
+                    Ok((true, _)) => {}
+                    Ok((false, why)) => return Err(format!("{ctl}: del-flows --datapath: {why}")),
+                    Err(e) => return Err(format!("{ctl}: {e}")),
+                }
+            }
+        }
+        for o in &self.ovs {
+            o.run("ovs-appctl", &["dpctl/del-flows"])
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
     /// If a daemon (a tunlab node) has exited: which, how, and the last
     /// lines it wrote to stderr.
     fn exited(&mut self) -> Option<String> {

@@ -330,6 +330,64 @@ fn a_failing_tool_is_reported_and_the_run_goes_on() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A new flow's first packet: on the eBPF datapath the caches are emptied
+/// before each probe, so the first packet takes the slow path on both
+/// nodes and arrives later than the next one (which the kernel forwards);
+/// without the flush the two would be alike.
+#[test]
+fn first_packet_probes_miss_the_emptied_cache() {
+    let _one = serial();
+    let dir = out_dir("first-packet");
+    let (o, pid) = run(
+        &[
+            "--variants",
+            "none,tunlab-ebpf-geneve",
+            "--tests",
+            "first_packet-64B-1i",
+            "--samples",
+            "1",
+            "--seconds",
+            "1",
+        ],
+        &dir,
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(text.contains("a new flow's first packet"), "{text}");
+    let r = results(&dir);
+    for v in r["variants"].as_array().unwrap() {
+        let name = v["variant"].as_str().unwrap();
+        assert_eq!(v["status"], "ok", "{name}: {}", v["reason"]);
+        let t = &v["tests"][0];
+        assert!(t["error"].is_null(), "{name}: {}", t["error"]);
+        let fp = &t["samples"][0]["first_packet"];
+        let probes = fp["probes"].as_u64().unwrap();
+        let (first, next) = (
+            fp["first_p50_us"].as_f64().unwrap(),
+            fp["next_p50_us"].as_f64().unwrap(),
+        );
+        assert!(probes >= 20, "{name}: {probes} probes");
+        assert!(first > 0.0 && next > 0.0, "{name}: {fp}");
+        if name == "tunlab-ebpf-geneve" {
+            // Two upcalls against none: tens of microseconds at least.
+            assert!(
+                first > next * 2.0,
+                "{name}: first {first} µs, next {next} µs"
+            );
+        }
+    }
+    assert!(
+        leftovers(pid, &dir).is_empty(),
+        "{:?}",
+        leftovers(pid, &dir)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn bad_arguments_name_the_valid_ones() {
     let o = tunlab()

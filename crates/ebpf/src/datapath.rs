@@ -56,6 +56,9 @@ pub struct KernelDatapath {
     templates: StdMap<Vec<u8>, u32>,
     template_capacity: u32,
     flow_capacity: u32,
+    /// Possible CPUs: the number of values of a per-CPU entry (read once;
+    /// aya reads it from sysfs on every call).
+    cpus: usize,
 }
 
 impl std::fmt::Debug for KernelDatapath {
@@ -92,6 +95,8 @@ impl KernelDatapath {
             p.load()
                 .map_err(|e| Error::Load(format!("{name}: {}", verifier_text(&e))))?;
         }
+        let cpus = aya::util::nr_cpus()
+            .map_err(|(_, e)| Error::Load(format!("the number of possible CPUs: {e}")))?;
         let mut dp = KernelDatapath {
             ebpf,
             attached: Vec::new(),
@@ -99,6 +104,7 @@ impl KernelDatapath {
             templates: StdMap::new(),
             template_capacity,
             flow_capacity,
+            cpus,
         };
         dp.revalidate(&FlowKey::default())?;
         Ok(dp)
@@ -333,11 +339,7 @@ impl KernelDatapath {
     /// [`KernelDatapath::revalidate`] applied), at the current generation.
     pub fn install(&mut self, masked: &FlowKey, mut flow: Flow) -> Result<(), Error> {
         flow.generation = self.generation;
-        let n = aya::util::nr_cpus().map_err(|(_, e)| Error::Map {
-            map: "tl_flows",
-            msg: e.to_string(),
-        })?;
-        let values = PerCpuValues::try_from(vec![flow; n]).map_err(|e| Error::Map {
+        let values = PerCpuValues::try_from(vec![flow; self.cpus]).map_err(|e| Error::Map {
             map: "tl_flows",
             msg: e.to_string(),
         })?;

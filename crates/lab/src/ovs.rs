@@ -17,8 +17,19 @@ pub struct Ovs {
 
 impl Ovs {
     /// Create a database under `dir/ovs` and start both daemons in `ns`.
+    /// What an earlier run left in that folder (the same `--out`) goes
+    /// first: `ovsdb-tool create` refuses an existing database.
     pub fn start(ns: &str, dir: &Path) -> Result<Ovs, LabError> {
         let dir = dir.join("ovs");
+        match std::fs::remove_dir_all(&dir) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                return Err(LabError::Io {
+                    path: dir.display().to_string(),
+                    err,
+                })
+            }
+            _ => {}
+        }
         std::fs::create_dir_all(&dir).map_err(|err| LabError::Io {
             path: dir.display().to_string(),
             err,

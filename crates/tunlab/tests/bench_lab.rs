@@ -388,6 +388,43 @@ fn first_packet_probes_miss_the_emptied_cache() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Open vSwitch's first packets (its caches emptied with dpctl/del-flows),
+/// twice into the same folder: the second run sets OVS up again over the
+/// first one's files.
+#[test]
+fn ovs_runs_again_into_the_same_folder() {
+    let _one = serial();
+    let dir = out_dir("ovs-again");
+    for round in 1..=2 {
+        let (o, pid) = run(
+            &[
+                "--variants",
+                "ovs-bridge",
+                "--tests",
+                "first_packet-64B-1i",
+                "--samples",
+                "1",
+                "--seconds",
+                "1",
+            ],
+            &dir,
+        );
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "round {round}: {text}");
+        let r = results(&dir);
+        let v = &r["variants"][0];
+        assert_eq!(v["status"], "ok", "round {round}: {}", v["reason"]);
+        let t = &v["tests"][0];
+        assert!(t["error"].is_null(), "round {round}: {}", t["error"]);
+        assert!(
+            leftovers(pid, &dir).is_empty(),
+            "{:?}",
+            leftovers(pid, &dir)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn bad_arguments_name_the_valid_ones() {
     let o = tunlab()

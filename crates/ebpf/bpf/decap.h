@@ -218,7 +218,16 @@ static __always_inline int pop_outer(struct __sk_buff *skb, struct tl_key *k, st
 	} else {
 		tun_at = l4;
 	}
+	/* The port for this remote, else the entry for any remote. */
+	if (tk.family == 4)
+		__builtin_memcpy(tk.remote, ip + 12, 4);
+	else
+		__builtin_memcpy(tk.remote, ip + 8, 16);
 	struct tl_tunnel_port *tp = bpf_map_lookup_elem(&tl_tunnels, &tk);
+	if (!tp) {
+		__builtin_memset(tk.remote, 0, sizeof(tk.remote));
+		tp = bpf_map_lookup_elem(&tl_tunnels, &tk);
+	}
 	if (!tp)
 		return TL_POP_NOT_OURS;
 

@@ -126,11 +126,15 @@ struct tl_port {
 	__u32 pad;
 };
 
-/* Tunnel ports the underlay program decapsulates for. */
+/* Tunnel ports the underlay program decapsulates for: a port with a fixed
+ * remote under its remote (IPv4 in the first 4 bytes), and every port also
+ * under remote 0, the entry for sources no port names (a port with a
+ * flow-chosen remote, or the unknown-remote check). */
 struct tl_tunnel_key {
 	__u8 proto;	/* IPPROTO_UDP or IPPROTO_GRE */
 	__u8 family;
 	__u16 dport;	/* host order; 0 for GRE */
+	__u8 remote[16];
 };
 struct tl_tunnel_port {
 	__u32 ofport;

@@ -123,6 +123,9 @@ pub struct TunnelKey {
     pub proto: u8,
     pub family: u8,
     pub dport: u16,
+    /// The port's fixed remote (IPv4 in the first 4 bytes), or zeros: the
+    /// entry for a source no port names.
+    pub remote: [u8; 16],
 }
 
 /// `struct tl_tunnel_port`.
@@ -194,7 +197,7 @@ mod tests {
             4 + 4 + 4 + 4 + 4 + 16 + 16 + TEMPLATE_MAX
         );
         assert_eq!(size_of::<PortEntry>(), 16);
-        assert_eq!(size_of::<TunnelKey>(), 4);
+        assert_eq!(size_of::<TunnelKey>(), 20);
         assert_eq!(size_of::<TunnelPortEntry>(), 8 + 8 + 32);
     }
 }

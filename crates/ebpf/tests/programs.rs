@@ -120,6 +120,7 @@ fn datapath_for(kind: TunnelKind, family: u8) -> KernelDatapath {
             proto,
             family,
             dport,
+            remote: [0; 16],
         },
         TunnelPortEntry {
             ofport: 10,

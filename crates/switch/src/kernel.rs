@@ -59,10 +59,10 @@ pub struct Kernel {
     /// QinQ ports: the port's name, its underlay device and upcall TAP.
     qinqs: Vec<VethPort>,
     targets: HashMap<u32, Target>,
-    /// Each kernel tunnel port's decapsulation entry, in the order they
-    /// were added: one entry per (protocol, family, UDP port) fits in the
-    /// kernel's map, the last added port's; another port on the same key
-    /// takes the slow path until that one goes.
+    /// Each kernel tunnel port's decapsulation entries (under its remote,
+    /// and under any remote), in the order they were added: the kernel's
+    /// map holds one port per key ([`Kernel::decap_owner`]); another port
+    /// on the same key takes the slow path for it until that one goes.
     decaps: Vec<(u32, TunnelKey, TunnelPortEntry)>,
     /// The megaflow mask of the current generation.
     mask: FlowKey,
@@ -335,16 +335,36 @@ impl Kernel {
             _ => (17, t.dst_port),
         };
         let family = if t.local_ip.is_ipv4() { 4 } else { 6 };
-        let key = TunnelKey {
+        let any = TunnelKey {
             proto,
             family,
             dport,
+            remote: [0; 16],
         };
-        self.dp
-            .add_tunnel(key, e)
-            .and_then(|_| self.dp.attach_underlay(&dev))
-            .map_err(|e| perr(e.to_string()))?;
-        self.decaps.push((p.ofport, key, e));
+        // Under its remote (so that ports to different remotes on one
+        // UDP port each keep their traffic in the kernel), and under any
+        // remote: the entry that counts unknown sources, or serves a
+        // port whose remote the flow chooses.
+        let mut keys = vec![any];
+        if let crate::config::FromFlow::Fixed(r) = t.remote_ip {
+            let mut exact = any;
+            match r {
+                IpAddr::V4(a) => exact.remote[..4].copy_from_slice(&a.octets()),
+                IpAddr::V6(a) => exact.remote = a.octets(),
+            }
+            keys.push(exact);
+        }
+        for key in &keys {
+            self.decaps.push((p.ofport, *key, e));
+            if let Err(err) = self.dp.add_tunnel(*key, self.decap_owner(key)) {
+                self.remove_decaps(p.ofport);
+                return Err(perr(err.to_string()));
+            }
+        }
+        if let Err(err) = self.dp.attach_underlay(&dev) {
+            self.remove_decaps(p.ofport);
+            return Err(perr(err.to_string()));
+        }
         self.targets.insert(
             p.ofport,
             Target::Tunnel {
@@ -380,19 +400,35 @@ impl Kernel {
                 let _ = ip(&v.name, &["link", "del", &v.name]);
             }
         }
-        // A tunnel port's decapsulation entry goes; another port on the
-        // same key (the latest added) takes it over.
-        if let Some(i) = self.decaps.iter().position(|(o, _, _)| *o == ofport) {
+        self.remove_decaps(ofport);
+    }
+
+    /// A tunnel port's decapsulation entries go; another port on the same
+    /// key (the latest added) takes each over.
+    fn remove_decaps(&mut self, ofport: u32) {
+        while let Some(i) = self.decaps.iter().position(|(o, _, _)| *o == ofport) {
             let (_, key, _) = self.decaps.remove(i);
-            match self.decaps.iter().rev().find(|(_, k, _)| *k == key) {
-                Some((_, _, other)) => {
-                    if self.dp.add_tunnel(key, *other).is_err() {
-                        self.dp.remove_tunnel(key);
-                    }
+            if self.decaps.iter().any(|(_, k, _)| *k == key) {
+                if self.dp.add_tunnel(key, self.decap_owner(&key)).is_err() {
+                    self.dp.remove_tunnel(key);
                 }
-                None => self.dp.remove_tunnel(key),
+            } else {
+                self.dp.remove_tunnel(key);
             }
         }
+    }
+
+    /// Which of the ports on a decapsulation key the kernel's entry names:
+    /// for the any-remote key a port whose remote the flow chooses (it
+    /// takes every source; a fixed-remote port there only counts unknown
+    /// sources), else the last added. `key` must have a port.
+    fn decap_owner(&self, key: &TunnelKey) -> TunnelPortEntry {
+        let on_key = || self.decaps.iter().rev().filter(|(_, k, _)| k == key);
+        on_key()
+            .find(|(_, _, e)| e.remote_any == 1)
+            .or_else(|| on_key().next())
+            .map(|(_, _, e)| *e)
+            .unwrap_or_default()
     }
 
     /// After any change to the flow table, the TLV map or the ports: the

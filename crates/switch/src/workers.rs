@@ -387,6 +387,12 @@ mod tests {
         let sw = switch(2);
         let r = sw.on(1, |_| -> () { panic!("test panic in a worker") });
         assert!(matches!(r, Err(WorkerError::Stopped(1))), "{r:?}");
+        // The request's reply channel goes while the worker unwinds, a
+        // moment before the worker records why it stopped.
+        let end = std::time::Instant::now() + Duration::from_secs(2);
+        while sw.failed().is_none() && std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         assert_eq!(sw.failed().as_deref(), Some("worker 1 stopped on a panic"));
         sw.stop();
     }

@@ -171,15 +171,7 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
             c
         },
     ));
-    let rr: Vec<&str> = tests
-        .iter()
-        .copied()
-        .filter(|t| {
-            ran.iter()
-                .find_map(|v| find(v, t))
-                .is_some_and(|x| x.spec.kind.is_rr())
-        })
-        .collect();
+    let rr = tests_where(&ran, &tests, |k| k.is_rr());
     if !rr.is_empty() {
         out.push(per_test(
             r,
@@ -187,12 +179,7 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
             &rr,
             |t| {
                 let f = |g: fn(&crate::traffic::Sample) -> Option<f64>| {
-                    let v: Vec<f64> = t.samples.iter().filter_map(g).collect();
-                    if v.is_empty() {
-                        "—".to_string()
-                    } else {
-                        format!("{:.0}", Summary::of(&v).mean)
-                    }
+                    mean_of(t.samples.iter().filter_map(g).collect())
                 };
                 format!(
                     "{} / {} / {}",
@@ -203,15 +190,7 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
             },
         ));
     }
-    let fp: Vec<&str> = tests
-        .iter()
-        .copied()
-        .filter(|t| {
-            ran.iter()
-                .find_map(|v| find(v, t))
-                .is_some_and(|x| x.spec.kind == crate::traffic::Kind::FirstPacket)
-        })
-        .collect();
+    let fp = tests_where(&ran, &tests, |k| k == crate::traffic::Kind::FirstPacket);
     if !fp.is_empty() {
         out.push(per_test(
             r,
@@ -219,16 +198,12 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
             &fp,
             |t| {
                 let f = |g: fn(&crate::first_packet::FirstPacket) -> f64| {
-                    let v: Vec<f64> = t
-                        .samples
-                        .iter()
-                        .filter_map(|s| s.first_packet.as_ref().map(g))
-                        .collect();
-                    if v.is_empty() {
-                        "—".to_string()
-                    } else {
-                        format!("{:.0}", Summary::of(&v).mean)
-                    }
+                    mean_of(
+                        t.samples
+                            .iter()
+                            .filter_map(|s| s.first_packet.as_ref().map(g))
+                            .collect(),
+                    )
                 };
                 format!(
                     "{} / {} | {} / {}",
@@ -241,6 +216,32 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
         ));
     }
     out
+}
+
+/// The tests (in `tests`' order) whose kind passes `keep`.
+fn tests_where<'a>(
+    ran: &[&VariantResult],
+    tests: &[&'a str],
+    keep: impl Fn(crate::traffic::Kind) -> bool,
+) -> Vec<&'a str> {
+    tests
+        .iter()
+        .copied()
+        .filter(|t| {
+            ran.iter()
+                .find_map(|v| find(v, t))
+                .is_some_and(|x| keep(x.spec.kind))
+        })
+        .collect()
+}
+
+/// The mean of some samples' figure, rounded, or a dash for none.
+fn mean_of(v: Vec<f64>) -> String {
+    if v.is_empty() {
+        "—".to_string()
+    } else {
+        format!("{:.0}", Summary::of(&v).mean)
+    }
 }
 
 /// What did not run or failed, one line each.

@@ -91,12 +91,7 @@ fn every_variant_is_built_measured_and_torn_down() {
         ],
         &dir,
     );
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let text = succeeded(&o, "every variant");
     assert!(
         text.contains("192.168.30.1 ─") && text.contains("tcp_stream-16384B-1i"),
         "{text}"
@@ -330,6 +325,41 @@ fn a_failing_tool_is_reported_and_the_run_goes_on() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The stdout of a bench that exited with success (else its output).
+fn succeeded(o: &Output, what: &str) -> String {
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{what}: {text}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    text
+}
+
+/// Run one short `first_packet-64B-1i` sample of `variants` into `dir`
+/// and check it went through and left nothing behind; its results.json.
+fn first_packet_run(variants: &str, dir: &Path, what: &str) -> serde_json::Value {
+    let args = [
+        "--variants",
+        variants,
+        "--tests",
+        "first_packet-64B-1i",
+        "--samples",
+        "1",
+        "--seconds",
+        "1",
+    ];
+    let (o, pid) = run(&args, dir);
+    let text = succeeded(&o, what);
+    assert!(
+        leftovers(pid, dir).is_empty(),
+        "{what}: {:?}",
+        leftovers(pid, dir)
+    );
+    assert!(text.contains("a new flow's first packet"), "{what}: {text}");
+    results(dir)
+}
+
 /// A new flow's first packet: on the eBPF datapath the caches are emptied
 /// before each probe, so the first packet takes the slow path on both
 /// nodes and arrives later than the next one (which the kernel forwards);
@@ -338,27 +368,7 @@ fn a_failing_tool_is_reported_and_the_run_goes_on() {
 fn first_packet_probes_miss_the_emptied_cache() {
     let _one = serial();
     let dir = out_dir("first-packet");
-    let (o, pid) = run(
-        &[
-            "--variants",
-            "none,tunlab-ebpf-geneve",
-            "--tests",
-            "first_packet-64B-1i",
-            "--samples",
-            "1",
-            "--seconds",
-            "1",
-        ],
-        &dir,
-    );
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(text.contains("a new flow's first packet"), "{text}");
-    let r = results(&dir);
+    let r = first_packet_run("none,tunlab-ebpf-geneve", &dir, "first packet");
     for v in r["variants"].as_array().unwrap() {
         let name = v["variant"].as_str().unwrap();
         assert_eq!(v["status"], "ok", "{name}: {}", v["reason"]);
@@ -380,11 +390,6 @@ fn first_packet_probes_miss_the_emptied_cache() {
             );
         }
     }
-    assert!(
-        leftovers(pid, &dir).is_empty(),
-        "{:?}",
-        leftovers(pid, &dir)
-    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -396,31 +401,11 @@ fn ovs_runs_again_into_the_same_folder() {
     let _one = serial();
     let dir = out_dir("ovs-again");
     for round in 1..=2 {
-        let (o, pid) = run(
-            &[
-                "--variants",
-                "ovs-bridge",
-                "--tests",
-                "first_packet-64B-1i",
-                "--samples",
-                "1",
-                "--seconds",
-                "1",
-            ],
-            &dir,
-        );
-        let text = String::from_utf8_lossy(&o.stdout);
-        assert!(o.status.success(), "round {round}: {text}");
-        let r = results(&dir);
+        let r = first_packet_run("ovs-bridge", &dir, &format!("round {round}"));
         let v = &r["variants"][0];
         assert_eq!(v["status"], "ok", "round {round}: {}", v["reason"]);
         let t = &v["tests"][0];
         assert!(t["error"].is_null(), "round {round}: {}", t["error"]);
-        assert!(
-            leftovers(pid, &dir).is_empty(),
-            "{:?}",
-            leftovers(pid, &dir)
-        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

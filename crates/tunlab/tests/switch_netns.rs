@@ -1405,21 +1405,7 @@ fn two_workers_obey_the_control_socket() {
     );
     // A tenant and a Geneve port added at run time: the TAP gets a queue
     // per worker, the UDP port a socket per worker.
-    for (c, ns, me, peer, local, remote) in [
-        (&c1, l.ta.name(), "n1", 1, "172.31.0.1", "172.31.0.2"),
-        (&c2, l.tb.name(), "n2", 2, "172.31.0.2", "172.31.0.1"),
-    ] {
-        let tap = format!("tap5-{me} ofport=6 type=tap netns={ns} address=192.168.8.{peer}/24");
-        let (ok, _, err) = ctl(c, &["add-port", &tap]);
-        assert!(ok, "{err}");
-        let g = format!("g-{me} ofport=11 type=geneve local_ip={local} remote_ip={remote} key=9");
-        let (ok, _, err) = ctl(c, &["add-port", &g]);
-        assert!(ok, "{err}");
-        assert!(ctl(c, &["add-flow", "in_port=6 actions=output:11"]).0);
-        assert!(ctl(c, &["add-flow", "in_port=11,tun_id=9 actions=output:6"]).0);
-    }
-    wait_for_tap(&l.ta, "tap5-n1");
-    wait_for_tap(&l.tb, "tap5-n2");
+    add_tenant_over_geneve(&l, &c1, &c2, "tap");
     assert!(
         udp_echo(&l.ta, &l.tb, "192.168.8.2", 10, 6),
         "the tenant added at run time"

@@ -689,22 +689,7 @@ pub fn ports_at_run_time(dp: Datapath) {
         !show.contains("g-n1") && !show.contains(" x"),
         "refused ports left a trace: {show}"
     );
-    for (c, ns, me, peer, local, remote) in [
-        (&c1, l.ta.name(), "n1", 1, "172.31.0.1", "172.31.0.2"),
-        (&c2, l.tb.name(), "n2", 2, "172.31.0.2", "172.31.0.1"),
-    ] {
-        let kind = if dp.on_kernel() { "veth" } else { "tap" };
-        let tap = format!("tap5-{me} ofport=6 type={kind} netns={ns} address=192.168.8.{peer}/24");
-        let (ok, _, err) = ctl(c, &["add-port", &tap]);
-        assert!(ok, "{err}");
-        let g = format!("g-{me} ofport=11 type=geneve local_ip={local} remote_ip={remote} key=9");
-        let (ok, _, err) = ctl(c, &["add-port", &g]);
-        assert!(ok, "{err}");
-        assert!(ctl(c, &["add-flow", "in_port=6 actions=output:11"]).0);
-        assert!(ctl(c, &["add-flow", "in_port=11,tun_id=9 actions=output:6"]).0);
-    }
-    wait_for_tap(&l.ta, "tap5-n1");
-    wait_for_tap(&l.tb, "tap5-n2");
+    add_tenant_over_geneve(&l, &c1, &c2, if dp.on_kernel() { "veth" } else { "tap" });
     assert!(
         udp_echo(&l.ta, &l.tb, "192.168.8.2", 10, 6),
         "the added tenant over the added Geneve port"
@@ -905,4 +890,26 @@ pub fn malformed_packets(dp: Datapath) {
         e1.contains("tx errors 0"),
         "nothing malformed reached a device: {e1}"
     );
+}
+
+/// At run time on both nodes (control sockets `c1`, `c2`): a second tenant
+/// port of `kind` (`tap5-n1`/`-n2`, ofport 6, 192.168.8.0/24) and a Geneve
+/// port (ofport 11, VNI 9) with flows between them; returns once the
+/// tenants' devices are there.
+pub fn add_tenant_over_geneve(l: &Lab, c1: &std::path::Path, c2: &std::path::Path, kind: &str) {
+    for (c, ns, me, peer, local, remote) in [
+        (c1, l.ta.name(), "n1", 1, "172.31.0.1", "172.31.0.2"),
+        (c2, l.tb.name(), "n2", 2, "172.31.0.2", "172.31.0.1"),
+    ] {
+        let tap = format!("tap5-{me} ofport=6 type={kind} netns={ns} address=192.168.8.{peer}/24");
+        let (ok, _, err) = ctl(c, &["add-port", &tap]);
+        assert!(ok, "{err}");
+        let g = format!("g-{me} ofport=11 type=geneve local_ip={local} remote_ip={remote} key=9");
+        let (ok, _, err) = ctl(c, &["add-port", &g]);
+        assert!(ok, "{err}");
+        assert!(ctl(c, &["add-flow", "in_port=6 actions=output:11"]).0);
+        assert!(ctl(c, &["add-flow", "in_port=11,tun_id=9 actions=output:6"]).0);
+    }
+    wait_for_tap(&l.ta, "tap5-n1");
+    wait_for_tap(&l.tb, "tap5-n2");
 }

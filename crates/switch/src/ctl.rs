@@ -126,18 +126,8 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             }
             Ok(s)
         }
-        "dump-flows" if arg == "--datapath" => sw
-            .on(0, |n| match n.dpif.as_ref() {
-                Some(d) => d.flow_dump(),
-                None => Err("this node runs the userspace datapath (no kernel flow cache)".into()),
-            })
-            .map_err(gone)?,
-        "del-flows" if arg == "--datapath" => sw
-            .on(0, |n| match n.dpif.as_mut() {
-                Some(d) => d.flow_flush().map(|()| String::new()),
-                None => Err("this node runs the userspace datapath (no kernel flow cache)".into()),
-            })
-            .map_err(gone)?,
+        "dump-flows" if arg == "--datapath" => on_dpif(sw, |d| d.flow_dump()),
+        "del-flows" if arg == "--datapath" => on_dpif(sw, |d| d.flow_flush().map(|()| String::new())),
         "dump-flows" => {
             // The rules as worker 0 has them; counters summed over workers
             // (every worker got the same rules in the same order).
@@ -283,6 +273,19 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             "unknown request '{other}' (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, del-flows [--datapath | MATCH], stats [--cycles], cycles on|off)"
         )),
     }
+}
+
+/// Run `f` on the caching datapath under worker 0 (the one that holds
+/// it), or say that this node has none.
+fn on_dpif(
+    sw: &Switch,
+    f: impl FnOnce(&mut dyn crate::dpif::Dpif) -> Result<String, String> + Send + 'static,
+) -> Result<String, String> {
+    sw.on(0, |n| match n.dpif.as_deref_mut() {
+        Some(d) => f(d),
+        None => Err("this node runs the userspace datapath (no kernel flow cache)".into()),
+    })
+    .map_err(|e| e.to_string())?
 }
 
 /// The client side: send one request, return (ok, reply text).

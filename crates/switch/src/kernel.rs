@@ -376,33 +376,6 @@ impl Kernel {
         Ok(())
     }
 
-    /// A port leaves: its programs, map entries and devices go.
-    fn remove_port(&mut self, ofport: u32, cfg: Option<&Port>) {
-        self.targets.remove(&ofport);
-        if let Some(i) = self
-            .qinqs
-            .iter()
-            .position(|q| cfg.is_some_and(|c| c.name == q.name))
-        {
-            let q = self.qinqs.remove(i);
-            self.dp
-                .remove_qinq_port(q.ifindex, &q.upcall, q.upcall_ifindex);
-        }
-        if let Some(i) = self
-            .veths
-            .iter()
-            .position(|v| cfg.is_some_and(|c| c.name == v.name))
-        {
-            let v = self.veths.remove(i);
-            self.dp
-                .remove_tenant_port(&v.name, v.ifindex, &v.upcall, v.upcall_ifindex);
-            if v.owned {
-                let _ = ip(&v.name, &["link", "del", &v.name]);
-            }
-        }
-        self.remove_decaps(ofport);
-    }
-
     /// A tunnel port's decapsulation entries go; another port on the same
     /// key (the latest added) takes each over.
     fn remove_decaps(&mut self, ofport: u32) {
@@ -429,50 +402,6 @@ impl Kernel {
             .or_else(|| on_key().next())
             .map(|(_, _, e)| *e)
             .unwrap_or_default()
-    }
-
-    /// After any change to the flow table, the TLV map or the ports: the
-    /// new megaflow mask (the union of every rule's, and in_port) and a
-    /// new generation. Once this returns no earlier entry forwards.
-    fn revalidate(&mut self, c: &Classifier, tlv: &TlvMap) -> Result<(), String> {
-        let mut mask = FlowKey::default();
-        mask.set(f::IN_PORT, u32::MAX as u64);
-        let mut cacheable = true;
-        for r in c.rules() {
-            for (m, w) in mask.w.iter_mut().zip(r.flow.m.mask.w) {
-                *m |= w;
-            }
-            if r.flow.actions.iter().any(|a| matches!(a, Action::Normal)) {
-                cacheable = false;
-            }
-        }
-        let entries: Vec<(u16, u8, u32)> = (0..tunlab_dp::key::TUN_METADATA_FIELDS)
-            .filter_map(|n| tlv.option(n).map(|(c, t, _)| (c, t, n as u32)))
-            .collect();
-        self.dp.set_tlv(&entries).map_err(|e| e.to_string())?;
-        self.dp.revalidate(&mask).map_err(|e| e.to_string())?;
-        self.mask = mask;
-        self.cacheable = cacheable;
-        Ok(())
-    }
-
-    /// The slow path decided `result` for a packet with flow key `key`
-    /// that arrived on a port the kernel serves: cache it if the kernel
-    /// can do the same.
-    fn offer(&mut self, key: &FlowKey, result: Result<&[Op], DropReason>, tlv: &TlvMap) {
-        match self.compile(key, result, tlv) {
-            Ok(flow) => {
-                let mut masked = *key;
-                for (k, m) in masked.w.iter_mut().zip(self.mask.w) {
-                    *k &= m;
-                }
-                match self.dp.install(&masked, flow) {
-                    Ok(()) => self.installed += 1,
-                    Err(_) => *self.not_installed.entry("map_update_failed").or_default() += 1,
-                }
-            }
-            Err(why) => *self.not_installed.entry(why).or_default() += 1,
-        }
     }
 
     fn compile(
@@ -537,27 +466,110 @@ impl Kernel {
         }
         Ok(flow)
     }
+}
 
-    /// Counters of the kernel datapath, with the install counts.
-    fn stats(&self) -> Vec<(String, u64)> {
-        let mut out: Vec<(String, u64)> = self
-            .dp
-            .stats()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(n, v)| (format!("kernel_{n}"), v))
-            .collect();
-        out.push(("kernel_installed".into(), self.installed));
-        let mut why: Vec<_> = self.not_installed.iter().collect();
-        why.sort();
-        for (w, n) in why {
-            out.push((format!("kernel_not_installed_{w}"), *n));
+impl Dpif for Kernel {
+    fn kind(&self) -> &'static str {
+        "ebpf"
+    }
+
+    fn port_add(&mut self, p: &Port, env: PortEnv<'_>) -> Result<Option<Upcalls>, StartError> {
+        Ok(Some(match p.kind {
+            PortKind::Veth { .. } => Upcalls::Devices(self.add_veth_port(
+                p,
+                env.offloads,
+                env.underlay_mtu,
+                env.ports,
+            )?),
+            PortKind::System => Upcalls::Devices(self.add_system_port(p, env.offloads)?),
+            PortKind::QinQ { .. } => Upcalls::Devices(self.add_qinq_port(p)?),
+            PortKind::Tunnel(_) => {
+                self.add_tunnel_port(p)?;
+                Upcalls::Socket
+            }
+            // TAP ports are the slow path's alone: it holds their descriptor.
+            PortKind::Tap { .. } => return Ok(None),
+        }))
+    }
+
+    /// A port leaves: its programs, map entries and devices go.
+    fn port_del(&mut self, ofport: u32, cfg: Option<&Port>) {
+        self.targets.remove(&ofport);
+        if let Some(i) = self
+            .qinqs
+            .iter()
+            .position(|q| cfg.is_some_and(|c| c.name == q.name))
+        {
+            let q = self.qinqs.remove(i);
+            self.dp
+                .remove_qinq_port(q.ifindex, &q.upcall, q.upcall_ifindex);
         }
-        out
+        if let Some(i) = self
+            .veths
+            .iter()
+            .position(|v| cfg.is_some_and(|c| c.name == v.name))
+        {
+            let v = self.veths.remove(i);
+            self.dp
+                .remove_tenant_port(&v.name, v.ifindex, &v.upcall, v.upcall_ifindex);
+            if v.owned {
+                let _ = ip(&v.name, &["link", "del", &v.name]);
+            }
+        }
+        self.remove_decaps(ofport);
+    }
+
+    /// After any change to the flow table, the TLV map or the ports: the
+    /// new megaflow mask (the union of every rule's, and in_port) and a
+    /// new generation. Once this returns no earlier entry forwards.
+    fn revalidate(&mut self, rules: &Classifier, tlv: &TlvMap) -> Result<(), String> {
+        let mut mask = FlowKey::default();
+        mask.set(f::IN_PORT, u32::MAX as u64);
+        let mut cacheable = true;
+        for r in rules.rules() {
+            for (m, w) in mask.w.iter_mut().zip(r.flow.m.mask.w) {
+                *m |= w;
+            }
+            if r.flow.actions.iter().any(|a| matches!(a, Action::Normal)) {
+                cacheable = false;
+            }
+        }
+        let entries: Vec<(u16, u8, u32)> = (0..tunlab_dp::key::TUN_METADATA_FIELDS)
+            .filter_map(|n| tlv.option(n).map(|(c, t, _)| (c, t, n as u32)))
+            .collect();
+        self.dp.set_tlv(&entries).map_err(|e| e.to_string())?;
+        self.dp.revalidate(&mask).map_err(|e| e.to_string())?;
+        self.mask = mask;
+        self.cacheable = cacheable;
+        Ok(())
+    }
+
+    fn flow_flush(&mut self) -> Result<(), String> {
+        // A new generation under the same mask: every entry is a miss.
+        self.dp.revalidate(&self.mask).map_err(|e| e.to_string())
+    }
+
+    /// The slow path decided `decision` for a packet with flow key `key`
+    /// that arrived on a port the kernel serves: cache it if the kernel
+    /// can do the same.
+    fn flow_put(&mut self, key: &FlowKey, decision: Result<&[Op], DropReason>, tlv: &TlvMap) {
+        match self.compile(key, decision, tlv) {
+            Ok(flow) => {
+                let mut masked = *key;
+                for (k, m) in masked.w.iter_mut().zip(self.mask.w) {
+                    *k &= m;
+                }
+                match self.dp.install(&masked, flow) {
+                    Ok(()) => self.installed += 1,
+                    Err(_) => *self.not_installed.entry("map_update_failed").or_default() += 1,
+                }
+            }
+            Err(why) => *self.not_installed.entry(why).or_default() += 1,
+        }
     }
 
     /// The flows the kernel holds (`tunlab ctl dump-flows --datapath`).
-    fn dump(&self) -> Result<String, String> {
+    fn flow_dump(&self) -> Result<String, String> {
         let flows = self.dp.flows().map_err(|e| e.to_string())?;
         let mut s = String::new();
         for (k, fl) in flows {
@@ -595,55 +607,23 @@ impl Kernel {
         }
         Ok(s)
     }
-}
 
-impl Dpif for Kernel {
-    fn kind(&self) -> &'static str {
-        "ebpf"
-    }
-
-    fn port_add(&mut self, p: &Port, env: PortEnv<'_>) -> Result<Option<Upcalls>, StartError> {
-        Ok(Some(match p.kind {
-            PortKind::Veth { .. } => Upcalls::Devices(self.add_veth_port(
-                p,
-                env.offloads,
-                env.underlay_mtu,
-                env.ports,
-            )?),
-            PortKind::System => Upcalls::Devices(self.add_system_port(p, env.offloads)?),
-            PortKind::QinQ { .. } => Upcalls::Devices(self.add_qinq_port(p)?),
-            PortKind::Tunnel(_) => {
-                self.add_tunnel_port(p)?;
-                Upcalls::Socket
-            }
-            // TAP ports are the slow path's alone: it holds their descriptor.
-            PortKind::Tap { .. } => return Ok(None),
-        }))
-    }
-
-    fn port_del(&mut self, ofport: u32, cfg: Option<&Port>) {
-        self.remove_port(ofport, cfg)
-    }
-
-    fn revalidate(&mut self, rules: &Classifier, tlv: &TlvMap) -> Result<(), String> {
-        Kernel::revalidate(self, rules, tlv)
-    }
-
-    fn flow_flush(&mut self) -> Result<(), String> {
-        // A new generation under the same mask: every entry is a miss.
-        self.dp.revalidate(&self.mask).map_err(|e| e.to_string())
-    }
-
-    fn flow_put(&mut self, key: &FlowKey, decision: Result<&[Op], DropReason>, tlv: &TlvMap) {
-        self.offer(key, decision, tlv)
-    }
-
-    fn flow_dump(&self) -> Result<String, String> {
-        self.dump()
-    }
-
+    /// Counters of the kernel datapath, with the install counts.
     fn stats(&self) -> Vec<(String, u64)> {
-        Kernel::stats(self)
+        let mut out: Vec<(String, u64)> = self
+            .dp
+            .stats()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(n, v)| (format!("kernel_{n}"), v))
+            .collect();
+        out.push(("kernel_installed".into(), self.installed));
+        let mut why: Vec<_> = self.not_installed.iter().collect();
+        why.sort();
+        for (w, n) in why {
+            out.push((format!("kernel_not_installed_{w}"), *n));
+        }
+        out
     }
 }
 

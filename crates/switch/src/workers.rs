@@ -428,6 +428,11 @@ mod tests {
         assert_eq!(sw.on_all(|n| n.classifier.len()).unwrap(), vec![0, 0]);
         let e = ctl::handle("del-port nothing", &mut sw).unwrap_err();
         assert!(e.contains("no port named 'nothing'"), "{e}");
+        // No kernel flow cache under a userspace node: said, not ignored.
+        for req in ["dump-flows --datapath", "del-flows --datapath"] {
+            let e = ctl::handle(req, &mut sw).unwrap_err();
+            assert!(e.contains("userspace datapath"), "{req}: {e}");
+        }
         sw.stop();
     }
 }

@@ -1,6 +1,7 @@
-//! Flow tables: rules ordered by priority, looked up by masked match, with
-//! an exact-match cache in front so that steady traffic does not walk the
-//! rule list.
+//! Flow tables: rules looked up by tuple-space search (one hash table per
+//! distinct mask, as OVS's classifier and Srinivasan et al. describe), with
+//! an exact-match cache in front so that steady traffic does not probe the
+//! tables at all.
 //!
 //! Semantics follow ovs-ofctl: `add` replaces a rule with the same table,
 //! priority and match (keeping its counters, as `mod-flows` would reset
@@ -8,6 +9,15 @@
 //! least as specific as the given match) or strict (same priority and
 //! match); among matching rules the highest priority wins, and among equal
 //! priorities the rule added first.
+//!
+//! Cost: a lookup probes one hash table per distinct mask in the table,
+//! highest maximum priority first, and stops once no remaining mask can
+//! hold a better rule; it does not depend on how many rules share a mask.
+//! Adding and strict deletion are O(1) plus a re-sort of the (few) masks.
+
+use std::collections::{BTreeMap, HashMap};
+
+use rustc_hash::FxBuildHasher;
 
 use crate::flow::{FlowRule, Match};
 use crate::key::{FlowKey, WORDS};
@@ -16,8 +26,6 @@ use crate::key::{FlowKey, WORDS};
 #[derive(Debug, Clone)]
 pub struct Rule {
     pub flow: FlowRule,
-    /// Words of the key this rule's mask touches (the rest are wildcards).
-    words: Vec<u8>,
     pub packets: u64,
     pub bytes: u64,
     /// Caller's time when the rule was added (for `duration=` in dumps).
@@ -26,28 +34,84 @@ pub struct Rule {
 }
 
 impl Rule {
-    #[inline]
-    fn matches(&self, key: &FlowKey) -> bool {
-        let m = &self.flow.m;
-        self.words.iter().all(|&i| {
-            let i = i as usize;
-            key.w[i] & m.mask.w[i] == m.value.w[i]
-        })
+    /// Lookup order within a table: higher priority first, then older.
+    fn order(&self) -> (std::cmp::Reverse<u16>, u64) {
+        (std::cmp::Reverse(self.flow.priority), self.seq)
     }
 }
 
-/// Where a rule is: table and position. Valid until the tables change
-/// (check [`Classifier::generation`]).
+/// Where a rule is. Valid until the tables change (check
+/// [`Classifier::generation`]); `index` names the rule's slot, which a
+/// later rule may reuse once this one is deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RuleRef {
     pub table: u8,
     pub index: u32,
 }
 
+/// Every rule of one table that has one particular mask, hashed by its
+/// (pre-masked) match value.
+#[derive(Debug, Clone)]
+struct Subtable {
+    mask: FlowKey,
+    /// The words `mask` touches; the rest are wildcards.
+    words: Vec<u8>,
+    /// Match value to slots, in lookup order (several rules can share a
+    /// match at different priorities).
+    buckets: HashMap<FlowKey, Vec<u32>, FxBuildHasher>,
+    /// How many rules hold each priority: the last key is the subtable's
+    /// maximum, which orders the probes.
+    priorities: BTreeMap<u16, u32>,
+}
+
+impl Subtable {
+    fn new(mask: FlowKey) -> Subtable {
+        Subtable {
+            mask,
+            words: (0..WORDS as u8)
+                .filter(|&i| mask.w[i as usize] != 0)
+                .collect(),
+            buckets: HashMap::default(),
+            priorities: BTreeMap::new(),
+        }
+    }
+
+    fn max_priority(&self) -> u16 {
+        self.priorities.last_key_value().map_or(0, |(p, _)| *p)
+    }
+
+    #[inline]
+    fn masked(&self, key: &FlowKey) -> FlowKey {
+        let mut m = FlowKey::default();
+        for &i in &self.words {
+            let i = i as usize;
+            m.w[i] = key.w[i] & self.mask.w[i];
+        }
+        m
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+struct Table {
+    /// Ordered by maximum priority, highest first.
+    subtables: Vec<Subtable>,
+}
+
+impl Table {
+    fn sort(&mut self) {
+        self.subtables
+            .sort_by_key(|s| std::cmp::Reverse(s.max_priority()));
+    }
+}
+
 /// All flow tables of one switch.
 #[derive(Debug, Default, Clone)]
 pub struct Classifier {
-    tables: Vec<Vec<Rule>>,
+    tables: Vec<Table>,
+    /// Rule storage; a deleted rule leaves `None` and its slot on `free`.
+    slots: Vec<Option<Rule>>,
+    free: Vec<u32>,
+    len: usize,
     generation: u64,
     seq: u64,
 }
@@ -62,12 +126,10 @@ impl Classifier {
         self.generation
     }
 
-    fn table_mut(&mut self, t: u8) -> &mut Vec<Rule> {
-        let t = t as usize;
-        if self.tables.len() <= t {
-            self.tables.resize_with(t + 1, Vec::new);
-        }
-        &mut self.tables[t]
+    fn rule(&self, slot: u32) -> &Rule {
+        self.slots[slot as usize]
+            .as_ref()
+            .expect("a subtable names only live slots")
     }
 
     /// Add a rule, or replace the one with the same table, priority and
@@ -75,112 +137,200 @@ impl Classifier {
     pub fn add(&mut self, flow: FlowRule, now: u64) -> bool {
         self.generation += 1;
         self.seq += 1;
-        let seq = self.seq;
-        let words = (0..WORDS as u8)
-            .filter(|&i| flow.m.mask.w[i as usize] != 0)
-            .collect();
-        let table = self.table_mut(flow.table);
-        if let Some(r) = table
-            .iter_mut()
-            .find(|r| r.flow.priority == flow.priority && r.flow.m == flow.m)
-        {
-            r.flow.actions = flow.actions;
-            r.flow.cookie = flow.cookie;
-            return true;
+        let t = flow.table as usize;
+        if self.tables.len() <= t {
+            self.tables.resize_with(t + 1, Table::default);
         }
-        let at = table.partition_point(|r| r.flow.priority >= flow.priority);
-        table.insert(
-            at,
-            Rule {
-                flow,
-                words,
-                packets: 0,
-                bytes: 0,
-                added: now,
-                seq,
-            },
-        );
+        let table = &mut self.tables[t];
+        let si = match table.subtables.iter().position(|s| s.mask == flow.m.mask) {
+            Some(i) => i,
+            None => {
+                table.subtables.push(Subtable::new(flow.m.mask));
+                table.subtables.len() - 1
+            }
+        };
+        let st = &mut table.subtables[si];
+        let bucket = st.buckets.entry(flow.m.value).or_default();
+        for &s in bucket.iter() {
+            let r = self.slots[s as usize].as_mut().expect("live slot");
+            if r.flow.priority == flow.priority {
+                r.flow.actions = flow.actions;
+                r.flow.cookie = flow.cookie;
+                return true;
+            }
+        }
+        let rule = Rule {
+            flow,
+            packets: 0,
+            bytes: 0,
+            added: now,
+            seq: self.seq,
+        };
+        let order = rule.order();
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slots[s as usize] = Some(rule);
+                s
+            }
+            None => {
+                self.slots.push(Some(rule));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let slots = &self.slots;
+        let at = bucket
+            .partition_point(|&s| slots[s as usize].as_ref().expect("live slot").order() < order);
+        bucket.insert(at, slot);
+        let prio = order.0 .0;
+        let before = st.max_priority();
+        *st.priorities.entry(prio).or_default() += 1;
+        if prio > before || st.priorities.len() == 1 {
+            table.sort();
+        }
+        self.len += 1;
         false
+    }
+
+    /// Take the rule in `slot` out of its subtable and storage.
+    fn remove(&mut self, slot: u32) {
+        let Some(rule) = self.slots[slot as usize].take() else {
+            return;
+        };
+        self.free.push(slot);
+        self.len -= 1;
+        let table = &mut self.tables[rule.flow.table as usize];
+        let Some(si) = table
+            .subtables
+            .iter()
+            .position(|s| s.mask == rule.flow.m.mask)
+        else {
+            return;
+        };
+        let st = &mut table.subtables[si];
+        if let Some(bucket) = st.buckets.get_mut(&rule.flow.m.value) {
+            bucket.retain(|&s| s != slot);
+            if bucket.is_empty() {
+                st.buckets.remove(&rule.flow.m.value);
+            }
+        }
+        let prio = rule.flow.priority;
+        let before = st.max_priority();
+        if let Some(n) = st.priorities.get_mut(&prio) {
+            *n -= 1;
+            if *n == 0 {
+                st.priorities.remove(&prio);
+            }
+        }
+        if st.buckets.is_empty() {
+            table.subtables.remove(si);
+        } else if st.max_priority() != before {
+            table.sort();
+        }
     }
 
     /// Delete rules in `table` (all tables if `None`): non-strict removes
     /// every rule whose match is at least as specific as `m`; strict removes
     /// the rule with exactly this match and `priority`. Returns how many.
     pub fn delete(&mut self, table: Option<u8>, m: &Match, strict: Option<u16>) -> usize {
-        let mut n = 0;
-        for (t, rules) in self.tables.iter_mut().enumerate() {
-            if table.is_some_and(|x| x as usize != t) {
-                continue;
+        let doomed: Vec<u32> = match strict {
+            Some(prio) => {
+                let tables = match table {
+                    Some(t) => self.tables.get(t as usize..=t as usize).unwrap_or(&[]),
+                    None => &self.tables[..],
+                };
+                tables
+                    .iter()
+                    .flat_map(|t| &t.subtables)
+                    .filter(|s| s.mask == m.mask)
+                    .filter_map(|s| s.buckets.get(&m.value))
+                    .flatten()
+                    .copied()
+                    .filter(|&s| self.rule(s).flow.priority == prio)
+                    .collect()
             }
-            let before = rules.len();
-            rules.retain(|r| {
-                let hit = match strict {
-                    Some(prio) => r.flow.priority == prio && r.flow.m == *m,
-                    None => (0..WORDS).all(|i| {
+            None => self
+                .slots
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| Some((i as u32, r.as_ref()?)))
+                .filter(|(_, r)| table.is_none_or(|t| t == r.flow.table))
+                .filter(|(_, r)| {
+                    (0..WORDS).all(|i| {
                         r.flow.m.mask.w[i] & m.mask.w[i] == m.mask.w[i]
                             && r.flow.m.value.w[i] & m.mask.w[i] == m.value.w[i]
-                    }),
-                };
-                !hit
-            });
-            n += before - rules.len();
+                    })
+                })
+                .map(|(i, _)| i)
+                .collect(),
+        };
+        for &s in &doomed {
+            self.remove(s);
         }
-        if n > 0 {
+        if !doomed.is_empty() {
             self.generation += 1;
         }
-        n
+        doomed.len()
     }
 
     /// The highest-priority rule of `table` matching `key`.
     pub fn lookup(&self, table: u8, key: &FlowKey) -> Option<RuleRef> {
-        let rules = self.tables.get(table as usize)?;
-        let mut best: Option<(usize, u16, u64)> = None;
-        for (i, r) in rules.iter().enumerate() {
-            if let Some((_, prio, _)) = best {
-                if r.flow.priority < prio {
-                    break; // sorted by priority: nothing better follows
+        let t = self.tables.get(table as usize)?;
+        let mut best: Option<(u32, (std::cmp::Reverse<u16>, u64))> = None;
+        for st in &t.subtables {
+            if let Some((_, (std::cmp::Reverse(p), _))) = best {
+                if st.max_priority() < p {
+                    break; // ordered by maximum priority: nothing better follows
                 }
             }
-            if r.matches(key) {
-                match best {
-                    Some((_, p, s)) if p == r.flow.priority && s < r.seq => {}
-                    _ => best = Some((i, r.flow.priority, r.seq)),
+            if let Some(&slot) = st.buckets.get(&st.masked(key)).and_then(|b| b.first()) {
+                let order = self.rule(slot).order();
+                if best.is_none_or(|(_, o)| order < o) {
+                    best = Some((slot, order));
                 }
             }
         }
-        best.map(|(i, _, _)| RuleRef {
-            table,
-            index: i as u32,
-        })
+        best.map(|(slot, _)| RuleRef { table, index: slot })
     }
 
     pub fn get(&self, r: RuleRef) -> Option<&Rule> {
-        self.tables.get(r.table as usize)?.get(r.index as usize)
+        self.slots.get(r.index as usize)?.as_ref()
     }
 
     /// Count a packet of `bytes` against a rule.
     pub fn hit(&mut self, r: RuleRef, bytes: u64) {
-        if let Some(rule) = self
-            .tables
-            .get_mut(r.table as usize)
-            .and_then(|t| t.get_mut(r.index as usize))
-        {
+        if let Some(Some(rule)) = self.slots.get_mut(r.index as usize) {
             rule.packets += 1;
             rule.bytes += bytes;
         }
     }
 
-    /// Every rule, table by table, in lookup order.
+    /// Every rule, table by table, in lookup order (for dumps: the order
+    /// is the same in two classifiers given the same adds and deletes).
     pub fn rules(&self) -> impl Iterator<Item = &Rule> {
-        self.tables.iter().flatten()
+        let mut all: Vec<&Rule> = self.slots.iter().flatten().collect();
+        all.sort_by_key(|r| (r.flow.table, r.order()));
+        all.into_iter()
+    }
+
+    /// Every rule, in no particular order (cheaper than [`Self::rules`]).
+    pub fn iter(&self) -> impl Iterator<Item = &Rule> {
+        self.slots.iter().flatten()
+    }
+
+    /// The distinct masks of all tables (each subtable's).
+    pub fn masks(&self) -> impl Iterator<Item = &FlowKey> {
+        self.tables
+            .iter()
+            .flat_map(|t| &t.subtables)
+            .map(|s| &s.mask)
     }
 
     pub fn len(&self) -> usize {
-        self.tables.iter().map(Vec::len).sum()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == 0
     }
 }
 
@@ -308,6 +458,94 @@ mod tests {
         assert_eq!(c.get(r).unwrap().flow.actions[0], Action::Output(9));
         c.delete(None, &Match::default(), None);
         assert!(emc.lookup(&c, 0, &k).is_none());
+    }
+
+    #[test]
+    fn deleted_slots_are_reused_and_order_holds() {
+        let mut c = Classifier::new();
+        c.add(rule("priority=5,in_port=1 actions=output:1"), 0);
+        c.add(rule("priority=5,dl_vlan=3 actions=output:2"), 0);
+        c.add(rule("priority=9,in_port=1,dl_vlan=3 actions=output:3"), 0);
+        let m = rule("priority=9,in_port=1,dl_vlan=3 actions=drop").m;
+        assert_eq!(c.delete(None, &m, Some(9)), 1);
+        // Same priority, two masks: the older rule wins.
+        let out = |c: &Classifier, k| c.get(c.lookup(0, &k).unwrap()).unwrap().flow.actions[0];
+        assert_eq!(out(&c, key(1, Some(3))), Action::Output(1));
+        c.add(rule("priority=7,dl_vlan=3 actions=output:4"), 0);
+        assert_eq!(out(&c, key(1, Some(3))), Action::Output(4));
+        assert_eq!(c.len(), 3);
+        let prios: Vec<u16> = c.rules().map(|r| r.flow.priority).collect();
+        assert_eq!(prios, [7, 5, 5]);
+        assert_eq!(c.masks().count(), 2);
+    }
+
+    /// One step of the model test: add a rule, or delete strictly or not.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Add(u16, u64, Option<u64>, u32),
+        DelStrict(u16, u64, Option<u64>),
+        DelPort(u64),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        let vlan = proptest::option::of(0u64..3);
+        prop_oneof![
+            6 => (0u16..4, 0u64..4, vlan.clone(), 0u32..50).prop_map(|(p, i, v, o)| Step::Add(p, i, v, o)),
+            2 => (0u16..4, 0u64..4, vlan).prop_map(|(p, i, v)| Step::DelStrict(p, i, v)),
+            1 => (0u64..4).prop_map(Step::DelPort),
+        ]
+    }
+
+    fn text(prio: u16, port: u64, vlan: Option<u64>, out: u32) -> String {
+        match vlan {
+            Some(v) => format!("priority={prio},in_port={port},dl_vlan={v} actions=output:{out}"),
+            None => format!("priority={prio},in_port={port} actions=output:{out}"),
+        }
+    }
+
+    proptest! {
+        /// Under any mix of adds and deletes the classifier agrees with a
+        /// list of rules in insertion order scanned end to end.
+        #[test]
+        fn survives_adds_and_deletes(steps in proptest::collection::vec(step(), 1..40)) {
+            let mut c = Classifier::new();
+            let mut flat: Vec<FlowRule> = Vec::new();
+            for s in steps {
+                match s {
+                    Step::Add(p, i, v, o) => {
+                        let r = rule(&text(p, i, v, o));
+                        if let Some(old) = flat.iter_mut().find(|x| x.priority == r.priority && x.m == r.m) {
+                            old.actions = r.actions.clone();
+                        } else {
+                            flat.push(r.clone());
+                        }
+                        c.add(r, 0);
+                    }
+                    Step::DelStrict(p, i, v) => {
+                        let r = rule(&text(p, i, v, 0));
+                        let before = flat.len();
+                        flat.retain(|x| !(x.priority == p && x.m == r.m));
+                        prop_assert_eq!(c.delete(Some(0), &r.m, Some(p)), before - flat.len());
+                    }
+                    Step::DelPort(i) => {
+                        let r = rule(&format!("in_port={i} actions=drop"));
+                        let before = flat.len();
+                        flat.retain(|x| x.m.mask.get(crate::key::f::IN_PORT) == 0 || x.m.value.get(crate::key::f::IN_PORT) != i);
+                        prop_assert_eq!(c.delete(None, &r.m, None), before - flat.len());
+                    }
+                }
+                prop_assert_eq!(c.len(), flat.len());
+                for port in 0..4 {
+                    for vlan in [None, Some(0), Some(1), Some(2)] {
+                        let k = key(port, vlan);
+                        let best = flat.iter().filter(|r| r.m.matches(&k)).map(|r| r.priority).max();
+                        let want = best.map(|p| flat.iter().find(|x| x.priority == p && x.m.matches(&k)).unwrap().actions.clone());
+                        let got = c.lookup(0, &k).map(|r| c.get(r).unwrap().flow.actions.clone());
+                        prop_assert_eq!(got, want);
+                    }
+                }
+            }
+        }
     }
 
     proptest! {

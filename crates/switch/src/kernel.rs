@@ -526,13 +526,16 @@ impl Dpif for Kernel {
         let mut mask = FlowKey::default();
         mask.set(f::IN_PORT, u32::MAX as u64);
         let mut cacheable = true;
-        for r in rules.rules() {
-            for (m, w) in mask.w.iter_mut().zip(r.flow.m.mask.w) {
+        for rm in rules.masks() {
+            for (m, w) in mask.w.iter_mut().zip(rm.w) {
                 *m |= w;
             }
-            if r.flow.actions.iter().any(|a| matches!(a, Action::Normal)) {
-                cacheable = false;
-            }
+        }
+        if rules
+            .iter()
+            .any(|r| r.flow.actions.iter().any(|a| matches!(a, Action::Normal)))
+        {
+            cacheable = false;
         }
         let entries: Vec<(u16, u8, u32)> = (0..tunlab_dp::key::TUN_METADATA_FIELDS)
             .filter_map(|n| tlv.option(n).map(|(c, t, _)| (c, t, n as u32)))

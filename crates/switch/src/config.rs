@@ -94,6 +94,8 @@ struct RawSwitch {
     flows: Vec<String>,
     #[serde(default)]
     control_socket: Option<String>,
+    #[serde(default)]
+    control_group: Option<String>,
     #[serde(default = "default_offloads")]
     offloads: bool,
     #[serde(default = "default_spin_us")]
@@ -232,6 +234,9 @@ pub struct Config {
     pub tlv: TlvMap,
     pub flows: Vec<FlowRule>,
     pub control_socket: Option<String>,
+    /// A group whose members may use the control socket besides root
+    /// (the socket is then 0660 and owned by it).
+    pub control_group: Option<String>,
     /// Let tenants hand over TCP super-frames, and keep them whole to
     /// Geneve/VXLAN ports (UDP GSO) and back (software GRO).
     pub offloads: bool,
@@ -479,6 +484,7 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
         tlv,
         flows: Vec::new(),
         control_socket: raw.switch.control_socket,
+        control_group: raw.switch.control_group,
         offloads: raw.switch.offloads,
         spin_us: raw.switch.spin_us,
         workers: match raw.switch.workers {

@@ -1,38 +1,77 @@
 //! The control socket: `tunlab ctl` talks to a running node over a unix
-//! socket (mode 0600), one request line, one reply, in the spirit of
-//! ovs-ofctl / ovs-appctl.
+//! socket, one request, one reply, in the spirit of ovs-ofctl /
+//! ovs-appctl.
 //!
 //! Requests: `show`, `add-port NAME KEY=VALUE...` (the keys of a
 //! `[[port]]` table), `del-port NAME`, `dump-flows`, `add-flow RULE`,
-//! `del-flows [MATCH]`, `del-flows --strict RULE-MATCH`, and over a
-//! caching datapath `dump-flows --datapath` and `del-flows --datapath`
-//! (its cached flows, as `ovs-dpctl dump-flows` / `del-flows`), `stats`,
-//! `stats --cycles` and `cycles on|off` (time per stage). A reply
-//! starts with `OK` or `ERROR` on its own line; a rejected rule or port
-//! leaves the node as it was. Served by the node's main thread, which
-//! reaches the packet workers by message (`workers`).
+//! `add-flows LEN` followed by LEN bytes of rules (one per line, as
+//! `ovs-ofctl add-flows FILE` reads them), `del-flows [MATCH]`,
+//! `del-flows --strict RULE-MATCH`, and over a caching datapath
+//! `dump-flows --datapath` and `del-flows --datapath` (its cached flows, as
+//! `ovs-dpctl dump-flows` / `del-flows`), `stats`, `stats --cycles` and
+//! `cycles on|off` (time per stage). A reply starts with `OK` or `ERROR`
+//! on its own line; a rejected rule, rule file or port leaves the node as
+//! it was. Served by the node's main thread, which reaches the packet
+//! workers by message (`workers`), so a slow or hostile client delays
+//! other clients, never packets.
+//!
+//! Access: the socket is mode 0600 (0660 and owned by `control_group` when
+//! the config names one), and each client's credentials are checked again
+//! on accept (SO_PEERCRED): root, the switch's own user, or a member of
+//! the control group. Requests are bounded: a line of at most
+//! [`MAX_REQUEST_LINE`] bytes within [`LINE_DEADLINE`], an `add-flows`
+//! body of at most [`MAX_FLOWS_BODY`] bytes within [`BODY_DEADLINE`];
+//! anything else gets an error naming what was wrong.
 
 use crate::config::parse_port_args;
 use crate::stats::NodeStats;
 use crate::workers::{Switch, WorkerError};
+use nix::unistd::Gid;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tunlab_dp::{format_flow, parse_flow, Match};
+
+/// The longest request line accepted (a rule with a hundred actions fits
+/// many times over).
+pub const MAX_REQUEST_LINE: usize = 64 * 1024;
+/// The largest `add-flows` body: about a million rules of 100 bytes.
+pub const MAX_FLOWS_BODY: usize = 128 << 20;
+/// How long a client has to send its request line.
+pub const LINE_DEADLINE: Duration = Duration::from_millis(500);
+/// How long a client has to send an `add-flows` body.
+pub const BODY_DEADLINE: Duration = Duration::from_secs(30);
 
 /// The listening side, owned by the node's loop.
 #[derive(Debug)]
 pub struct CtlServer {
     listener: UnixListener,
     path: PathBuf,
+    group: Option<Gid>,
 }
 
 impl CtlServer {
-    /// Listen at `path`, mode 0600. A stale socket file (nobody answers) is
-    /// replaced; a live one is an error.
-    pub fn bind(path: &Path) -> std::io::Result<CtlServer> {
+    /// Listen at `path`, mode 0600, or 0660 and owned by `group` when one
+    /// is named. A stale socket file (nobody answers) is replaced; a live
+    /// one is an error.
+    pub fn bind(path: &Path, group: Option<&str>) -> std::io::Result<CtlServer> {
+        let group = match group {
+            None => None,
+            Some(name) => Some(
+                nix::unistd::Group::from_name(name)
+                    .map_err(std::io::Error::from)?
+                    .ok_or_else(|| {
+                        std::io::Error::new(
+                            std::io::ErrorKind::NotFound,
+                            format!("control_group '{name}' is not a group on this system"),
+                        )
+                    })?
+                    .gid,
+            ),
+        };
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -45,11 +84,19 @@ impl CtlServer {
         // Nobody answers: a stale socket from a killed run.
         let _ = std::fs::remove_file(path);
         let listener = UnixListener::bind(path)?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        let mode = match group {
+            Some(g) => {
+                nix::unistd::chown(path, None, Some(g)).map_err(std::io::Error::from)?;
+                0o660
+            }
+            None => 0o600,
+        };
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
         listener.set_nonblocking(true)?;
         Ok(CtlServer {
             listener,
             path: path.to_path_buf(),
+            group,
         })
     }
 
@@ -65,10 +112,10 @@ impl CtlServer {
         matches!(poll(&mut fds, timeout_ms), Ok(n) if n > 0)
     }
 
-    /// Serve every waiting client (each sends one request line).
+    /// Serve every waiting client (each sends one request).
     pub fn serve(&self, sw: &mut Switch) {
         while let Ok((stream, _)) = self.listener.accept() {
-            let _ = serve_one(stream, sw);
+            let _ = serve_one(stream, sw, self.group);
         }
     }
 }
@@ -79,18 +126,231 @@ impl Drop for CtlServer {
     }
 }
 
-fn serve_one(stream: UnixStream, sw: &mut Switch) -> std::io::Result<()> {
-    // A client gets a short while to send its line (the workers move
-    // packets meanwhile; only other clients wait).
+/// Whether the peer of `stream` may give orders: root, the switch's own
+/// user, or (with a control group) a member of it. The file mode already
+/// keeps others out; this holds even if someone loosens it.
+fn check_peer(stream: &UnixStream, group: Option<Gid>) -> Result<(), String> {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    let cred = getsockopt(stream, PeerCredentials)
+        .map_err(|e| format!("cannot read the client's credentials: {e}"))?;
+    let uid = cred.uid();
+    if uid == 0 || uid == nix::unistd::geteuid().as_raw() {
+        return Ok(());
+    }
+    if let Some(g) = group {
+        if cred.gid() == g.as_raw() || supplementary_groups(cred.pid()).contains(&g.as_raw()) {
+            return Ok(());
+        }
+    }
+    Err(match group {
+        Some(g) => format!(
+            "permission denied: uid {uid} (gid {}) is neither root nor in the control group (gid {g})",
+            cred.gid()
+        ),
+        None => format!("permission denied: uid {uid} is not root (set control_group to let a group in)"),
+    })
+}
+
+/// A process's supplementary groups, from /proc (empty if it is gone).
+fn supplementary_groups(pid: i32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("Groups:")).map(|g| {
+                g.split_whitespace()
+                    .filter_map(|x| x.parse().ok())
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// Read bytes up to a newline, at most [`MAX_REQUEST_LINE`], by `deadline`.
+fn read_line(r: &mut BufReader<&UnixStream>, deadline: Instant) -> Result<String, String> {
+    let mut line = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let incomplete = |n: usize| {
+            format!(
+                "incomplete request: {n} bytes and no end of line within {} ms",
+                LINE_DEADLINE.as_millis()
+            )
+        };
+        if left.is_zero() {
+            return Err(incomplete(line.len()));
+        }
+        r.get_ref()
+            .set_read_timeout(Some(left))
+            .map_err(|e| e.to_string())?;
+        let buf = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if is_timeout(&e) => return Err(incomplete(line.len())),
+            Err(e) => return Err(format!("reading the request: {e}")),
+        };
+        if buf.is_empty() {
+            return Err(format!(
+                "request ended after {} bytes without an end of line (half-written?)",
+                line.len()
+            ));
+        }
+        let (take, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (i, true),
+            None => (buf.len(), false),
+        };
+        line.extend_from_slice(&buf[..take]);
+        r.consume(take + done as usize);
+        if line.len() > MAX_REQUEST_LINE {
+            return Err(format!(
+                "request line longer than {MAX_REQUEST_LINE} bytes (rule files go through add-flows)"
+            ));
+        }
+        if done {
+            return String::from_utf8(line).map_err(|e| {
+                format!(
+                    "request is not UTF-8 text (bad byte at offset {})",
+                    e.utf8_error().valid_up_to()
+                )
+            });
+        }
+    }
+}
+
+/// Read exactly `len` bytes of body by `deadline`.
+fn read_body(
+    r: &mut BufReader<&UnixStream>,
+    len: usize,
+    deadline: Instant,
+) -> Result<String, String> {
+    let mut body = Vec::with_capacity(len);
+    while body.len() < len {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let short = |n: usize| {
+            format!(
+                "incomplete add-flows body: {n} of {len} bytes within {} s",
+                BODY_DEADLINE.as_secs()
+            )
+        };
+        if left.is_zero() {
+            return Err(short(body.len()));
+        }
+        r.get_ref()
+            .set_read_timeout(Some(left))
+            .map_err(|e| e.to_string())?;
+        let buf = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if is_timeout(&e) => return Err(short(body.len())),
+            Err(e) => return Err(format!("reading the add-flows body: {e}")),
+        };
+        if buf.is_empty() {
+            return Err(format!(
+                "add-flows body ended after {} of {len} bytes",
+                body.len()
+            ));
+        }
+        let take = buf.len().min(len - body.len());
+        body.extend_from_slice(&buf[..take]);
+        r.consume(take);
+    }
+    String::from_utf8(body).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        format!("rule file is not UTF-8 text (line {line})")
+    })
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
+fn serve_one(stream: UnixStream, sw: &mut Switch, group: Option<Gid>) -> std::io::Result<()> {
     stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(Duration::from_millis(200)))?;
-    let mut line = String::new();
-    BufReader::new(&stream).read_line(&mut line)?;
-    let reply = match handle(line.trim(), sw) {
+    let outcome = (|| {
+        // The line first, so that a refused client has sent what it meant
+        // to and reads the refusal (not a reset) in return.
+        let mut r = BufReader::new(&stream);
+        let line = read_line(&mut r, Instant::now() + LINE_DEADLINE);
+        check_peer(&stream, group)?;
+        let line = line?;
+        let line = line.trim();
+        match line.split_once(char::is_whitespace) {
+            Some(("add-flows", len)) => {
+                let len: usize = len
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("add-flows takes a byte count, not '{}'", len.trim()))?;
+                if len > MAX_FLOWS_BODY {
+                    return Err(format!(
+                        "add-flows body of {len} bytes is over the limit of {MAX_FLOWS_BODY}"
+                    ));
+                }
+                let body = read_body(&mut r, len, Instant::now() + BODY_DEADLINE)?;
+                add_flows(&body, sw)
+            }
+            _ => handle(line, sw),
+        }
+    })();
+    let reply = match outcome {
         Ok(text) => format!("OK\n{text}"),
         Err(text) => format!("ERROR\n{text}\n"),
     };
-    (&stream).write_all(reply.as_bytes())
+    stream.set_write_timeout(Some(Duration::from_secs(1)))?;
+    (&stream).write_all(reply.as_bytes())?;
+    // Closing a unix socket with unread input resets the client's side,
+    // which can then lose the reply: take what it already sent (a refused
+    // request is often unread) without waiting for more.
+    stream.shutdown(std::net::Shutdown::Write)?;
+    stream.set_nonblocking(true)?;
+    let mut scratch = [0u8; 16 * 1024];
+    for _ in 0..64 {
+        match std::io::Read::read(&mut &stream, &mut scratch) {
+            Ok(n) if n > 0 => {}
+            _ => break,
+        }
+    }
+    Ok(())
+}
+
+/// `add-flows`: every rule of `text`, one per line (blank lines and `#`
+/// comments skipped), all or none: one bad line rejects the file, naming
+/// the line. The workers get the rules in one message each and
+/// revalidate once.
+pub fn add_flows(text: &str, sw: &mut Switch) -> Result<String, String> {
+    let gone = |e: WorkerError| e.to_string();
+    let t0 = Instant::now();
+    let names = sw.on(0, |n| n.port_map()).map_err(gone)?;
+    let mut rules = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        rules.push(parse_flow(line, &names).map_err(|e| format!("line {}: {e}", i + 1))?);
+    }
+    let parsed = t0.elapsed();
+    let n = rules.len();
+    let rules = Arc::new(rules);
+    let replaced = sw
+        .on_all(move |node| {
+            let now = node.uptime_ns();
+            let replaced = rules
+                .iter()
+                .filter(|r| node.classifier.add((*r).clone(), now))
+                .count();
+            node.revalidate();
+            replaced
+        })
+        .map_err(gone)?;
+    let total = t0.elapsed();
+    Ok(format!(
+        "added {n} rules ({} replaced existing ones) in {:.3} s (parse {:.3} s, install {:.3} s)\n",
+        replaced.first().copied().unwrap_or(0),
+        total.as_secs_f64(),
+        parsed.as_secs_f64(),
+        (total - parsed).as_secs_f64()
+    ))
 }
 
 /// Carry out one request; the text of the reply.
@@ -229,6 +489,9 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
                 "cycles: off\n".into()
             })
         }
+        "add-flows" => Err(
+            "add-flows needs the byte count of the rules that follow (tunlab ctl add-flows FILE sends them)".into(),
+        ),
         "stats" if !arg.is_empty() => Err(format!("stats takes nothing or --cycles, not '{arg}'")),
         "stats" => {
             let st = NodeStats::sum(&sw.on_all(|n| n.snapshot()).map_err(gone)?);
@@ -267,10 +530,10 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             Ok(s)
         }
         "" => {
-            Err("empty request (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, del-flows [--datapath | MATCH], stats [--cycles], cycles on|off)".into())
+            Err("empty request (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | MATCH], stats [--cycles], cycles on|off)".into())
         }
         other => Err(format!(
-            "unknown request '{other}' (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, del-flows [--datapath | MATCH], stats [--cycles], cycles on|off)"
+            "unknown request '{other}' (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | MATCH], stats [--cycles], cycles on|off)"
         )),
     }
 }
@@ -290,15 +553,241 @@ fn on_dpif(
 
 /// The client side: send one request, return (ok, reply text).
 pub fn request(path: &Path, req: &str) -> std::io::Result<(bool, String)> {
+    exchange(path, format!("{req}\n").as_bytes(), Duration::from_secs(5))
+}
+
+/// Send the rules of a file (its text) as one `add-flows` request.
+pub fn request_add_flows(path: &Path, rules: &str) -> std::io::Result<(bool, String)> {
+    let mut msg = format!("add-flows {}\n", rules.len()).into_bytes();
+    msg.extend_from_slice(rules.as_bytes());
+    exchange(path, &msg, BODY_DEADLINE + Duration::from_secs(30))
+}
+
+fn exchange(path: &Path, msg: &[u8], wait: Duration) -> std::io::Result<(bool, String)> {
     let mut s = UnixStream::connect(path)?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    s.write_all(req.as_bytes())?;
-    s.write_all(b"\n")?;
+    s.set_read_timeout(Some(wait))?;
+    // A refused request may be answered before all of it is sent: read
+    // the answer even if the rest cannot be written.
+    let sent = s.write_all(msg);
     let mut reply = String::new();
-    std::io::Read::read_to_string(&mut s, &mut reply)?;
+    let read = std::io::Read::read_to_string(&mut s, &mut reply);
+    if reply.is_empty() {
+        sent?;
+        read?;
+    }
     match reply.split_once('\n') {
         Some(("OK", rest)) => Ok((true, rest.to_string())),
         Some(("ERROR", rest)) => Ok((false, rest.to_string())),
         _ => Ok((false, format!("unexpected reply: {reply}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config;
+    use std::io::Read;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A one-worker node without ports, its control socket served by a
+    /// thread until the returned guard is dropped.
+    struct Served {
+        path: PathBuf,
+        stop: Arc<AtomicBool>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    }
+
+    impl Drop for Served {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::Relaxed);
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    fn serve(name: &str, group: Option<&str>) -> Served {
+        let path =
+            std::env::temp_dir().join(format!("tunlab-ctl-{}-{name}.sock", std::process::id()));
+        let cfg = config::parse("[switch]\nname = \"t\"\n", "t.toml").unwrap();
+        let mut sw = Switch::start(&cfg).unwrap();
+        let ctl = CtlServer::bind(&path, group).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                if ctl.wait(20) {
+                    ctl.serve(&mut sw);
+                }
+            }
+            drop(ctl);
+            sw.stop();
+        });
+        Served {
+            path,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Send raw bytes, optionally keep the connection open without
+    /// finishing; the whole reply.
+    fn raw(path: &Path, bytes: &[u8], then_close: bool) -> String {
+        let mut s = UnixStream::connect(path).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let _ = s.write_all(bytes);
+        if then_close {
+            let _ = s.shutdown(std::net::Shutdown::Write);
+        }
+        let mut reply = String::new();
+        let _ = s.read_to_string(&mut reply);
+        reply
+    }
+
+    #[test]
+    fn add_flows_is_all_or_nothing_and_says_how_long() {
+        let srv = serve("addflows", None);
+        let good = "# two tenants\npriority=10,in_port=1 actions=output:2\n\nin_port=2,dl_vlan=5 actions=pop_vlan,output:1\n";
+        let bad = format!("{good}in_port=3 actions=frobnicate\n");
+        let (ok, text) = request_add_flows(&srv.path, &bad).unwrap();
+        assert!(
+            !ok && text.contains("line 5") && text.contains("frobnicate"),
+            "{text}"
+        );
+        let (_, dump) = request(&srv.path, "dump-flows").unwrap();
+        assert_eq!(dump, "", "a rejected file adds nothing");
+        let (ok, text) = request_add_flows(&srv.path, good).unwrap();
+        assert!(
+            ok && text.starts_with("added 2 rules (0 replaced existing ones) in "),
+            "{text}"
+        );
+        let (ok, text) = request_add_flows(&srv.path, good).unwrap();
+        assert!(
+            ok && text.starts_with("added 2 rules (2 replaced"),
+            "{text}"
+        );
+        let (_, dump) = request(&srv.path, "dump-flows").unwrap();
+        assert_eq!(dump.lines().count(), 2, "{dump}");
+    }
+
+    #[test]
+    fn bad_requests_get_an_error_naming_what_is_wrong() {
+        let srv = serve("bad", None);
+        let cases: Vec<(Vec<u8>, bool, &str)> = vec![
+            (b"\xff\xfe garbage\n".to_vec(), false, "not UTF-8"),
+            (
+                vec![b'a'; MAX_REQUEST_LINE + 10],
+                false,
+                "longer than 65536 bytes",
+            ),
+            (b"sho".to_vec(), false, "incomplete request: 3 bytes"),
+            (
+                b"show".to_vec(),
+                true,
+                "ended after 4 bytes without an end of line",
+            ),
+            (
+                b"add-flows\n".to_vec(),
+                false,
+                "add-flows needs the byte count",
+            ),
+            (
+                b"add-flows lots\n".to_vec(),
+                false,
+                "byte count, not 'lots'",
+            ),
+            (
+                b"add-flows 999999999999\n".to_vec(),
+                false,
+                "over the limit",
+            ),
+            (
+                b"add-flows 100\nin_port=1 ".to_vec(),
+                true,
+                "ended after 10 of 100 bytes",
+            ),
+            (
+                b"add-flows 3\n\xff\xff\xff".to_vec(),
+                false,
+                "not UTF-8 text (line 1)",
+            ),
+            (b"\n".to_vec(), false, "empty request"),
+            (
+                b"add-flow in_port=1 actions=output:99999999999\n".to_vec(),
+                false,
+                "99999999999",
+            ),
+        ];
+        for (bytes, close, want) in cases {
+            let reply = raw(&srv.path, &bytes, close);
+            assert!(
+                reply.starts_with("ERROR\n") && reply.contains(want),
+                "{:?}: {reply}",
+                String::from_utf8_lossy(&bytes[..bytes.len().min(40)])
+            );
+        }
+        // And the node still answers.
+        assert!(request(&srv.path, "show").unwrap().0);
+    }
+
+    /// Run a one-line client as another user; its reply.
+    fn as_user(path: &Path, uid: u32, gid: u32) -> String {
+        use std::os::unix::process::CommandExt;
+        let script = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\ns.sendall(b'show\\n')\nprint(s.makefile().read(), end='')";
+        let out = std::process::Command::new("python3")
+            .args(["-c", script])
+            .arg(path)
+            .uid(uid)
+            .gid(gid)
+            .output()
+            .expect("python3 runs");
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    }
+
+    #[test]
+    fn the_socket_admits_root_and_the_control_group_only() {
+        assert_eq!(
+            nix::unistd::geteuid().as_raw(),
+            0,
+            "this test runs as root (as CI does)"
+        );
+        let srv = serve("perm", None);
+        let mode = std::fs::metadata(&srv.path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        // The file mode keeps others out...
+        let reply = as_user(&srv.path, 65534, 65534);
+        assert!(reply.contains("PermissionError"), "{reply}");
+        // ... and if someone loosens it, the credential check still does.
+        std::fs::set_permissions(&srv.path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let reply = as_user(&srv.path, 65534, 65534);
+        assert!(
+            reply.starts_with("ERROR\npermission denied: uid 65534 is not root"),
+            "{reply}"
+        );
+        drop(srv);
+
+        let nogroup = nix::unistd::Group::from_gid(Gid::from_raw(65534))
+            .unwrap()
+            .unwrap();
+        let srv = serve("group", Some(&nogroup.name));
+        let meta = std::fs::metadata(&srv.path).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o660);
+        assert_eq!(std::os::unix::fs::MetadataExt::gid(&meta), 65534);
+        let reply = as_user(&srv.path, 65533, 65534);
+        assert!(reply.starts_with("OK\n"), "{reply}");
+        std::fs::set_permissions(&srv.path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let reply = as_user(&srv.path, 65533, 65533);
+        assert!(
+            reply.contains(
+                "uid 65533 (gid 65533) is neither root nor in the control group (gid 65534)"
+            ),
+            "{reply}"
+        );
+        assert!(
+            CtlServer::bind(Path::new("/tmp/x.sock"), Some("no-such-group-here"))
+                .unwrap_err()
+                .to_string()
+                .contains("'no-such-group-here' is not a group")
+        );
     }
 }

@@ -145,7 +145,7 @@ enum Command {
     },
     /// Talk to a running switch, like ovs-vsctl / ovs-ofctl: show,
     /// add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE,
-    /// del-flows [--strict] [MATCH], stats [--cycles], cycles on|off; on the
+    /// add-flows FILE (one rule per line, - for stdin), del-flows [--strict] [MATCH], stats [--cycles], cycles on|off; on the
     /// eBPF datapath dump-flows --datapath and del-flows --datapath (the
     /// kernel's cached flows, as ovs-dpctl).
     Ctl {
@@ -229,7 +229,27 @@ fn run_ctl(socket: Option<PathBuf>, node: Option<String>, request: &str) -> Exit
             return ExitCode::from(2);
         }
     };
-    match tunlab_switch::ctl::request(&path, request) {
+    let answer = match request.strip_prefix("add-flows ") {
+        // As ovs-ofctl add-flows: the rules come from a file (or stdin).
+        Some(file) => {
+            let file = file.trim();
+            let text = if file == "-" {
+                std::io::read_to_string(std::io::stdin())
+            } else {
+                std::fs::read_to_string(file)
+            };
+            match text {
+                Ok(t) => tunlab_switch::ctl::request_add_flows(&path, &t)
+                    .map(|(ok, text)| (ok, if ok { text } else { format!("{file}: {text}") })),
+                Err(e) => {
+                    eprintln!("tunlab ctl: add-flows: {file}: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        None => tunlab_switch::ctl::request(&path, request),
+    };
+    match answer {
         Ok((true, text)) => {
             print!("{text}");
             ExitCode::SUCCESS
@@ -291,7 +311,7 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
         .as_ref()
         .map(PathBuf::from)
         .unwrap_or_else(|| default_socket(&cfg.name));
-    let ctl = match tunlab_switch::ctl::CtlServer::bind(&ctl_path) {
+    let ctl = match tunlab_switch::ctl::CtlServer::bind(&ctl_path, cfg.control_group.as_deref()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("tunlab switch: control socket {}: {e}", ctl_path.display());

@@ -65,6 +65,20 @@ impl Switch {
         wait_for_ctl(&self.ctl);
     }
 
+    /// The switch's process id (`ip netns exec` runs it in its own place).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// How many file descriptors the switch holds.
+    pub fn open_fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid())).map_or(0, |d| d.count())
+    }
+
+    pub fn ctl_path(&self) -> &std::path::Path {
+        &self.ctl
+    }
+
     pub fn stop(mut self) -> String {
         let child = self.child.take().unwrap();
         let _ = nix::sys::signal::kill(

@@ -29,6 +29,7 @@ static __always_inline void account(struct tl_flow *f, struct __sk_buff *skb, __
 {
 	f->packets += skb->gso_segs ? skb->gso_segs : 1;
 	f->bytes += len;
+	f->used = (__u32)(bpf_ktime_get_coarse_ns() >> TL_USED_SHIFT);
 }
 
 /* Deliver a frame to a tenant: straight into its namespace for IP

@@ -80,9 +80,13 @@ struct tl_flow {
 	__u64 packets;
 	__u64 bytes;
 	__u32 n_ops; /* 0: drop */
-	__u32 pad;
+	/* When this CPU last used the entry, in units of 2^20 ns of the
+	 * coarse monotonic clock (wraps after 52 days; compared modulo 2^32):
+	 * the switch's revalidator deletes entries idle on every CPU. */
+	__u32 used;
 	struct tl_op ops[TL_MAX_OPS];
 };
+#define TL_USED_SHIFT 20
 
 /* Outer headers of one tunnel destination, built once by the switch
  * (OVS's "build" step); per packet only lengths, the IPv4 checksum and

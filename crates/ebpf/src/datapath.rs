@@ -10,6 +10,7 @@ use aya::maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, PerCpuValues};
 use aya::programs::{SchedClassifier, TcAttachType};
 use aya::{Ebpf, EbpfLoader};
 use std::collections::HashMap as StdMap;
+use std::os::fd::AsFd as _;
 use tunlab_dp::FlowKey;
 
 /// The programs, as clang built them from bpf/datapath.c.
@@ -339,6 +340,7 @@ impl KernelDatapath {
     /// [`KernelDatapath::revalidate`] applied), at the current generation.
     pub fn install(&mut self, masked: &FlowKey, mut flow: Flow) -> Result<(), Error> {
         flow.generation = self.generation;
+        flow.used = crate::maps::used_now();
         let values = PerCpuValues::try_from(vec![flow; self.cpus]).map_err(|e| Error::Map {
             map: "tl_flows",
             msg: e.to_string(),
@@ -364,6 +366,41 @@ impl KernelDatapath {
             out.push((k.into(), f));
         }
         Ok(out)
+    }
+
+    /// A second handle on the flow cache for a revalidator thread, which
+    /// then sweeps it without holding up the thread that owns this.
+    pub fn sweeper(&self) -> Result<FlowSweeper, Error> {
+        let handle = |name: &'static str| -> Result<aya::maps::Map, Error> {
+            let m = self.ebpf.map(name).ok_or(Error::Map {
+                map: name,
+                msg: "not in the object".into(),
+            })?;
+            let data = match m {
+                aya::maps::Map::PerCpuLruHashMap(d) | aya::maps::Map::Array(d) => d,
+                _ => {
+                    return Err(Error::Map {
+                        map: name,
+                        msg: "not of the type bpf/maps.h gives it".into(),
+                    })
+                }
+            };
+            let fd = data
+                .fd()
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(|e| Error::Map {
+                    map: name,
+                    msg: format!("dup: {e}"),
+                })?;
+            let data = aya::maps::MapData::from_fd(fd).map_err(map_err(name))?;
+            aya::maps::Map::from_map_data(data).map_err(map_err(name))
+        };
+        Ok(FlowSweeper {
+            flows: PerCpuHashMap::try_from(handle("tl_flows")?).map_err(map_err("tl_flows"))?,
+            generation: Array::try_from(handle("tl_generation")?)
+                .map_err(map_err("tl_generation"))?,
+        })
     }
 
     /// The datapath's counters, summed over CPUs, by name.
@@ -404,6 +441,79 @@ impl KernelDatapath {
             msg: "not in the object".into(),
         })?;
         T::try_from(m).map_err(map_err(name))
+    }
+}
+
+/// The flow cache as a revalidator sees it: it deletes entries that no
+/// CPU has used for a while, and entries of an earlier generation (which
+/// no packet can use again), as OVS's revalidators expire datapath flows
+/// after `max-idle`. The LRU bounds the cache's size; this frees what is
+/// dead in it, so that a burst of one-off flows does not push out live
+/// ones only once the cache is full.
+pub struct FlowSweeper {
+    flows: PerCpuHashMap<aya::maps::MapData, Key, Flow>,
+    generation: Array<aya::maps::MapData, u64>,
+}
+
+impl std::fmt::Debug for FlowSweeper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlowSweeper").finish_non_exhaustive()
+    }
+}
+
+/// What one sweep found and did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sweep {
+    /// Entries in the cache before the sweep.
+    pub seen: u64,
+    /// Deleted: idle on every CPU for longer than the limit.
+    pub idle: u64,
+    /// Deleted: of an earlier generation.
+    pub stale: u64,
+}
+
+impl FlowSweeper {
+    /// Delete every entry idle for longer than `max_idle` on every CPU,
+    /// and every stale one. Entries are looked at one by one (a million
+    /// take about a second of this thread, none of the packet threads').
+    pub fn sweep(&mut self, max_idle: std::time::Duration) -> Result<Sweep, Error> {
+        let generation = self
+            .generation
+            .get(&0, 0)
+            .map_err(map_err("tl_generation"))?;
+        let limit =
+            (max_idle.as_nanos() >> crate::maps::USED_SHIFT).min(u32::MAX as u128 / 2) as u32;
+        let now = crate::maps::used_now();
+        let mut out = Sweep::default();
+        let mut doomed = Vec::new();
+        for item in self.flows.iter() {
+            let Ok((k, vals)) = item else {
+                // Deleted by the LRU between listing and reading.
+                continue;
+            };
+            out.seen += 1;
+            if vals[0].generation != generation {
+                out.stale += 1;
+                doomed.push(k);
+                continue;
+            }
+            // The youngest use over CPUs, modulo 2^32.
+            let idle_for = vals
+                .iter()
+                .map(|v| now.wrapping_sub(v.used))
+                .min()
+                .unwrap_or(0);
+            if idle_for > limit && idle_for < u32::MAX / 2 {
+                out.idle += 1;
+                doomed.push(k);
+            }
+        }
+        // Deleted after the walk: removing the key a walk stands on sends
+        // a hash map's next-key back to the start.
+        for k in &doomed {
+            let _ = self.flows.remove(k);
+        }
+        Ok(out)
     }
 }
 

@@ -51,8 +51,27 @@ pub struct Flow {
     pub bytes: u64,
     /// 0: drop.
     pub n_ops: u32,
-    pub pad: u32,
+    /// Last use on this CPU, in [`USED_SHIFT`] units of the coarse
+    /// monotonic clock ([`used_now`]).
+    pub used: u32,
     pub ops: [Op; MAX_OPS],
+}
+
+/// `TL_USED_SHIFT`: `used` counts 2^20 ns (about 1.05 ms).
+pub const USED_SHIFT: u32 = 20;
+
+/// Now, as `struct tl_flow`'s `used` counts it: the clock the kernel's
+/// `bpf_ktime_get_coarse_ns` reads is CLOCK_MONOTONIC_COARSE.
+pub fn used_now() -> u32 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given and nothing
+    // else; CLOCK_MONOTONIC_COARSE exists on every Linux this runs on.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    let ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    (ns >> USED_SHIFT) as u32
 }
 
 /// `TL_TMPL_MAX`.

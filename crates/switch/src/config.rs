@@ -15,6 +15,10 @@
 //!                      # process is the slow path; one worker) or "auto"
 //!                      # (ebpf if this kernel runs it, said at start)
 //! flow_cache = 1000000 # optional: the kernel datapath's flow cache entries
+//! max_idle_ms = 10000  # optional (default 10000, as OVS's max-idle): a cached
+//!                      # flow no CPU used for this long is deleted
+//! control_group = "tunlab" # optional: this group may use the control socket
+//!                      # too (it is then 0660 and group-owned; else 0600, root)
 //! workers = 2          # optional (default 1, at most 64): packet threads, each
 //!                      # pinned to a CPU, flows spread over them by hash
 //!
@@ -106,6 +110,8 @@ struct RawSwitch {
     datapath: Option<String>,
     #[serde(default)]
     flow_cache: Option<u32>,
+    #[serde(default)]
+    max_idle_ms: Option<u64>,
 }
 
 /// Which datapath moves the node's packets.
@@ -122,6 +128,9 @@ pub enum DatapathChoice {
 /// The kernel flow cache's default size (entries): OVS's datapath default
 /// flow limit is 200,000; tunlab's aims at 10^6 flows.
 pub const DEFAULT_FLOW_CACHE: u32 = 1_000_000;
+
+/// How long a cached flow may go unused: OVS's default max-idle.
+pub const DEFAULT_MAX_IDLE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The most packet threads a node may have.
 pub const MAX_WORKERS: u16 = 64;
@@ -248,6 +257,9 @@ pub struct Config {
     pub datapath: DatapathChoice,
     /// The kernel datapath's flow cache size (entries).
     pub flow_cache: u32,
+    /// A cached flow idle this long on every CPU is deleted (OVS's
+    /// `other_config:max-idle`).
+    pub max_idle: std::time::Duration,
 }
 
 /// Port names for flow rules (`in_port=tap-a`, `output:gnv0`).
@@ -517,6 +529,18 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
                 return Err(ConfigError::Syntax {
                     file: file.to_string(),
                     msg: format!("switch.flow_cache: {n} is not between 16 and 16000000"),
+                })
+            }
+        },
+        max_idle: match raw.switch.max_idle_ms {
+            None => DEFAULT_MAX_IDLE,
+            Some(ms @ 100..=86_400_000) => std::time::Duration::from_millis(ms),
+            Some(ms) => {
+                return Err(ConfigError::Syntax {
+                    file: file.to_string(),
+                    msg: format!(
+                        "switch.max_idle_ms: {ms} is not between 100 (0.1 s) and 86400000 (a day)"
+                    ),
                 })
             }
         },

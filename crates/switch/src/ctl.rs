@@ -527,6 +527,16 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             for (name, v) in kernel.into_iter().flatten() {
                 s.push_str(&format!("{name}: {v}\n"));
             }
+            if let Some(r) = sw.revalidator_stats() {
+                s.push_str(&format!(
+                    "revalidator: {} sweeps, deleted {} idle and {} stale flows; last sweep saw {} flows in {:.1} ms\n",
+                    r.sweeps,
+                    r.idle_deleted,
+                    r.stale_deleted,
+                    r.last_seen,
+                    r.last_sweep.as_secs_f64() * 1e3
+                ));
+            }
             Ok(s)
         }
         "" => {

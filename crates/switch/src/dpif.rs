@@ -71,4 +71,10 @@ pub trait Dpif: std::fmt::Debug + Send {
 
     /// The datapath's counters, named for `tunlab ctl stats`.
     fn stats(&self) -> Vec<(String, u64)>;
+
+    /// A handle for a revalidator thread that expires idle cached flows,
+    /// if this datapath caches flows in a map it can share.
+    fn sweeper(&self) -> Result<Option<tunlab_ebpf::datapath::FlowSweeper>, String> {
+        Ok(None)
+    }
 }

@@ -611,6 +611,10 @@ impl Dpif for Kernel {
         Ok(s)
     }
 
+    fn sweeper(&self) -> Result<Option<tunlab_ebpf::datapath::FlowSweeper>, String> {
+        self.dp.sweeper().map(Some).map_err(|e| e.to_string())
+    }
+
     /// Counters of the kernel datapath, with the install counts.
     fn stats(&self) -> Vec<(String, u64)> {
         let mut out: Vec<(String, u64)> = self

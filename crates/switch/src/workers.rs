@@ -51,6 +51,74 @@ pub struct Switch {
     stop: Arc<AtomicBool>,
     /// The first error that stopped a worker.
     failed: Arc<Mutex<Option<String>>>,
+    /// Expires idle flows of a caching datapath's cache.
+    revalidator: Option<Revalidator>,
+}
+
+/// The revalidator's totals, for `tunlab ctl stats`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RevalidatorStats {
+    pub sweeps: u64,
+    pub idle_deleted: u64,
+    pub stale_deleted: u64,
+    /// Entries the last sweep found, and how long it took.
+    pub last_seen: u64,
+    pub last_sweep: Duration,
+}
+
+/// A thread that sweeps the kernel's flow cache, as OVS's revalidator
+/// threads dump and expire datapath flows: off the packet threads, at
+/// half the idle limit (at most every second).
+struct Revalidator {
+    thread: Option<JoinHandle<()>>,
+    stats: Arc<Mutex<RevalidatorStats>>,
+}
+
+impl Revalidator {
+    fn start(
+        mut sweeper: tunlab_ebpf::datapath::FlowSweeper,
+        max_idle: Duration,
+        stop: Arc<AtomicBool>,
+        failed: Arc<Mutex<Option<String>>>,
+    ) -> std::io::Result<Revalidator> {
+        let stats = Arc::new(Mutex::new(RevalidatorStats::default()));
+        let totals = stats.clone();
+        let every = (max_idle / 2).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        let thread = std::thread::Builder::new()
+            .name("revalidator".into())
+            .spawn(move || {
+                let mut next = Instant::now() + every;
+                while !stop.load(Ordering::Relaxed) {
+                    if Instant::now() < next {
+                        std::thread::sleep(Duration::from_millis(20).min(every));
+                        continue;
+                    }
+                    let t0 = Instant::now();
+                    match sweeper.sweep(max_idle) {
+                        Ok(s) => {
+                            if let Ok(mut t) = totals.lock() {
+                                t.sweeps += 1;
+                                t.idle_deleted += s.idle;
+                                t.stale_deleted += s.stale;
+                                t.last_seen = s.seen;
+                                t.last_sweep = t0.elapsed();
+                            }
+                        }
+                        Err(e) => {
+                            if let Ok(mut f) = failed.lock() {
+                                f.get_or_insert_with(|| format!("revalidator: {e}"));
+                            }
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    next = Instant::now() + every;
+                }
+            })?;
+        Ok(Revalidator {
+            thread: Some(thread),
+            stats,
+        })
+    }
 }
 
 impl std::fmt::Debug for Switch {
@@ -105,12 +173,30 @@ impl Switch {
         for (i, t) in taps.iter_mut().enumerate() {
             nodes.push(Node::start_worker(cfg, i, n, t)?);
         }
+        let sweeper = match &dpif {
+            Some(d) => d.sweeper().map_err(|msg| StartError::Port {
+                port: "-".into(),
+                msg: format!("flow cache revalidator: {msg}"),
+            })?,
+            None => None,
+        };
         if let Some(node) = nodes.first_mut() {
             node.dpif = dpif;
             node.revalidate();
         }
         let stop = Arc::new(AtomicBool::new(false));
         let failed = Arc::new(Mutex::new(None));
+        let revalidator = match sweeper {
+            Some(s) => Some(
+                Revalidator::start(s, cfg.max_idle, stop.clone(), failed.clone()).map_err(|e| {
+                    StartError::Port {
+                        port: "-".into(),
+                        msg: format!("cannot start the revalidator thread: {e}"),
+                    }
+                })?,
+            ),
+            None => None,
+        };
         let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
         let mut workers = Vec::with_capacity(n);
         for (i, node) in nodes.into_iter().enumerate() {
@@ -148,7 +234,14 @@ impl Switch {
             workers,
             stop,
             failed,
+            revalidator,
         })
+    }
+
+    /// The revalidator's totals, if this node's datapath has one.
+    pub fn revalidator_stats(&self) -> Option<RevalidatorStats> {
+        let r = self.revalidator.as_ref()?;
+        r.stats.lock().ok().map(|s| *s)
     }
 
     pub fn workers(&self) -> usize {
@@ -260,6 +353,9 @@ impl Switch {
             if let Some(t) = w.thread.take() {
                 let _ = t.join();
             }
+        }
+        if let Some(t) = self.revalidator.as_mut().and_then(|r| r.thread.take()) {
+            let _ = t.join();
         }
     }
 }

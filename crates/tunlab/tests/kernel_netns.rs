@@ -150,3 +150,46 @@ fn tunnel_ports_sharing_a_udp_port() {
     s1.stop();
     s2.stop();
 }
+
+/// The revalidator deletes cached flows no CPU has used for max_idle_ms
+/// (OVS's max-idle): after traffic stops, the kernel's flow cache empties,
+/// the deletions are counted, and the next packets are a miss that the
+/// slow path installs again.
+#[test]
+fn idle_flows_expire() {
+    let l = lab();
+    let (c1, c2) = pair_configs(&l, "geneve");
+    let idle = |c: &str| on_kernel(c).replacen("[switch]\n", "[switch]\nmax_idle_ms = 300\n", 1);
+    let (s1, s2) = start_pair(&l, &idle(&c1), &idle(&c2));
+    let sock = l.dir.join("n1.ctl");
+    let cached = || {
+        let (ok, out, err) = ctl(&sock, &["dump-flows", "--datapath"]);
+        assert!(ok, "{err}");
+        out.lines().count()
+    };
+    traffic_both_ways(&l, "before going idle");
+    assert!(cached() > 0, "traffic left nothing in the kernel's cache");
+    // Idle for twice the limit plus a sweep interval.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while cached() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(cached(), 0, "idle flows stayed in the cache");
+    let st = node_stats(&l.dir, "n1");
+    let line = st
+        .lines()
+        .find(|l| l.starts_with("revalidator: "))
+        .unwrap_or_default();
+    let deleted: u64 = line
+        .split("deleted ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(deleted > 0, "{st}");
+    let installed = counter(&st, "kernel_installed");
+    traffic_both_ways(&l, "after the flows expired");
+    assert!(counter(&node_stats(&l.dir, "n1"), "kernel_installed") > installed);
+    assert_kernel_carried(&l.dir, "n1", "after the flows expired");
+    drop((s1.stop(), s2.stop()));
+}

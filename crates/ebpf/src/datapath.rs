@@ -11,6 +11,8 @@ use aya::programs::{SchedClassifier, TcAttachType};
 use aya::{Ebpf, EbpfLoader};
 use std::collections::HashMap as StdMap;
 use std::os::fd::AsFd as _;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use tunlab_dp::FlowKey;
 
 /// The programs, as clang built them from bpf/datapath.c.
@@ -45,8 +47,34 @@ fn map_err(map: &'static str) -> impl Fn(aya::maps::MapError) -> Error {
 struct Attached {
     prog: &'static str,
     dev: String,
-    link: aya::programs::tc::SchedClassifierLinkId,
+    link: Held,
 }
+
+/// How an attachment is held.
+#[derive(Debug)]
+enum Held {
+    /// By the program: detached with it, or by [`KernelDatapath::detach`].
+    Owned(aya::programs::tc::SchedClassifierLinkId),
+    /// A tcx link pinned in bpffs: it stays attached if this process dies
+    /// (the next one replaces its program); unpinned on a normal stop.
+    Pinned {
+        link: aya::programs::links::FdLink,
+        pin: PathBuf,
+    },
+}
+
+/// The maps that hold the datapath's state, pinned so that a restarted
+/// switch adopts them (the per-CPU scratch maps are not state).
+pub const PINNED_MAPS: [&str; 8] = [
+    "tl_flows",
+    "tl_mask",
+    "tl_generation",
+    "tl_templates",
+    "tl_ports",
+    "tl_tunnels",
+    "tl_tlv",
+    "tl_stats",
+];
 
 /// The kernel datapath of one switch.
 pub struct KernelDatapath {
@@ -60,6 +88,12 @@ pub struct KernelDatapath {
     /// Possible CPUs: the number of values of a per-CPU entry (read once;
     /// aya reads it from sysfs on every call).
     cpus: usize,
+    /// The next free template slot.
+    next_template: u32,
+    /// Where maps and links are pinned, if they are.
+    pins: Option<PathBuf>,
+    /// Whether the maps were a previous run's (see [`Self::adopted`]).
+    adopted: bool,
 }
 
 impl std::fmt::Debug for KernelDatapath {
@@ -81,12 +115,42 @@ impl KernelDatapath {
     /// Load the programs through the verifier and create the maps: a flow
     /// cache of `flow_capacity` entries and room for `template_capacity`
     /// tunnel destinations.
-    pub fn load(flow_capacity: u32, template_capacity: u32) -> Result<KernelDatapath, Error> {
-        let mut ebpf = EbpfLoader::new()
+    ///
+    /// With `pins` (a directory on a bpf filesystem) the state maps and
+    /// the tcx links are pinned there. If a previous run's maps are there
+    /// (a switch killed, now restarted) they are adopted with their cached
+    /// flows, which keep forwarding under the old programs until
+    /// [`Self::attach`] swaps each program in place and the switch's first
+    /// revalidation; see [`Self::adopted`].
+    pub fn load(
+        flow_capacity: u32,
+        template_capacity: u32,
+        pins: Option<&Path>,
+    ) -> Result<KernelDatapath, Error> {
+        let mut loader = EbpfLoader::new();
+        loader
             .map_max_entries("tl_flows", flow_capacity)
-            .map_max_entries("tl_templates", template_capacity)
+            .map_max_entries("tl_templates", template_capacity);
+        let mut adopted = false;
+        if let Some(dir) = pins {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::Load(format!("pin directory {}: {e}", dir.display())))?;
+            adopted = dir.join("tl_flows").exists();
+            for name in PINNED_MAPS {
+                loader.map_pin_path(name, dir.join(name));
+            }
+        }
+        let mut ebpf = loader
             .load(OBJECT)
             .map_err(|e| Error::Load(e.to_string()))?;
+        if let Some(dir) = pins {
+            // Only root may read or change the node's state through bpffs.
+            for name in PINNED_MAPS {
+                let path = dir.join(name);
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                    .map_err(|e| Error::Load(format!("{}: {e}", path.display())))?;
+            }
+        }
         for name in [FROM_TENANT, FROM_UNDERLAY, INJECT] {
             let p: &mut SchedClassifier = ebpf
                 .program_mut(name)
@@ -106,9 +170,42 @@ impl KernelDatapath {
             template_capacity,
             flow_capacity,
             cpus,
+            next_template: 0,
+            pins: pins.map(Path::to_path_buf),
+            adopted,
         };
-        dp.revalidate(&FlowKey::default())?;
+        if adopted {
+            dp.adopt()?;
+        } else {
+            dp.revalidate(&FlowKey::default())?;
+        }
         Ok(dp)
+    }
+
+    /// Take over a previous run's state: its generation (entries of it
+    /// stay valid until the switch revalidates) and its templates (cached
+    /// flows name them by slot).
+    fn adopt(&mut self) -> Result<(), Error> {
+        let gen: Array<_, u64> = self.map("tl_generation")?;
+        self.generation = gen.get(&0, 0).map_err(map_err("tl_generation"))?;
+        let m: Array<_, Template> = self.map("tl_templates")?;
+        let mut found = Vec::new();
+        for i in 0..m.len() {
+            let t = m.get(&i, 0).map_err(map_err("tl_templates"))?;
+            if t.kind != 0 {
+                found.push((i, t));
+            }
+        }
+        for (i, t) in found {
+            self.templates.insert(template_bytes(&t), i);
+            self.next_template = self.next_template.max(i + 1);
+        }
+        Ok(())
+    }
+
+    /// Whether this datapath took over a previous run's pinned maps.
+    pub fn adopted(&self) -> bool {
+        self.adopted
     }
 
     pub fn flow_capacity(&self) -> u32 {
@@ -123,17 +220,80 @@ impl KernelDatapath {
     }
 
     /// Attach `prog` to `dev`'s ingress (tcx where the kernel has it, a
-    /// clsact qdisc otherwise).
+    /// clsact qdisc otherwise). With pins and tcx the link is pinned; a
+    /// link a previous run pinned there gets this run's program in its
+    /// place, atomically (no packet meets an empty hook).
     fn attach(&mut self, prog: &'static str, dev: &str) -> Result<(), Error> {
+        if let (Some(dir), true) = (self.pins.clone(), tcx()) {
+            return self.attach_pinned(prog, dev, &dir);
+        }
+        self.attach_owned(prog, dev)
+    }
+
+    fn attach_pinned(&mut self, prog: &'static str, dev: &str, dir: &Path) -> Result<(), Error> {
+        use aya::programs::links::{FdLink, PinnedLink};
+        use aya::programs::tc::SchedClassifierLink;
+        let err = |msg: String| Error::Attach {
+            prog,
+            dev: dev.to_string(),
+            msg,
+        };
+        let ifindex = ifindex(dev).ok_or_else(|| err("no such device".into()))?;
+        let pin = dir.join(format!("link_{prog}_{ifindex}"));
+        let p: &mut SchedClassifier = self
+            .ebpf
+            .program_mut(prog)
+            .ok_or_else(|| err("not in the object".into()))?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| err(e.to_string()))?;
+        let replaced = match PinnedLink::from_pin(&pin) {
+            Ok(old) => {
+                let link = SchedClassifierLink::try_from(FdLink::from(old))
+                    .map_err(|e| err(format!("pinned link {}: {e}", pin.display())))?;
+                match p.attach_to_link(link) {
+                    Ok(id) => Some(id),
+                    // The device was deleted and made again: its old link
+                    // is defunct. Start afresh.
+                    Err(_) => {
+                        let _ = std::fs::remove_file(&pin);
+                        None
+                    }
+                }
+            }
+            Err(_) => None,
+        };
+        let fresh = replaced.is_none();
+        let id = match replaced {
+            Some(id) => id,
+            None => p
+                .attach(dev, TcAttachType::Ingress)
+                .map_err(|e| err(e.to_string()))?,
+        };
+        let link = p.take_link(id).map_err(|e| err(e.to_string()))?;
+        let mut link = FdLink::try_from(link).map_err(|e| err(e.to_string()))?;
+        if fresh {
+            link = FdLink::from(
+                link.pin(&pin)
+                    .map_err(|e| err(format!("pinning at {}: {e}", pin.display())))?,
+            );
+            let _ = std::fs::set_permissions(&pin, std::fs::Permissions::from_mode(0o600));
+        }
+        self.attached.push(Attached {
+            prog,
+            dev: dev.to_string(),
+            link: Held::Pinned { link, pin },
+        });
+        Ok(())
+    }
+
+    fn attach_owned(&mut self, prog: &'static str, dev: &str) -> Result<(), Error> {
         let err = |msg: String| Error::Attach {
             prog,
             dev: dev.to_string(),
             msg,
         };
         // Kernels before 6.6 attach through clsact; it may already exist.
-        let tcx = aya::util::KernelVersion::current()
-            .is_ok_and(|v| v >= aya::util::KernelVersion::new(6, 6, 0));
-        if !tcx {
+        if !tcx() {
             let _ = aya::programs::tc::qdisc_add_clsact(dev);
         }
         let p: &mut SchedClassifier = self
@@ -148,7 +308,7 @@ impl KernelDatapath {
         self.attached.push(Attached {
             prog,
             dev: dev.to_string(),
-            link,
+            link: Held::Owned(link),
         });
         Ok(())
     }
@@ -160,12 +320,25 @@ impl KernelDatapath {
             .partition(|a| a.dev == dev);
         self.attached = kept;
         for a in gone {
-            if let Some(Ok(p)) = self
-                .ebpf
-                .program_mut(a.prog)
-                .map(<&mut SchedClassifier>::try_from)
-            {
-                let _ = p.detach(a.link);
+            self.release(a);
+        }
+    }
+
+    fn release(&mut self, a: Attached) {
+        match a.link {
+            Held::Owned(id) => {
+                if let Some(Ok(p)) = self
+                    .ebpf
+                    .program_mut(a.prog)
+                    .map(<&mut SchedClassifier>::try_from)
+                {
+                    let _ = p.detach(id);
+                }
+            }
+            Held::Pinned { link, pin } => {
+                // Unpinned and closed: the kernel detaches it.
+                let _ = std::fs::remove_file(&pin);
+                drop(link);
             }
         }
     }
@@ -311,19 +484,11 @@ impl KernelDatapath {
 
     /// A tunnel destination's template index, adding it if new.
     pub fn template(&mut self, t: &Template) -> Result<u32, Error> {
-        // SAFETY: Template is repr(C) plain data without padding (size
-        // checked in maps.rs); viewing it as bytes reads initialised memory.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(
-                (t as *const Template).cast::<u8>(),
-                std::mem::size_of::<Template>(),
-            )
-        }
-        .to_vec();
+        let bytes = template_bytes(t);
         if let Some(&i) = self.templates.get(&bytes) {
             return Ok(i);
         }
-        let i = self.templates.len() as u32;
+        let i = self.next_template;
         if i >= self.template_capacity {
             return Err(Error::Map {
                 map: "tl_templates",
@@ -333,6 +498,7 @@ impl KernelDatapath {
         let mut m: Array<_, Template> = self.map_mut("tl_templates")?;
         m.set(i, t, 0).map_err(map_err("tl_templates"))?;
         self.templates.insert(bytes, i);
+        self.next_template = i + 1;
         Ok(i)
     }
 
@@ -515,6 +681,48 @@ impl FlowSweeper {
         }
         Ok(out)
     }
+}
+
+impl Drop for KernelDatapath {
+    /// A normal stop: detach every program and remove every pin (a killed
+    /// switch never gets here, and its pins keep the datapath running).
+    fn drop(&mut self) {
+        for a in std::mem::take(&mut self.attached) {
+            self.release(a);
+        }
+        if let Some(dir) = &self.pins {
+            if let Ok(entries) = std::fs::read_dir(dir) {
+                for e in entries.flatten() {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// Whether programs attach through tcx (kernel 6.6 and later).
+fn tcx() -> bool {
+    aya::util::KernelVersion::current().is_ok_and(|v| v >= aya::util::KernelVersion::new(6, 6, 0))
+}
+
+fn ifindex(dev: &str) -> Option<u32> {
+    let name = std::ffi::CString::new(dev).ok()?;
+    // SAFETY: if_nametoindex reads the NUL-terminated string it is given.
+    let i = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    (i != 0).then_some(i)
+}
+
+fn template_bytes(t: &Template) -> Vec<u8> {
+    // SAFETY: Template is repr(C) plain data without padding (size
+    // checked in maps.rs); viewing it as bytes reads initialised memory.
+    unsafe {
+        std::slice::from_raw_parts(
+            (t as *const Template).cast::<u8>(),
+            std::mem::size_of::<Template>(),
+        )
+    }
+    .to_vec()
 }
 
 /// A program error with the verifier's log when there is one.

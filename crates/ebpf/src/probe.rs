@@ -9,7 +9,7 @@ pub fn probe() -> Result<(), String> {
     if !std::path::Path::new("/sys/fs/bpf").exists() {
         return Err("no BPF filesystem at /sys/fs/bpf (CONFIG_BPF_SYSCALL)".into());
     }
-    KernelDatapath::load(16, 4)
+    KernelDatapath::load(16, 4, None)
         .map(drop)
         .map_err(|e| format!("the kernel refused tunlab's TC programs: {e}"))
 }

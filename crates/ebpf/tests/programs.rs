@@ -107,7 +107,7 @@ fn all_ones() -> FlowKey {
 }
 
 fn datapath_for(kind: TunnelKind, family: u8) -> KernelDatapath {
-    let mut dp = KernelDatapath::load(1024, 16).expect("programs load (run as root)");
+    let mut dp = KernelDatapath::load(1024, 16, None).expect("programs load (run as root)");
     let (proto, dport, k) = match kind {
         TunnelKind::Geneve => (17, 6081, maps::KIND_GENEVE),
         TunnelKind::Vxlan => (17, 4789, maps::KIND_VXLAN),

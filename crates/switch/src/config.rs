@@ -17,6 +17,10 @@
 //! flow_cache = 1000000 # optional: the kernel datapath's flow cache entries
 //! max_idle_ms = 10000  # optional (default 10000, as OVS's max-idle): a cached
 //!                      # flow no CPU used for this long is deleted
+//! bpf_pin_dir = "/sys/fs/bpf/tunlab" # optional (this default, or "none"): the
+//!                      # kernel datapath's maps and links are pinned under
+//!                      # DIR/NAME, so that cached flows forward while the
+//!                      # switch is down and a restart adopts them
 //! control_group = "tunlab" # optional: this group may use the control socket
 //!                      # too (it is then 0660 and group-owned; else 0600, root)
 //! workers = 2          # optional (default 1, at most 64): packet threads, each
@@ -112,6 +116,8 @@ struct RawSwitch {
     flow_cache: Option<u32>,
     #[serde(default)]
     max_idle_ms: Option<u64>,
+    #[serde(default)]
+    bpf_pin_dir: Option<String>,
 }
 
 /// Which datapath moves the node's packets.
@@ -128,6 +134,9 @@ pub enum DatapathChoice {
 /// The kernel flow cache's default size (entries): OVS's datapath default
 /// flow limit is 200,000; tunlab's aims at 10^6 flows.
 pub const DEFAULT_FLOW_CACHE: u32 = 1_000_000;
+
+/// Where kernel datapaths pin their state, each under its node's name.
+pub const DEFAULT_BPF_PIN_DIR: &str = "/sys/fs/bpf/tunlab";
 
 /// How long a cached flow may go unused: OVS's default max-idle.
 pub const DEFAULT_MAX_IDLE: std::time::Duration = std::time::Duration::from_secs(10);
@@ -260,6 +269,10 @@ pub struct Config {
     /// A cached flow idle this long on every CPU is deleted (OVS's
     /// `other_config:max-idle`).
     pub max_idle: std::time::Duration,
+    /// Where the kernel datapath pins its maps and links (a directory of a
+    /// bpf filesystem; the node's own under it), so that they outlive a
+    /// killed switch; `None`: not pinned.
+    pub bpf_pin_dir: Option<String>,
 }
 
 /// Port names for flow rules (`in_port=tap-a`, `output:gnv0`).
@@ -529,6 +542,17 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
                 return Err(ConfigError::Syntax {
                     file: file.to_string(),
                     msg: format!("switch.flow_cache: {n} is not between 16 and 16000000"),
+                })
+            }
+        },
+        bpf_pin_dir: match raw.switch.bpf_pin_dir.as_deref() {
+            None => Some(DEFAULT_BPF_PIN_DIR.to_string()),
+            Some("none") => None,
+            Some(d) if d.starts_with('/') => Some(d.to_string()),
+            Some(d) => {
+                return Err(ConfigError::Syntax {
+                    file: file.to_string(),
+                    msg: format!("switch.bpf_pin_dir: \"{d}\" is not an absolute path or \"none\""),
                 })
             }
         },

@@ -72,6 +72,70 @@ pub struct Kernel {
     /// Flows installed, and why others were not.
     pub installed: u64,
     pub not_installed: HashMap<&'static str, u64>,
+    /// Held while this process owns the pinned datapath (after `dp`: the
+    /// pins go before the lock does).
+    pin_lock: Option<(std::fs::File, std::path::PathBuf)>,
+}
+
+fn is_bpffs(path: &std::path::Path) -> bool {
+    use nix::sys::statfs::{statfs, BPF_FS_MAGIC};
+    statfs(path).is_ok_and(|s| s.filesystem_type() == BPF_FS_MAGIC)
+}
+
+/// Where the node pins its kernel datapath (`bpf_pin_dir`/NAME), locked
+/// against a second live switch of the same name: mounts bpffs at
+/// /sys/fs/bpf if nothing is mounted there (as systemd does at boot).
+#[allow(clippy::type_complexity)]
+fn pin_dir(
+    base: Option<&str>,
+    node: &str,
+) -> Result<Option<(std::path::PathBuf, (std::fs::File, std::path::PathBuf))>, StartError> {
+    let Some(base) = base else {
+        return Ok(None);
+    };
+    let perr = |msg: String| StartError::Port {
+        port: "-".into(),
+        msg: format!("bpf_pin_dir {base}: {msg}"),
+    };
+    let base = std::path::Path::new(base);
+    let fs_root = std::path::Path::new("/sys/fs/bpf");
+    if base.starts_with(fs_root) && !is_bpffs(fs_root) {
+        netns::run(&["mount", "-t", "bpf", "bpf", "/sys/fs/bpf"]).map_err(|e| {
+            perr(format!(
+                "no bpf filesystem mounted at /sys/fs/bpf, and mounting one failed: {e}"
+            ))
+        })?;
+    }
+    std::fs::create_dir_all(base).map_err(|e| perr(e.to_string()))?;
+    if !is_bpffs(base) {
+        return Err(perr(
+            "not on a bpf filesystem (mount -t bpf bpf DIR, or bpf_pin_dir = \"none\")".into(),
+        ));
+    }
+    let dir = base.join(node);
+    std::fs::create_dir_all("/run/tunlab").map_err(|e| perr(format!("/run/tunlab: {e}")))?;
+    // Named by the bpf filesystem's device (each mount of bpffs is its
+    // own instance: switches in private mount namespaces never share one)
+    // and the node.
+    let fs_dev = std::fs::metadata(base)
+        .map(|m| std::os::unix::fs::MetadataExt::dev(&m))
+        .map_err(|e| perr(e.to_string()))?;
+    let lock_path = format!("/run/tunlab/pins-{fs_dev:x}-{node}.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| perr(format!("{lock_path}: {e}")))?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this function owns; no memory passed.
+    if unsafe { nix::libc::flock(lock.as_raw_fd(), nix::libc::LOCK_EX | nix::libc::LOCK_NB) } != 0 {
+        return Err(perr(format!(
+            "{} belongs to a running switch (node names must differ, or give another bpf_pin_dir)",
+            dir.display()
+        )));
+    }
+    Ok(Some((dir, (lock, lock_path.into()))))
 }
 
 /// Run an `ip` command, naming the port on failure.
@@ -128,11 +192,26 @@ fn device_with(addr: IpAddr) -> Option<String> {
 
 impl Kernel {
     /// Load the programs and create the maps; nothing is attached yet.
-    pub fn load(flow_cache: u32) -> Result<Kernel, StartError> {
-        let dp = KernelDatapath::load(flow_cache, 65536).map_err(|e| StartError::Port {
-            port: "-".into(),
-            msg: format!("kernel datapath: {e}"),
+    pub fn load(flow_cache: u32, pins: Option<&str>, node: &str) -> Result<Kernel, StartError> {
+        let pins = pin_dir(pins, node)?;
+        let (dir, lock) = match pins {
+            Some((d, l)) => (Some(d), Some(l)),
+            None => (None, None),
+        };
+        let dp = KernelDatapath::load(flow_cache, 65536, dir.as_deref()).map_err(|e| {
+            StartError::Port {
+                port: "-".into(),
+                msg: format!("kernel datapath: {e}"),
+            }
         })?;
+        if dp.adopted() {
+            if let Some(d) = &dir {
+                eprintln!(
+                    "tunlab switch {node}: adopting the kernel datapath pinned at {} (its cached flows forward until revalidated)",
+                    d.display()
+                );
+            }
+        }
         Ok(Kernel {
             dp,
             veths: Vec::new(),
@@ -143,6 +222,7 @@ impl Kernel {
             cacheable: true,
             installed: 0,
             not_installed: HashMap::new(),
+            pin_lock: lock,
         })
     }
 
@@ -173,17 +253,23 @@ impl Kernel {
         let mtu = mtu
             .unwrap_or_else(|| default_tenant_mtu(underlay_mtu, ports))
             .to_string();
-        ip(
-            name,
-            &[
-                "link", "add", name, "type", "veth", "peer", "name", name, "netns", ns,
-            ],
-        )?;
+        // A killed switch's veth is still there, carrying its tenant's
+        // connections through the pinned datapath: the restarted switch
+        // adopts it as it is.
+        let adopt = self.dp.adopted() && ifindex_of(name, name).is_ok();
+        if !adopt {
+            ip(
+                name,
+                &[
+                    "link", "add", name, "type", "veth", "peer", "name", name, "netns", ns,
+                ],
+            )?;
+        }
         let made = (|| {
             no_ipv6(name);
             ip(name, &["link", "set", name, "mtu", &mtu, "up"])?;
             ip(name, &["-n", ns, "link", "set", name, "mtu", &mtu, "up"])?;
-            if let Some(a) = address {
+            if let (Some(a), false) = (address, adopt) {
                 ip(name, &["-n", ns, "addr", "add", a, "dev", name])?;
             }
             self.attach_tenant(p, &mtu, offloads, true)
@@ -639,6 +725,11 @@ impl Drop for Kernel {
         for v in self.veths.iter().filter(|v| v.owned) {
             let _ = ip(&v.name, &["link", "del", &v.name]);
         }
+        // The pins go with `dp` right after this; the lock file now (the
+        // lock itself is held until the descriptor closes).
+        if let Some((_, path)) = &self.pin_lock {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -718,9 +809,13 @@ pub fn choose(cfg: &crate::config::Config) -> Result<Option<Box<dyn Dpif>>, Star
     use crate::config::DatapathChoice;
     match cfg.datapath {
         DatapathChoice::Userspace => Ok(None),
-        DatapathChoice::Ebpf => Ok(Some(Box::new(Kernel::load(cfg.flow_cache)?))),
+        DatapathChoice::Ebpf => Ok(Some(Box::new(Kernel::load(
+            cfg.flow_cache,
+            cfg.bpf_pin_dir.as_deref(),
+            &cfg.name,
+        )?))),
         DatapathChoice::Auto => {
-            match Kernel::load(cfg.flow_cache) {
+            match Kernel::load(cfg.flow_cache, cfg.bpf_pin_dir.as_deref(), &cfg.name) {
                 Ok(k) => {
                     eprintln!("tunlab switch {}: datapath auto: ebpf (this kernel runs tunlab's TC programs)", cfg.name);
                     Ok(Some(Box::new(k)))

@@ -79,6 +79,14 @@ impl Switch {
         &self.ctl
     }
 
+    /// `kill -9`: no chance to clean up; its stderr so far.
+    pub fn kill9(mut self) -> String {
+        let mut child = self.child.take().unwrap();
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
     pub fn stop(mut self) -> String {
         let child = self.child.take().unwrap();
         let _ = nix::sys::signal::kill(

@@ -502,6 +502,29 @@ impl KernelDatapath {
         Ok(i)
     }
 
+    /// Underlay device `ifindex` has a new MTU: every template that sends
+    /// through it takes it, in place (cached flows name templates by
+    /// slot). Returns how many changed.
+    pub fn set_device_mtu(&mut self, ifindex: u32, mtu: u16) -> Result<usize, Error> {
+        let hit: Vec<(Vec<u8>, u32, Template)> = self
+            .templates
+            .iter()
+            .map(|(b, &i)| (b.clone(), i, template_from_bytes(b)))
+            .filter(|(_, _, t)| t.ifindex == ifindex && t.mtu != mtu)
+            .collect();
+        let mut m: Array<_, Template> = self.map_mut("tl_templates")?;
+        for (_, i, t) in &hit {
+            let t = Template { mtu, ..*t };
+            m.set(*i, t, 0).map_err(map_err("tl_templates"))?;
+        }
+        for (old, i, t) in &hit {
+            self.templates.remove(old);
+            self.templates
+                .insert(template_bytes(&Template { mtu, ..*t }), *i);
+        }
+        Ok(hit.len())
+    }
+
     /// Install a flow under `masked` (the key with the mask of the last
     /// [`KernelDatapath::revalidate`] applied), at the current generation.
     pub fn install(&mut self, masked: &FlowKey, mut flow: Flow) -> Result<(), Error> {
@@ -723,6 +746,14 @@ fn template_bytes(t: &Template) -> Vec<u8> {
         )
     }
     .to_vec()
+}
+
+fn template_from_bytes(b: &[u8]) -> Template {
+    assert_eq!(b.len(), std::mem::size_of::<Template>());
+    // SAFETY: `b` holds a Template's bytes (made by template_bytes, length
+    // checked above); Template is plain data valid for any bit pattern,
+    // and read_unaligned needs no alignment.
+    unsafe { std::ptr::read_unaligned(b.as_ptr().cast::<Template>()) }
 }
 
 /// A program error with the verifier's log when there is one.

@@ -72,6 +72,12 @@ pub trait Dpif: std::fmt::Debug + Send {
     /// The datapath's counters, named for `tunlab ctl stats`.
     fn stats(&self) -> Vec<(String, u64)>;
 
+    /// Look at the underlay devices' MTUs again (called every half
+    /// second); the smallest, if this datapath knows its devices.
+    fn refresh_mtu(&mut self) -> Option<u16> {
+        None
+    }
+
     /// A handle for a revalidator thread that expires idle cached flows,
     /// if this datapath caches flows in a map it can share.
     fn sweeper(&self) -> Result<Option<tunlab_ebpf::datapath::FlowSweeper>, String> {

@@ -46,6 +46,8 @@ enum Target {
         cfg: TunnelPort,
         underlay: u32,
         mtu: u16,
+        /// The underlay device's name (its MTU is watched).
+        dev: String,
     },
     /// A QinQ port: 802.1ad frames on this underlay device.
     Qinq { ifindex: u32 },
@@ -457,6 +459,7 @@ impl Kernel {
                 cfg: *t,
                 underlay,
                 mtu,
+                dev: dev.clone(),
             },
         );
         Ok(())
@@ -537,7 +540,9 @@ impl Kernel {
                 };
             }
             Some(Target::Tunnel { .. }) if n > 0 => return Err("vlan_edit_before_tunnel"),
-            Some(Target::Tunnel { cfg, underlay, mtu }) if !from_tunnel => {
+            Some(Target::Tunnel {
+                cfg, underlay, mtu, ..
+            }) if !from_tunnel => {
                 let d =
                     destination(&cfg, tun, tlv, underlay, mtu).ok_or("no_tunnel_destination")?;
                 let t = tunlab_ebpf::template::build(&d).map_err(|_| "template_failed")?;
@@ -695,6 +700,41 @@ impl Dpif for Kernel {
             ));
         }
         Ok(s)
+    }
+
+    /// Read each underlay device's MTU (sysfs, no fork); where one
+    /// changed, its templates take the new MTU in place, so that cached
+    /// flows send too-big frames to the slow path for an ICMP answer at
+    /// once.
+    fn refresh_mtu(&mut self) -> Option<u16> {
+        let mut smallest: Option<u16> = None;
+        let mut changed = Vec::new();
+        for t in self.targets.values_mut() {
+            if let Target::Tunnel {
+                underlay, mtu, dev, ..
+            } = t
+            {
+                let Some(now) = std::fs::read_to_string(format!("/sys/class/net/{dev}/mtu"))
+                    .ok()
+                    .and_then(|s| s.trim().parse::<u16>().ok())
+                else {
+                    continue;
+                };
+                if now != *mtu {
+                    *mtu = now;
+                    changed.push((*underlay, now));
+                }
+                smallest = Some(smallest.map_or(now, |m| m.min(now)));
+            }
+        }
+        changed.sort_unstable();
+        changed.dedup();
+        for (ifindex, mtu) in changed {
+            if let Err(e) = self.dp.set_device_mtu(ifindex, mtu) {
+                eprintln!("tunlab switch: underlay MTU change to {mtu}: {e}");
+            }
+        }
+        smallest
     }
 
     fn sweeper(&self) -> Result<Option<tunlab_ebpf::datapath::FlowSweeper>, String> {

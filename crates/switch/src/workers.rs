@@ -403,7 +403,12 @@ fn run(
         .checked_sub(spin)
         .unwrap_or_else(Instant::now);
     let mut drain = [0u8; 64];
+    let mut next_housekeeping = Instant::now();
     while !stop.load(Ordering::Relaxed) {
+        if Instant::now() >= next_housekeeping {
+            node.housekeeping();
+            next_housekeeping = Instant::now() + Duration::from_millis(500);
+        }
         // Right after traffic, look again without sleeping for `spin_us`:
         // a reply that comes back within it is not kept waiting for a
         // wake-up.

@@ -90,6 +90,9 @@ pub struct Node {
     worker: usize,
     workers: usize,
     underlay_mtu: usize,
+    /// The configured underlay MTU: `underlay_mtu` follows the devices
+    /// down from it, never above it.
+    configured_mtu: usize,
     pub classifier: Classifier,
     pipeline: Pipeline,
     tlv: TlvMap,
@@ -165,6 +168,7 @@ impl Node {
             workers: workers.max(1),
             name: cfg.name.clone(),
             underlay_mtu: cfg.underlay_mtu as usize,
+            configured_mtu: cfg.underlay_mtu as usize,
             classifier: Classifier::new(),
             pipeline: Pipeline::new(),
             tlv: cfg.tlv,
@@ -378,6 +382,23 @@ impl Node {
                 );
                 *self.drops.entry("kernel_revalidation_failed").or_default() += 1;
             }
+        }
+    }
+
+    /// Periodic work between packets: the underlay's MTU may have changed
+    /// (an operator, a failover): the slow path's too-big answers and the
+    /// kernel's templates follow it.
+    pub fn housekeeping(&mut self) {
+        let Some(mtu) = self.dpif.as_mut().and_then(|d| d.refresh_mtu()) else {
+            return;
+        };
+        let mtu = (mtu as usize).min(self.configured_mtu);
+        if mtu != self.underlay_mtu {
+            eprintln!(
+                "tunlab switch {}: underlay MTU now {mtu} (was {})",
+                self.name, self.underlay_mtu
+            );
+            self.underlay_mtu = mtu;
         }
     }
 

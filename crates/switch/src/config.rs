@@ -17,6 +17,8 @@
 //! flow_cache = 1000000 # optional: the kernel datapath's flow cache entries
 //! max_idle_ms = 10000  # optional (default 10000, as OVS's max-idle): a cached
 //!                      # flow no CPU used for this long is deleted
+//! tunnel_destinations = 65536 # optional: distinct remote endpoints the
+//!                      # kernel datapath has outer-header templates for
 //! bpf_pin_dir = "/sys/fs/bpf/tunlab" # optional (this default, or "none"): the
 //!                      # kernel datapath's maps and links are pinned under
 //!                      # DIR/NAME, so that cached flows forward while the
@@ -118,6 +120,8 @@ struct RawSwitch {
     max_idle_ms: Option<u64>,
     #[serde(default)]
     bpf_pin_dir: Option<String>,
+    #[serde(default)]
+    tunnel_destinations: Option<u32>,
 }
 
 /// Which datapath moves the node's packets.
@@ -134,6 +138,10 @@ pub enum DatapathChoice {
 /// The kernel flow cache's default size (entries): OVS's datapath default
 /// flow limit is 200,000; tunlab's aims at 10^6 flows.
 pub const DEFAULT_FLOW_CACHE: u32 = 1_000_000;
+
+/// Outer header templates the kernel datapath has room for (about 200
+/// bytes of kernel memory each).
+pub const DEFAULT_TUNNEL_DESTINATIONS: u32 = 65536;
 
 /// Where kernel datapaths pin their state, each under its node's name.
 pub const DEFAULT_BPF_PIN_DIR: &str = "/sys/fs/bpf/tunlab";
@@ -273,6 +281,9 @@ pub struct Config {
     /// bpf filesystem; the node's own under it), so that they outlive a
     /// killed switch; `None`: not pinned.
     pub bpf_pin_dir: Option<String>,
+    /// Room in the kernel datapath for this many distinct tunnel
+    /// destinations (outer header templates).
+    pub tunnel_destinations: u32,
 }
 
 /// Port names for flow rules (`in_port=tap-a`, `output:gnv0`).
@@ -542,6 +553,16 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
                 return Err(ConfigError::Syntax {
                     file: file.to_string(),
                     msg: format!("switch.flow_cache: {n} is not between 16 and 16000000"),
+                })
+            }
+        },
+        tunnel_destinations: match raw.switch.tunnel_destinations {
+            None => DEFAULT_TUNNEL_DESTINATIONS,
+            Some(n @ 16..=4_000_000) => n,
+            Some(n) => {
+                return Err(ConfigError::Syntax {
+                    file: file.to_string(),
+                    msg: format!("switch.tunnel_destinations: {n} is not between 16 and 4000000"),
                 })
             }
         },

@@ -194,18 +194,18 @@ fn device_with(addr: IpAddr) -> Option<String> {
 
 impl Kernel {
     /// Load the programs and create the maps; nothing is attached yet.
-    pub fn load(flow_cache: u32, pins: Option<&str>, node: &str) -> Result<Kernel, StartError> {
+    pub fn load(cfg: &crate::config::Config) -> Result<Kernel, StartError> {
+        let (flow_cache, pins, node) = (cfg.flow_cache, cfg.bpf_pin_dir.as_deref(), &cfg.name);
         let pins = pin_dir(pins, node)?;
         let (dir, lock) = match pins {
             Some((d, l)) => (Some(d), Some(l)),
             None => (None, None),
         };
-        let dp = KernelDatapath::load(flow_cache, 65536, dir.as_deref()).map_err(|e| {
-            StartError::Port {
+        let dp = KernelDatapath::load(flow_cache, cfg.tunnel_destinations, dir.as_deref())
+            .map_err(|e| StartError::Port {
                 port: "-".into(),
                 msg: format!("kernel datapath: {e}"),
-            }
-        })?;
+            })?;
         if dp.adopted() {
             if let Some(d) = &dir {
                 eprintln!(
@@ -849,13 +849,9 @@ pub fn choose(cfg: &crate::config::Config) -> Result<Option<Box<dyn Dpif>>, Star
     use crate::config::DatapathChoice;
     match cfg.datapath {
         DatapathChoice::Userspace => Ok(None),
-        DatapathChoice::Ebpf => Ok(Some(Box::new(Kernel::load(
-            cfg.flow_cache,
-            cfg.bpf_pin_dir.as_deref(),
-            &cfg.name,
-        )?))),
+        DatapathChoice::Ebpf => Ok(Some(Box::new(Kernel::load(cfg)?))),
         DatapathChoice::Auto => {
-            match Kernel::load(cfg.flow_cache, cfg.bpf_pin_dir.as_deref(), &cfg.name) {
+            match Kernel::load(cfg) {
                 Ok(k) => {
                     eprintln!("tunlab switch {}: datapath auto: ebpf (this kernel runs tunlab's TC programs)", cfg.name);
                     Ok(Some(Box::new(k)))

@@ -434,3 +434,62 @@ fn underlay_mtu_lowered_under_load() {
     eprintln!("tenant's route after the change: {}", route.trim());
     s2.stop();
 }
+
+/// A tenant port deleted while it carries UDP load (about 20 kpps): the other tenant's
+/// TCP stream through the same node never stops, the port's devices and
+/// programs go, and the node keeps answering.
+#[test]
+fn tenant_port_deleted_under_load() {
+    let l = lab();
+    // The first tenant over VXLAN, the added one over Geneve (as in
+    // ports_added_and_removed_at_run_time).
+    let (c1, c2) = pair_configs(&l, "vxlan");
+    let (s1, s2) = start_pair(&l, &on_kernel(&c1), &on_kernel(&c2));
+    let (k1, k2) = (l.dir.join("n1.ctl"), l.dir.join("n2.ctl"));
+    add_tenant_over_geneve(&l, &k1, &k2, "veth");
+    traffic_both_ways(&l, "before the deletion");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flood = in_ns(l.ta.name(), {
+        let stop = stop.clone();
+        move || {
+            let s = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+            let mut sent = 0u64;
+            // About 20,000 datagrams a second: load, not a flood that
+            // would starve everything on two CPUs (see the README).
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for _ in 0..100 {
+                    // Errors once the device is gone are the point.
+                    if s.send_to(&[0u8; 1000], "192.168.8.2:9").is_ok() {
+                        sent += 1;
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            sent
+        }
+    });
+    let stream = tcp_stream_bins(&l, 5.0);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let (ok, _, err) = ctl(&k1, &["del-port", "tap5-n1"]);
+    assert!(ok, "{err}");
+    let bins = stream
+        .join()
+        .expect("the other tenant's connection survived");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let flooded = flood.join().unwrap();
+    let empty: Vec<usize> = (3..49).filter(|&i| bins[i] == 0).collect();
+    eprintln!("tenant deleted under a load of {flooded} datagrams; empty 100-ms bins of the other tenant: {empty:?}");
+    assert!(flooded > 1000, "the deleted port carried no load");
+    assert!(
+        empty.is_empty(),
+        "the other tenant's stream stopped: {bins:?}"
+    );
+    let (ok, show, _) = ctl(&k1, &["show"]);
+    assert!(ok && !show.contains("tap5-n1"), "{show}");
+    assert!(
+        l.hv1.ip(&["link", "show", "tap5-n1"]).is_err(),
+        "the deleted port's veth is still in hv1"
+    );
+    traffic_both_ways(&l, "after the deletion");
+    drop((s1.stop(), s2.stop()));
+}

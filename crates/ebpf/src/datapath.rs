@@ -240,12 +240,7 @@ impl KernelDatapath {
         };
         let ifindex = ifindex(dev).ok_or_else(|| err("no such device".into()))?;
         let pin = dir.join(format!("link_{prog}_{ifindex}"));
-        let p: &mut SchedClassifier = self
-            .ebpf
-            .program_mut(prog)
-            .ok_or_else(|| err("not in the object".into()))?
-            .try_into()
-            .map_err(|e: aya::programs::ProgramError| err(e.to_string()))?;
+        let p = self.classifier(prog).map_err(err)?;
         let replaced = match PinnedLink::from_pin(&pin) {
             Ok(old) => {
                 let link = SchedClassifierLink::try_from(FdLink::from(old))
@@ -286,6 +281,15 @@ impl KernelDatapath {
         Ok(())
     }
 
+    /// One of the object's TC programs, or why not.
+    fn classifier(&mut self, prog: &str) -> Result<&mut SchedClassifier, String> {
+        self.ebpf
+            .program_mut(prog)
+            .ok_or_else(|| "not in the object".to_string())?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| e.to_string())
+    }
+
     fn attach_owned(&mut self, prog: &'static str, dev: &str) -> Result<(), Error> {
         let err = |msg: String| Error::Attach {
             prog,
@@ -296,12 +300,7 @@ impl KernelDatapath {
         if !tcx() {
             let _ = aya::programs::tc::qdisc_add_clsact(dev);
         }
-        let p: &mut SchedClassifier = self
-            .ebpf
-            .program_mut(prog)
-            .ok_or_else(|| err("not in the object".into()))?
-            .try_into()
-            .map_err(|e: aya::programs::ProgramError| err(e.to_string()))?;
+        let p = self.classifier(prog).map_err(err)?;
         let link = p
             .attach(dev, TcAttachType::Ingress)
             .map_err(|e| err(e.to_string()))?;

@@ -165,34 +165,49 @@ fn supplementary_groups(pid: i32) -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// Why no more bytes came.
+enum Short {
+    /// Nothing by the deadline.
+    Late,
+    /// The client closed its side.
+    Ended,
+    Io(String),
+}
+
+/// Wait until bytes are buffered (at most until `deadline`) and return
+/// them; consume what you use.
+fn fill<'a>(r: &'a mut BufReader<&UnixStream>, deadline: Instant) -> Result<&'a [u8], Short> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(Short::Late);
+    }
+    r.get_ref()
+        .set_read_timeout(Some(left))
+        .map_err(|e| Short::Io(e.to_string()))?;
+    match r.fill_buf() {
+        Ok([]) => Err(Short::Ended),
+        Ok(b) => Ok(b),
+        Err(e) if is_timeout(&e) => Err(Short::Late),
+        Err(e) => Err(Short::Io(e.to_string())),
+    }
+}
+
 /// Read bytes up to a newline, at most [`MAX_REQUEST_LINE`], by `deadline`.
 fn read_line(r: &mut BufReader<&UnixStream>, deadline: Instant) -> Result<String, String> {
     let mut line = Vec::new();
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let incomplete = |n: usize| {
-            format!(
-                "incomplete request: {n} bytes and no end of line within {} ms",
+        let buf = fill(r, deadline).map_err(|why| match why {
+            Short::Late => format!(
+                "incomplete request: {} bytes and no end of line within {} ms",
+                line.len(),
                 LINE_DEADLINE.as_millis()
-            )
-        };
-        if left.is_zero() {
-            return Err(incomplete(line.len()));
-        }
-        r.get_ref()
-            .set_read_timeout(Some(left))
-            .map_err(|e| e.to_string())?;
-        let buf = match r.fill_buf() {
-            Ok(b) => b,
-            Err(e) if is_timeout(&e) => return Err(incomplete(line.len())),
-            Err(e) => return Err(format!("reading the request: {e}")),
-        };
-        if buf.is_empty() {
-            return Err(format!(
+            ),
+            Short::Ended => format!(
                 "request ended after {} bytes without an end of line (half-written?)",
                 line.len()
-            ));
-        }
+            ),
+            Short::Io(e) => format!("reading the request: {e}"),
+        })?;
         let (take, done) = match buf.iter().position(|&b| b == b'\n') {
             Some(i) => (i, true),
             None => (buf.len(), false),
@@ -223,30 +238,15 @@ fn read_body(
 ) -> Result<String, String> {
     let mut body = Vec::with_capacity(len);
     while body.len() < len {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let short = |n: usize| {
-            format!(
-                "incomplete add-flows body: {n} of {len} bytes within {} s",
+        let buf = fill(r, deadline).map_err(|why| match why {
+            Short::Late => format!(
+                "incomplete add-flows body: {} of {len} bytes within {} s",
+                body.len(),
                 BODY_DEADLINE.as_secs()
-            )
-        };
-        if left.is_zero() {
-            return Err(short(body.len()));
-        }
-        r.get_ref()
-            .set_read_timeout(Some(left))
-            .map_err(|e| e.to_string())?;
-        let buf = match r.fill_buf() {
-            Ok(b) => b,
-            Err(e) if is_timeout(&e) => return Err(short(body.len())),
-            Err(e) => return Err(format!("reading the add-flows body: {e}")),
-        };
-        if buf.is_empty() {
-            return Err(format!(
-                "add-flows body ended after {} of {len} bytes",
-                body.len()
-            ));
-        }
+            ),
+            Short::Ended => format!("add-flows body ended after {} of {len} bytes", body.len()),
+            Short::Io(e) => format!("reading the add-flows body: {e}"),
+        })?;
         let take = buf.len().min(len - body.len());
         body.extend_from_slice(&buf[..take]);
         r.consume(take);

@@ -16,7 +16,7 @@
 mod common;
 
 use common::*;
-use tunlab_netio::netns::{self, Netns};
+use tunlab_netio::netns::Netns;
 
 #[test]
 fn geneve() {
@@ -342,16 +342,7 @@ fn restart_after_kill_keeps_the_stream() {
     );
     // A normal stop removes every pin and detaches every program.
     assert!(!pins.exists(), "{} left behind", pins.display());
-    let net = netns::run(&[
-        "ip",
-        "netns",
-        "exec",
-        l.hv1.name(),
-        "bpftool",
-        "net",
-        "show",
-    ])
-    .expect("bpftool net show");
+    let net = attached_programs(&l.hv1, &[]);
     assert!(!net.contains("tl_"), "programs left attached in hv1: {net}");
     s2.stop();
 }

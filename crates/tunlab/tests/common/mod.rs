@@ -482,6 +482,17 @@ pub fn assert_kernel_carried(dir: &std::path::Path, node: &str, what: &str) {
     assert!(counter(&st, "kernel_decap") > 20, "{what} {node}: {st}");
 }
 
+/// `bpftool net show [ARGS]` in namespace `ns`: the programs attached to
+/// its devices.
+pub fn attached_programs(ns: &Netns, args: &[&str]) -> String {
+    let cmd = [
+        &["ip", "netns", "exec", ns.name(), "bpftool", "net", "show"][..],
+        args,
+    ]
+    .concat();
+    netns::run(&cmd).expect("bpftool net show")
+}
+
 /// Which datapath a namespace test runs its nodes on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Datapath {
@@ -617,21 +628,8 @@ pub fn two_nodes(kind: &str, v6: bool, dp: Datapath) {
     if dp == Datapath::KernelSystem {
         // The switch leaves a system port's device as it found it, with
         // no program attached.
-        let progs = netns::run(&[
-            "ip",
-            "netns",
-            "exec",
-            l.hv1.name(),
-            "bpftool",
-            "net",
-            "show",
-            "dev",
-            "tap-n1",
-        ]);
-        assert!(
-            progs.as_deref().is_ok_and(|t| !t.contains("tl_")),
-            "{progs:?}"
-        );
+        let progs = attached_programs(&l.hv1, &["dev", "tap-n1"]);
+        assert!(!progs.contains("tl_"), "{progs}");
         assert!(
             l.hv1.ip(&["link", "show", "tap-n1"]).is_ok(),
             "the device stays"

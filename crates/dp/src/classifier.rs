@@ -126,10 +126,9 @@ impl Classifier {
         self.generation
     }
 
-    fn rule(&self, slot: u32) -> &Rule {
-        self.slots[slot as usize]
-            .as_ref()
-            .expect("a subtable names only live slots")
+    /// The rule in `slot` (subtables name only live slots).
+    fn rule(&self, slot: u32) -> Option<&Rule> {
+        self.slots.get(slot as usize)?.as_ref()
     }
 
     /// Add a rule, or replace the one with the same table, priority and
@@ -152,7 +151,9 @@ impl Classifier {
         let st = &mut table.subtables[si];
         let bucket = st.buckets.entry(flow.m.value).or_default();
         for &s in bucket.iter() {
-            let r = self.slots[s as usize].as_mut().expect("live slot");
+            let Some(Some(r)) = self.slots.get_mut(s as usize) else {
+                continue;
+            };
             if r.flow.priority == flow.priority {
                 r.flow.actions = flow.actions;
                 r.flow.cookie = flow.cookie;
@@ -178,8 +179,11 @@ impl Classifier {
             }
         };
         let slots = &self.slots;
-        let at = bucket
-            .partition_point(|&s| slots[s as usize].as_ref().expect("live slot").order() < order);
+        let at = bucket.partition_point(|&s| {
+            slots[s as usize]
+                .as_ref()
+                .is_some_and(|r| r.order() < order)
+        });
         bucket.insert(at, slot);
         let prio = order.0 .0;
         let before = st.max_priority();
@@ -245,7 +249,7 @@ impl Classifier {
                     .filter_map(|s| s.buckets.get(&m.value))
                     .flatten()
                     .copied()
-                    .filter(|&s| self.rule(s).flow.priority == prio)
+                    .filter(|&s| self.rule(s).is_some_and(|r| r.flow.priority == prio))
                     .collect()
             }
             None => self
@@ -282,8 +286,9 @@ impl Classifier {
                     break; // ordered by maximum priority: nothing better follows
                 }
             }
-            if let Some(&slot) = st.buckets.get(&st.masked(key)).and_then(|b| b.first()) {
-                let order = self.rule(slot).order();
+            let hit = st.buckets.get(&st.masked(key)).and_then(|b| b.first());
+            if let Some((slot, r)) = hit.and_then(|&s| Some((s, self.rule(s)?))) {
+                let order = r.order();
                 if best.is_none_or(|(_, o)| order < o) {
                     best = Some((slot, order));
                 }

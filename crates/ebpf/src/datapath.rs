@@ -508,7 +508,7 @@ impl KernelDatapath {
         let hit: Vec<(Vec<u8>, u32, Template)> = self
             .templates
             .iter()
-            .map(|(b, &i)| (b.clone(), i, template_from_bytes(b)))
+            .filter_map(|(b, &i)| Some((b.clone(), i, template_from_bytes(b)?)))
             .filter(|(_, _, t)| t.ifindex == ifindex && t.mtu != mtu)
             .collect();
         let mut m: Array<_, Template> = self.map_mut("tl_templates")?;
@@ -747,12 +747,14 @@ fn template_bytes(t: &Template) -> Vec<u8> {
     .to_vec()
 }
 
-fn template_from_bytes(b: &[u8]) -> Template {
-    assert_eq!(b.len(), std::mem::size_of::<Template>());
+fn template_from_bytes(b: &[u8]) -> Option<Template> {
+    if b.len() != std::mem::size_of::<Template>() {
+        return None;
+    }
     // SAFETY: `b` holds a Template's bytes (made by template_bytes, length
     // checked above); Template is plain data valid for any bit pattern,
     // and read_unaligned needs no alignment.
-    unsafe { std::ptr::read_unaligned(b.as_ptr().cast::<Template>()) }
+    Some(unsafe { std::ptr::read_unaligned(b.as_ptr().cast::<Template>()) })
 }
 
 /// A program error with the verifier's log when there is one.

@@ -312,6 +312,14 @@ static __always_inline int pop_outer(struct __sk_buff *skb, struct tl_key *k, st
 	}
 	out->end = end;
 	out->ofport = tp->ofport;
+	/* Ports that differ only in their key share the tl_tunnels entry:
+	 * the key names the port. */
+	struct tl_tunnel_id_key ik = {};
+	ik.tk = tk;
+	ik.id = (__u32)k->w[5];
+	__u32 *owner = bpf_map_lookup_elem(&tl_tunnel_ids, &ik);
+	if (owner)
+		out->ofport = *owner;
 	return TL_POP_OK;
 }
 

@@ -53,6 +53,15 @@ struct {
 	__type(value, struct tl_tunnel_port);
 } tl_tunnels SEC(".maps");
 
+/* (tl_tunnels key, tunnel key) -> ofport of the port with that fixed key:
+ * refines tl_tunnels, which holds one port per UDP port and remote. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct tl_tunnel_id_key);
+	__type(value, __u32);
+} tl_tunnel_ids SEC(".maps");
+
 /* (class << 8 | type) -> tun_metadata index. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

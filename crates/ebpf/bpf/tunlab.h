@@ -140,6 +140,12 @@ struct tl_tunnel_key {
 	__u16 dport;	/* host order; 0 for GRE */
 	__u8 remote[16];
 };
+/* A tunnel key (VNI, GRE key) under a tl_tunnels key: which of several
+ * ports that differ only in their key a frame belongs to. */
+struct tl_tunnel_id_key {
+	struct tl_tunnel_key tk;
+	__u32 id;
+};
 struct tl_tunnel_port {
 	__u32 ofport;
 	__u8 kind;

@@ -5,7 +5,7 @@
 //! links and the maps with the last file descriptor), so a switch that
 //! stops leaves no program behind.
 
-use crate::maps::{Flow, Key, PortEntry, Template, TunnelKey, TunnelPortEntry, STATS};
+use crate::maps::{Flow, Key, PortEntry, Template, TunnelIdKey, TunnelKey, TunnelPortEntry, STATS};
 use aya::maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, PerCpuValues};
 use aya::programs::{SchedClassifier, TcAttachType};
 use aya::{Ebpf, EbpfLoader};
@@ -65,13 +65,14 @@ enum Held {
 
 /// The maps that hold the datapath's state, pinned so that a restarted
 /// switch adopts them (the per-CPU scratch maps are not state).
-pub const PINNED_MAPS: [&str; 8] = [
+pub const PINNED_MAPS: [&str; 9] = [
     "tl_flows",
     "tl_mask",
     "tl_generation",
     "tl_templates",
     "tl_ports",
     "tl_tunnels",
+    "tl_tunnel_ids",
     "tl_tlv",
     "tl_stats",
 ];
@@ -443,6 +444,19 @@ impl KernelDatapath {
     pub fn add_tunnel(&mut self, key: TunnelKey, port: TunnelPortEntry) -> Result<(), Error> {
         let mut m: HashMap<_, TunnelKey, TunnelPortEntry> = self.map_mut("tl_tunnels")?;
         m.insert(key, port, 0).map_err(map_err("tl_tunnels"))
+    }
+
+    /// Frames under `key.tk` whose tunnel key is `key.id` belong to
+    /// `ofport` (one of several ports that differ only in their key).
+    pub fn add_tunnel_id(&mut self, key: TunnelIdKey, ofport: u32) -> Result<(), Error> {
+        let mut m: HashMap<_, TunnelIdKey, u32> = self.map_mut("tl_tunnel_ids")?;
+        m.insert(key, ofport, 0).map_err(map_err("tl_tunnel_ids"))
+    }
+
+    pub fn remove_tunnel_id(&mut self, key: TunnelIdKey) {
+        if let Ok(mut m) = self.map_mut::<HashMap<_, TunnelIdKey, u32>>("tl_tunnel_ids") {
+            let _ = m.remove(&key);
+        }
     }
 
     pub fn remove_tunnel(&mut self, key: TunnelKey) {

@@ -147,6 +147,14 @@ pub struct TunnelKey {
     pub remote: [u8; 16],
 }
 
+/// `struct tl_tunnel_id_key`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct TunnelIdKey {
+    pub tk: TunnelKey,
+    pub id: u32,
+}
+
 /// `struct tl_tunnel_port`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -176,6 +184,8 @@ unsafe impl aya::Pod for PortEntry {}
 unsafe impl aya::Pod for TunnelKey {}
 // SAFETY: as above.
 unsafe impl aya::Pod for TunnelPortEntry {}
+// SAFETY: as above.
+unsafe impl aya::Pod for TunnelIdKey {}
 
 /// `enum tl_stat`, in order: the names `tunlab ctl stats` prints.
 pub const STATS: [&str; 18] = [
@@ -217,6 +227,7 @@ mod tests {
         );
         assert_eq!(size_of::<PortEntry>(), 16);
         assert_eq!(size_of::<TunnelKey>(), 20);
+        assert_eq!(size_of::<TunnelIdKey>(), 24);
         assert_eq!(size_of::<TunnelPortEntry>(), 8 + 8 + 32);
     }
 }

@@ -66,6 +66,9 @@ pub struct Kernel {
     /// map holds one port per key ([`Kernel::decap_owner`]); another port
     /// on the same key takes the slow path for it until that one goes.
     decaps: Vec<(u32, TunnelKey, TunnelPortEntry)>,
+    /// Ports with a fixed key, under each of their decapsulation keys:
+    /// the kernel's `tl_tunnel_ids` names the last added for each.
+    decap_ids: Vec<(u32, km::TunnelIdKey)>,
     /// The megaflow mask of the current generation.
     mask: FlowKey,
     /// False while any rule uses `normal` (its outputs depend on learned
@@ -220,6 +223,7 @@ impl Kernel {
             qinqs: Vec::new(),
             targets: HashMap::new(),
             decaps: Vec::new(),
+            decap_ids: Vec::new(),
             mask: FlowKey::default(),
             cacheable: true,
             installed: 0,
@@ -448,6 +452,17 @@ impl Kernel {
                 self.remove_decaps(p.ofport);
                 return Err(perr(err.to_string()));
             }
+            if let crate::config::FromFlow::Fixed(id) = t.key {
+                let ik = km::TunnelIdKey {
+                    tk: *key,
+                    id: id as u32,
+                };
+                self.decap_ids.push((p.ofport, ik));
+                if let Err(err) = self.dp.add_tunnel_id(ik, p.ofport) {
+                    self.remove_decaps(p.ofport);
+                    return Err(perr(err.to_string()));
+                }
+            }
         }
         if let Err(err) = self.dp.attach_underlay(&dev) {
             self.remove_decaps(p.ofport);
@@ -468,6 +483,17 @@ impl Kernel {
     /// A tunnel port's decapsulation entries go; another port on the same
     /// key (the latest added) takes each over.
     fn remove_decaps(&mut self, ofport: u32) {
+        while let Some(i) = self.decap_ids.iter().position(|(o, _)| *o == ofport) {
+            let (_, ik) = self.decap_ids.remove(i);
+            match self.decap_ids.iter().rev().find(|(_, k)| *k == ik) {
+                Some(&(other, _)) => {
+                    if self.dp.add_tunnel_id(ik, other).is_err() {
+                        self.dp.remove_tunnel_id(ik);
+                    }
+                }
+                None => self.dp.remove_tunnel_id(ik),
+            }
+        }
         while let Some(i) = self.decaps.iter().position(|(o, _, _)| *o == ofport) {
             let (_, key, _) = self.decaps.remove(i);
             if self.decaps.iter().any(|(_, k, _)| *k == key) {

@@ -1594,3 +1594,22 @@ fn outer_source_port_follows_the_inner_flow() {
     s1.stop();
     s2.stop();
 }
+
+/// Two Geneve ports between the same hosts on one UDP port, differing
+/// only in their VNI: each frame goes to the port of its VNI (it used to
+/// go to the first port with that remote, where no rule took it).
+#[test]
+fn ports_differing_only_in_vni() {
+    let l = lab();
+    let (c1, c2) = pair_configs(&l, "geneve");
+    let (s1, s2) = start_pair(&l, &c1, &c2);
+    let (k1, k2) = (l.dir.join("n1.ctl"), l.dir.join("n2.ctl"));
+    add_tenant_over_geneve(&l, &k1, &k2, "tap");
+    assert!(
+        udp_echo(&l.ta, &l.tb, "192.168.8.2", 5, 6),
+        "VNI 9 tenant; n2: {}",
+        node_stats(&l.dir, "n2")
+    );
+    traffic_both_ways(&l, "VNI 6 tenant beside VNI 9");
+    drop((s1.stop(), s2.stop()));
+}

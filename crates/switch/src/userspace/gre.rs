@@ -53,7 +53,7 @@ impl Node {
         let src = IpAddr::V4(std::net::Ipv4Addr::new(
             data[12], data[13], data[14], data[15],
         ));
-        let Some(in_port) = self.tunnel_in_port(si, src) else {
+        let Some(in_port) = self.tunnel_in_port(si, src, None) else {
             self.drop("unknown_remote");
             return;
         };

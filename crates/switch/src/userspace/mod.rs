@@ -544,22 +544,32 @@ impl Node {
         Ok((n, extra_ready))
     }
     /// The tunnel port a packet from `remote` on socket `si` belongs to:
-    /// one whose fixed remote is `remote`, else one with `remote_ip = "flow"`.
-    fn tunnel_in_port(&self, si: usize, remote: IpAddr) -> Option<u32> {
-        let mut flow_port = None;
+    /// one whose fixed remote is `remote`, else one with `remote_ip =
+    /// "flow"`; among those, one whose fixed key is the packet's `id`
+    /// (VNI), when it is known, before one that takes any key.
+    fn tunnel_in_port(&self, si: usize, remote: IpAddr, id: Option<u64>) -> Option<u32> {
+        let mut best: Option<(u8, u32)> = None;
         for p in &self.ports {
             if let Io::Tunnel { cfg, sock } = &p.io {
                 if *sock != si {
                     continue;
                 }
-                match cfg.remote_ip {
-                    FromFlow::Fixed(r) if r == remote => return Some(p.ofport),
-                    FromFlow::Flow => flow_port = flow_port.or(Some(p.ofport)),
-                    _ => {}
+                let by_remote = match cfg.remote_ip {
+                    FromFlow::Fixed(r) if r == remote => 2,
+                    FromFlow::Fixed(_) => continue,
+                    FromFlow::Flow => 0,
+                };
+                let by_key = match (cfg.key, id) {
+                    (FromFlow::Fixed(k), Some(i)) if k == i => 1,
+                    _ => 0,
+                };
+                let score = by_remote + by_key;
+                if best.is_none_or(|(s, _)| score > s) {
+                    best = Some((score, p.ofport));
                 }
             }
         }
-        flow_port
+        best.map(|(_, ofport)| ofport)
     }
 
     /// Classify a frame and carry out the actions.

@@ -134,7 +134,7 @@ impl Node {
                 }
             };
             self.profile.add(Stage::Decap, t, 1);
-            let Some(in_port) = self.tunnel_in_port(si, from.ip()) else {
+            let Some(in_port) = self.tunnel_in_port(si, from.ip(), Some(self.meta.tun_id)) else {
                 self.drop("unknown_remote");
                 continue;
             };

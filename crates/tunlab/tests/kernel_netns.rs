@@ -514,3 +514,10 @@ fn ports_differing_only_in_vni_stay_in_the_kernel() {
     traffic_both_ways(&l, "VNI 6 tenant");
     drop((s1.stop(), s2.stop()));
 }
+
+/// Frames crafted in one tenant or on the underlay never reach the
+/// other tenant, and the refused ones are counted (see `crafted_frames`).
+#[test]
+fn crafted_frames_stay_in_their_tenant() {
+    crafted_frames(Datapath::Kernel);
+}

@@ -933,3 +933,185 @@ pub fn add_tenant_over_geneve(l: &Lab, c1: &std::path::Path, c2: &std::path::Pat
     wait_for_tap(&l.ta, "tap5-n1");
     wait_for_tap(&l.tb, "tap5-n2");
 }
+
+/// Frames crafted to cross from one tenant to another, each kind carrying
+/// its own marker, with a sniffer on every tenant device of both nodes
+/// (two tenants: VNI 6 on `tap-nX`, VNI 9 on `tap5-nX`):
+///
+/// - from tenant 1: Geneve packets of VNI 9 (with an option flood) inside
+///   its own frames, addressed to the far node's underlay address: they
+///   are tenant 1's payload and may reach tenant 1's far side only;
+/// - on the underlay from the known remote: VNI 9 with 30 non-critical
+///   options (reaches tenant 2 only), VNI 6 with an unknown critical option
+///   and VNI 6 claiming 252 bytes of options it does not have (reach
+///   nobody, counted);
+/// - from an address no port expects, VNI 6 (reaches nobody, counted).
+pub fn crafted_frames(dp: Datapath) {
+    const N: usize = 20;
+    let l = lab();
+    let (n1, n2) = pair_configs(&l, "geneve");
+    let (s1, s2) = start_pair(&l, &dp.config(&l.hv1, n1), &dp.config(&l.hv2, n2));
+    let (c1, c2) = (l.dir.join("n1.ctl"), l.dir.join("n2.ctl"));
+    add_tenant_over_geneve(&l, &c1, &c2, dp.tenant_kind());
+    traffic_both_ways(&l, "before the crafted frames");
+    let marks: [&[u8; 8]; 5] = [
+        b"TLtenant",
+        b"TLvni9ok",
+        b"TLcrit06",
+        b"TLlong06",
+        b"TLunknwn",
+    ];
+    let inner = |mark: &[u8]| {
+        let mut f = vec![0xff; 6];
+        f.extend_from_slice(&[0x02, 0, 0, 0, 0, 0x99, 0x88, 0xb5]);
+        f.extend_from_slice(mark);
+        f.resize(60, 0);
+        f
+    };
+    let geneve = |vni: u8, opts: &[u8], declared_words: u8| {
+        let mut g = vec![declared_words & 0x3f, 0, 0x65, 0x58, 0, 0, vni, 0];
+        g.extend_from_slice(opts);
+        g
+    };
+    // 30 options of class 0x0103, type 0x10 (not critical), one data word each.
+    let flood: Vec<u8> = (0..30u8)
+        .flat_map(|i| [0x01, 0x03, 0x10, 1, 0, 0, 0, i])
+        .collect();
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sniffers: Vec<_> = [
+        (l.ta.name(), "tap-n1"),
+        (l.ta.name(), "tap5-n1"),
+        (l.tb.name(), "tap-n2"),
+        (l.tb.name(), "tap5-n2"),
+    ]
+    .into_iter()
+    .map(|(ns, dev)| {
+        let stop = stop.clone();
+        let dev = dev.to_string();
+        in_ns(ns, move || {
+            let p = tunlab_netio::PacketSocket::open(&dev).unwrap();
+            let mut seen = [0usize; 5];
+            let mut buf = vec![0u8; 4096];
+            loop {
+                match p.recv(&mut buf) {
+                    Ok(Some(n)) => {
+                        for (i, m) in marks.iter().enumerate() {
+                            if buf[..n].windows(8).any(|w| w == &m[..]) {
+                                seen[i] += 1;
+                            }
+                        }
+                    }
+                    _ => {
+                        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+            }
+            (dev, seen)
+        })
+    })
+    .collect();
+    std::thread::sleep(Duration::from_millis(200));
+
+    // From tenant 1: IPv4/UDP/Geneve(VNI 9)/frame, to 172.31.0.2:6081.
+    in_ns(l.ta.name(), {
+        let payload = [geneve(9, &flood, 60), inner(marks[0])].concat();
+        move || {
+            let p = tunlab_netio::PacketSocket::open("tap-n1").unwrap();
+            let udp_len = 8 + payload.len();
+            let mut ip = vec![
+                0x45, 0, 0, 0, 0, 1, 0x40, 0, 64, 17, 0, 0, 192, 168, 7, 1, 172, 31, 0, 2,
+            ];
+            let total = (20 + udp_len) as u16;
+            ip[2..4].copy_from_slice(&total.to_be_bytes());
+            let sum = !tunlab_wire::checksum::fold(tunlab_wire::checksum::sum(0, &ip));
+            ip[10..12].copy_from_slice(&sum.to_be_bytes());
+            let mut f = vec![0xff; 6];
+            f.extend_from_slice(&[0x02, 0, 0, 0, 0, 0x01, 0x08, 0x00]);
+            f.extend_from_slice(&ip);
+            f.extend_from_slice(&[0x30, 0x39, 0x17, 0xc1]);
+            f.extend_from_slice(&(udp_len as u16).to_be_bytes());
+            f.extend_from_slice(&[0, 0]);
+            f.extend_from_slice(&payload);
+            for _ in 0..N {
+                p.send(&f).unwrap();
+            }
+        }
+    })
+    .join()
+    .unwrap();
+    // On the underlay, to n1's Geneve port.
+    l.hv2
+        .ip(&["addr", "add", "172.31.0.99/24", "dev", &l.u2])
+        .unwrap();
+    in_ns(l.hv2.name(), {
+        let cases = [
+            (
+                "172.31.0.2:0",
+                [geneve(9, &flood, 60), inner(marks[1])].concat(),
+            ),
+            (
+                "172.31.0.2:0",
+                [
+                    // Class 0x0103 type 0x81: critical, unknown (0x0102/0x80
+                    // would be OVN's own option, which is known).
+                    geneve(6, &[0x01, 0x03, 0x81, 1, 0, 0, 0, 0], 2),
+                    inner(marks[2]),
+                ]
+                .concat(),
+            ),
+            (
+                "172.31.0.2:0",
+                [geneve(6, &[], 63), inner(marks[3])].concat(),
+            ),
+            (
+                "172.31.0.99:0",
+                [geneve(6, &[], 0), inner(marks[4])].concat(),
+            ),
+        ];
+        move || {
+            for (from, pkt) in cases {
+                let s = UdpSocket::bind(from).unwrap();
+                for _ in 0..N {
+                    s.send_to(&pkt, "172.31.0.1:6081").unwrap();
+                }
+            }
+        }
+    })
+    .join()
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let seen: std::collections::HashMap<String, [usize; 5]> =
+        sniffers.into_iter().map(|t| t.join().unwrap()).collect();
+    eprintln!(
+        "crafted frames seen per tenant device (tenant, vni9, critical, long, unknown): {seen:?}"
+    );
+    // Tenant 1's own payload, whatever it claims inside, is delivered as
+    // such to tenant 1's far side, never to tenant 2's devices.
+    assert_eq!(seen["tap-n2"][0], N, "{seen:?}");
+    assert_eq!(seen["tap5-n1"][0] + seen["tap5-n2"][0], 0, "{seen:?}");
+    // VNI 9 from the underlay reaches tenant 2 of n1 only.
+    assert!(seen["tap5-n1"][1] > 0, "{seen:?}");
+    assert_eq!(
+        seen["tap-n1"][1] + seen["tap-n2"][1] + seen["tap5-n2"][1],
+        0,
+        "{seen:?}"
+    );
+    // The rest reach nobody.
+    for dev in ["tap-n1", "tap5-n1", "tap-n2", "tap5-n2"] {
+        assert_eq!(seen[dev][2..], [0, 0, 0], "{dev}: {seen:?}");
+    }
+    traffic_both_ways(&l, "after the crafted frames");
+    let e1 = s1.stop();
+    s2.stop();
+    // Each refused kind was counted, by the kernel or the slow path.
+    let crit = dropped(&e1, "unknown_critical_option")
+        + counter(&e1, "kernel_drop_unknown_critical_option");
+    assert!(crit >= N as u64, "{e1}");
+    assert!(dropped(&e1, "malformed_tunnel_header") >= N as u64, "{e1}");
+    assert!(dropped(&e1, "unknown_remote") >= N as u64, "{e1}");
+}

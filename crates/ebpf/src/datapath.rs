@@ -409,6 +409,22 @@ impl KernelDatapath {
         }
     }
 
+    /// Remove every `tl_ports` entry whose device is not in `keep` (an
+    /// adopted map's entries for a killed switch's upcall TAPs, which are
+    /// gone). Returns how many went.
+    pub fn retain_ports(&mut self, keep: &[u32]) -> Result<usize, Error> {
+        let mut ports: HashMap<_, u32, PortEntry> = self.map_mut("tl_ports")?;
+        let gone: Vec<u32> = ports
+            .keys()
+            .filter_map(Result::ok)
+            .filter(|i| !keep.contains(i))
+            .collect();
+        for i in &gone {
+            let _ = ports.remove(i);
+        }
+        Ok(gone.len())
+    }
+
     /// Set one `tl_ports` entry directly (tests drive the programs with
     /// BPF_PROG_TEST_RUN on devices that have no veth/TAP pair).
     pub fn set_port_entry(&mut self, ifindex: u32, p: PortEntry) -> Result<(), Error> {

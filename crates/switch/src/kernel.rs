@@ -69,6 +69,8 @@ pub struct Kernel {
     /// Ports with a fixed key, under each of their decapsulation keys:
     /// the kernel's `tl_tunnel_ids` names the last added for each.
     decap_ids: Vec<(u32, km::TunnelIdKey)>,
+    /// An adopted datapath's leftover port entries have been removed.
+    adoption_swept: bool,
     /// The megaflow mask of the current generation.
     mask: FlowKey,
     /// False while any rule uses `normal` (its outputs depend on learned
@@ -224,6 +226,7 @@ impl Kernel {
             targets: HashMap::new(),
             decaps: Vec::new(),
             decap_ids: Vec::new(),
+            adoption_swept: false,
             mask: FlowKey::default(),
             cacheable: true,
             installed: 0,
@@ -640,6 +643,21 @@ impl Dpif for Kernel {
     /// new megaflow mask (the union of every rule's, and in_port) and a
     /// new generation. Once this returns no earlier entry forwards.
     fn revalidate(&mut self, rules: &Classifier, tlv: &TlvMap) -> Result<(), String> {
+        if self.dp.adopted() && !self.adoption_swept {
+            // Every port is open by the first revalidation: what an
+            // adopted map names beyond them is a dead switch's.
+            let keep: Vec<u32> = self
+                .veths
+                .iter()
+                .chain(&self.qinqs)
+                .flat_map(|v| [v.ifindex, v.upcall_ifindex])
+                .collect();
+            let gone = self.dp.retain_ports(&keep).map_err(|e| e.to_string())?;
+            if gone > 0 {
+                eprintln!("tunlab switch: forgot {gone} port entries of the previous run");
+            }
+            self.adoption_swept = true;
+        }
         let mut mask = FlowKey::default();
         mask.set(f::IN_PORT, u32::MAX as u64);
         let mut cacheable = true;

@@ -340,6 +340,11 @@ fn restart_after_kill_keeps_the_stream() {
         err.contains("adopting the kernel datapath pinned at"),
         "{err}"
     );
+    // The killed switch's upcall TAP went with it; its entry too.
+    assert!(
+        err.contains("forgot 1 port entries of the previous run"),
+        "{err}"
+    );
     // A normal stop removes every pin and detaches every program.
     assert!(!pins.exists(), "{} left behind", pins.display());
     let net = attached_programs(&l.hv1, &[]);

@@ -79,9 +79,23 @@ pub struct Kernel {
     /// Flows installed, and why others were not.
     pub installed: u64,
     pub not_installed: HashMap<&'static str, u64>,
-    /// Held while this process owns the pinned datapath (after `dp`: the
-    /// pins go before the lock does).
-    pin_lock: Option<(std::fs::File, std::path::PathBuf)>,
+    /// Held while this process owns the pinned datapath (after `dp`, so
+    /// that the pins go before the lock does).
+    _pin_lock: Option<PinLock>,
+}
+
+/// The lock on a node's pins: held while the descriptor is open, its file
+/// removed on a normal stop (a killed switch's stays, unlocked).
+#[derive(Debug)]
+struct PinLock {
+    _file: std::fs::File,
+    path: std::path::PathBuf,
+}
+
+impl Drop for PinLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 fn is_bpffs(path: &std::path::Path) -> bool {
@@ -92,11 +106,10 @@ fn is_bpffs(path: &std::path::Path) -> bool {
 /// Where the node pins its kernel datapath (`bpf_pin_dir`/NAME), locked
 /// against a second live switch of the same name: mounts bpffs at
 /// /sys/fs/bpf if nothing is mounted there (as systemd does at boot).
-#[allow(clippy::type_complexity)]
 fn pin_dir(
     base: Option<&str>,
     node: &str,
-) -> Result<Option<(std::path::PathBuf, (std::fs::File, std::path::PathBuf))>, StartError> {
+) -> Result<Option<(std::path::PathBuf, PinLock)>, StartError> {
     let Some(base) = base else {
         return Ok(None);
     };
@@ -142,7 +155,13 @@ fn pin_dir(
             dir.display()
         )));
     }
-    Ok(Some((dir, (lock, lock_path.into()))))
+    Ok(Some((
+        dir,
+        PinLock {
+            _file: lock,
+            path: lock_path.into(),
+        },
+    )))
 }
 
 /// Run an `ip` command, naming the port on failure.
@@ -200,13 +219,12 @@ fn device_with(addr: IpAddr) -> Option<String> {
 impl Kernel {
     /// Load the programs and create the maps; nothing is attached yet.
     pub fn load(cfg: &crate::config::Config) -> Result<Kernel, StartError> {
-        let (flow_cache, pins, node) = (cfg.flow_cache, cfg.bpf_pin_dir.as_deref(), &cfg.name);
-        let pins = pin_dir(pins, node)?;
-        let (dir, lock) = match pins {
+        let node = &cfg.name;
+        let (dir, lock) = match pin_dir(cfg.bpf_pin_dir.as_deref(), node)? {
             Some((d, l)) => (Some(d), Some(l)),
             None => (None, None),
         };
-        let dp = KernelDatapath::load(flow_cache, cfg.tunnel_destinations, dir.as_deref())
+        let dp = KernelDatapath::load(cfg.flow_cache, cfg.tunnel_destinations, dir.as_deref())
             .map_err(|e| StartError::Port {
                 port: "-".into(),
                 msg: format!("kernel datapath: {e}"),
@@ -231,7 +249,7 @@ impl Kernel {
             cacheable: true,
             installed: 0,
             not_installed: HashMap::new(),
-            pin_lock: lock,
+            _pin_lock: lock,
         })
     }
 
@@ -808,11 +826,6 @@ impl Drop for Kernel {
     fn drop(&mut self) {
         for v in self.veths.iter().filter(|v| v.owned) {
             let _ = ip(&v.name, &["link", "del", &v.name]);
-        }
-        // The pins go with `dp` right after this; the lock file now (the
-        // lock itself is held until the descriptor closes).
-        if let Some((_, path)) = &self.pin_lock {
-            let _ = std::fs::remove_file(path);
         }
     }
 }

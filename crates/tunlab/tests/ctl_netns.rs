@@ -60,6 +60,17 @@ fn add_flows_loads_a_hundred_thousand_rules() {
     s2.stop();
 }
 
+/// The fewest descriptors the switch holds over one second.
+fn settled_fds(s: &Switch) -> usize {
+    (0..20)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            s.open_fds()
+        })
+        .min()
+        .unwrap()
+}
+
 /// Send `bytes` (then, if `close`, end the request), return the reply.
 fn raw(path: &std::path::Path, bytes: &[u8], close: bool) -> String {
     let mut s = UnixStream::connect(path).unwrap();
@@ -82,7 +93,7 @@ fn a_thousand_clients_good_and_broken_while_traffic_flows() {
     for _ in 0..3 {
         assert!(ctl(s1.ctl_path(), &["show"]).0);
     }
-    let fds = s1.open_fds();
+    let fds = settled_fds(&s1);
     let storm_over = AtomicBool::new(false);
     std::thread::scope(|scope| {
         // TCP transfers back to back for as long as the storm lasts.
@@ -100,7 +111,11 @@ fn a_thousand_clients_good_and_broken_while_traffic_flows() {
         let rounds = traffic.join().expect("every transfer arrived whole");
         eprintln!("{rounds} TCP transfers of 2 MB crossed during the storm");
     });
-    assert_eq!(s1.open_fds(), fds, "file descriptors leaked");
+    // A leak stays; a descriptor opened for a moment (a request being
+    // answered, the MTU being re-read) does not, so compare the fewest
+    // open over a second before and after.
+    let after = settled_fds(&s1);
+    assert!(after <= fds, "file descriptors leaked: {fds} before, {after} after");
     let (_, dump, _) = ctl(s1.ctl_path(), &["dump-flows"]);
     assert_eq!(dump.lines().count(), 3, "{dump}");
     traffic_both_ways(&l, "geneve after the storm");

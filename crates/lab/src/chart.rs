@@ -283,6 +283,115 @@ impl Chart {
     }
 }
 
+/// A time series chart: one line per series over a shared x axis
+/// (seconds), for curves a reader checks for drift (memory, descriptors,
+/// counters over a soak).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineChart {
+    pub title: String,
+    /// The y axis' unit.
+    pub unit: String,
+    pub x_unit: String,
+    /// (name, points); a series of no points is left out.
+    pub series: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+const LINE_PLOT_H: f64 = 220.0;
+const LINE_LEFT: f64 = 70.0;
+/// The plot's top: below the legend and the unit above the y axis.
+const LINE_TOP: f64 = TOP + 18.0;
+
+impl LineChart {
+    pub fn height(&self) -> f64 {
+        LINE_TOP + LINE_PLOT_H + 50.0
+    }
+
+    /// The chart as a standalone SVG document; the y axis starts at zero,
+    /// so that a flat line looks flat and a growing one grows.
+    pub fn svg(&self) -> String {
+        let h = self.height();
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{h}" viewBox="0 0 {WIDTH} {h}" font-family="DejaVu Sans, Arial, sans-serif" font-size="12"><rect width="{WIDTH}" height="{h}" fill="#ffffff"/><text x="10" y="18" font-size="14" font-weight="bold">{}</text>"##,
+            esc(&self.title)
+        );
+        let mut lx = 10.0;
+        for (k, (name, _)) in self.series.iter().enumerate() {
+            let _ = write!(
+                s,
+                r##"<rect x="{lx}" y="26" width="10" height="10" fill="{}"/><text x="{}" y="35">{}</text>"##,
+                SERIES_COLORS[k % SERIES_COLORS.len()],
+                lx + 14.0,
+                esc(name)
+            );
+            lx += 30.0 + 7.5 * name.chars().count() as f64;
+        }
+        let points = || self.series.iter().flat_map(|(_, p)| p.iter());
+        let (x_end, x_step) = nice_axis(points().map(|p| p.0).fold(0.0, f64::max));
+        let (y_end, y_step) = nice_axis(points().map(|p| p.1).fold(0.0, f64::max));
+        let plot_w = WIDTH - LINE_LEFT - 20.0;
+        let bottom = LINE_TOP + LINE_PLOT_H;
+        let x = |v: f64| LINE_LEFT + plot_w * (v / x_end).clamp(0.0, 1.0);
+        let y = |v: f64| bottom - LINE_PLOT_H * (v / y_end).clamp(0.0, 1.0);
+        let mut t = 0.0;
+        while t <= y_end + y_step / 2.0 {
+            let _ = write!(
+                s,
+                r##"<line x1="{LINE_LEFT}" y1="{0:.1}" x2="{1:.1}" y2="{0:.1}" stroke="#e3e3e3"/><text x="{2:.1}" y="{3:.1}" text-anchor="end" fill="#555">{4}</text>"##,
+                y(t),
+                LINE_LEFT + plot_w,
+                LINE_LEFT - 6.0,
+                y(t) + 4.0,
+                tick_label(t, y_step)
+            );
+            t += y_step;
+        }
+        let mut t = 0.0;
+        while t <= x_end + x_step / 2.0 {
+            let _ = write!(
+                s,
+                r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#555">{}</text>"##,
+                x(t),
+                bottom + 14.0,
+                tick_label(t, x_step)
+            );
+            t += x_step;
+        }
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#333">{}</text><text x="10" y="{:.1}" fill="#333">{}</text>"##,
+            LINE_LEFT + plot_w / 2.0,
+            bottom + 30.0,
+            esc(&self.x_unit),
+            LINE_TOP - 8.0,
+            esc(&self.unit)
+        );
+        for (k, (_, pts)) in self.series.iter().enumerate() {
+            if pts.is_empty() {
+                continue;
+            }
+            let mut d = String::new();
+            for (i, (px, py)) in pts.iter().enumerate() {
+                let _ = write!(
+                    d,
+                    "{}{:.1} {:.1}",
+                    if i == 0 { "M" } else { "L" },
+                    x(*px),
+                    y(*py)
+                );
+            }
+            let _ = write!(
+                s,
+                r##"<path d="{d}" stroke="{}" stroke-width="1.5" fill="none"/>"##,
+                SERIES_COLORS[k % SERIES_COLORS.len()]
+            );
+        }
+        s.push_str("</svg>");
+        s
+    }
+}
+
 /// The system's fonts, loaded once (the chart text is DejaVu Sans).
 fn fonts() -> &'static Arc<usvg::fontdb::Database> {
     static DB: OnceLock<Arc<usvg::fontdb::Database>> = OnceLock::new();
@@ -319,6 +428,24 @@ pub fn png(svg: &str) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_chart_draws_each_series_and_renders() {
+        let c = LineChart {
+            title: "RSS <h1>".into(),
+            unit: "MiB".into(),
+            x_unit: "seconds".into(),
+            series: vec![
+                ("h1".into(), vec![(0.0, 10.0), (1.0, 10.5), (2.0, 10.2)]),
+                ("h2".into(), vec![(0.0, 3.0), (2.0, 3.0)]),
+                ("none".into(), vec![]),
+            ],
+        };
+        let svg = c.svg();
+        assert_eq!(svg.matches("<path").count(), 2);
+        assert!(svg.contains("RSS &lt;h1&gt;"));
+        assert!(png(&svg).is_ok());
+    }
 
     #[test]
     fn axis_ends_are_round_and_cover_the_maximum() {

@@ -106,7 +106,7 @@ impl Variant {
     }
 
     /// tunlab's port type for the tunlab variants.
-    fn tunlab_kind(self) -> Option<&'static str> {
+    pub(crate) fn tunlab_kind(self) -> Option<&'static str> {
         Some(match self {
             Variant::TunlabGeneve
             | Variant::TunlabGeneveOvn

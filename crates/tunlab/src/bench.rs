@@ -255,3 +255,114 @@ mod tests {
         assert!(parse_cpus("-1,0", 2).is_err());
     }
 }
+
+/// `tunlab soak`'s command line.
+#[derive(Debug)]
+pub struct SoakArgs {
+    pub duration: String,
+    pub variant: String,
+    pub rate: u64,
+    pub flows: u32,
+    pub streams: u32,
+    pub stream_mbps: u32,
+    pub out: Option<PathBuf>,
+}
+
+fn soak_plan(a: &SoakArgs) -> Result<tunlab_lab::soak::Plan, String> {
+    let duration =
+        tunlab_lab::soak::parse_duration(&a.duration).map_err(|e| format!("--duration: {e}"))?;
+    let variant = Variant::parse(&a.variant).map_err(|e| format!("--variant: {e}"))?;
+    if !(1..=10_000_000).contains(&a.rate) {
+        return Err(format!(
+            "--rate: {} is not between 1 and 10000000 frames/s",
+            a.rate
+        ));
+    }
+    if !(1..=50_000).contains(&a.flows) {
+        return Err(format!("--flows: {} is not between 1 and 50000", a.flows));
+    }
+    if !(1..=16).contains(&a.streams) {
+        return Err(format!("--streams: {} is not between 1 and 16", a.streams));
+    }
+    if !(1..=100_000).contains(&a.stream_mbps) {
+        return Err(format!(
+            "--stream-mbps: {} is not between 1 and 100000",
+            a.stream_mbps
+        ));
+    }
+    Ok(tunlab_lab::soak::Plan {
+        variant,
+        duration,
+        gen_pps: a.rate,
+        gen_flows: a.flows,
+        streams: a.streams,
+        stream_mbps: a.stream_mbps,
+    })
+}
+
+pub fn soak(a: SoakArgs) -> ExitCode {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    let plan = match soak_plan(&a) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("tunlab soak: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let tunlab = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("tunlab soak: cannot find the tunlab binary: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // SAFETY: the handler only stores to an atomic, which is
+    // async-signal-safe.
+    unsafe {
+        let _ = signal(Signal::SIGINT, SigHandler::Handler(on_interrupt));
+        let _ = signal(Signal::SIGTERM, SigHandler::Handler(on_interrupt));
+    }
+    let out = a.out.clone().unwrap_or_else(run::default_out);
+    println!(
+        "soak: {} for {:.0} s; the generator at {} frames/s over {} flows, {} iperf3 stream(s) of {} Mbit/s, a flow change every second",
+        plan.variant.name(),
+        plan.duration.as_secs_f64(),
+        plan.gen_pps,
+        plan.gen_flows,
+        plan.streams,
+        plan.stream_mbps
+    );
+    let s = match tunlab_lab::soak::run(&plan, &tunlab, &out) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("tunlab soak: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = tunlab_lab::soak::write(&s, &out) {
+        eprintln!("tunlab soak: {e}");
+        return ExitCode::FAILURE;
+    }
+    for c in &s.checks {
+        println!(
+            "{:<4} {:<48} {}",
+            if c.held { "ok" } else { "FAIL" },
+            c.what,
+            c.detail
+        );
+    }
+    println!(
+        "\nresults: {}/soak.json, {}/soak.html",
+        out.display(),
+        out.display()
+    );
+    if s.interrupted {
+        eprintln!("tunlab soak: interrupted; no checks made");
+        return ExitCode::from(130);
+    }
+    if s.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

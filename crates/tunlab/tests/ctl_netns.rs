@@ -115,7 +115,10 @@ fn a_thousand_clients_good_and_broken_while_traffic_flows() {
     // answered, the MTU being re-read) does not, so compare the fewest
     // open over a second before and after.
     let after = settled_fds(&s1);
-    assert!(after <= fds, "file descriptors leaked: {fds} before, {after} after");
+    assert!(
+        after <= fds,
+        "file descriptors leaked: {fds} before, {after} after"
+    );
     let (_, dump, _) = ctl(s1.ctl_path(), &["dump-flows"]);
     assert_eq!(dump.lines().count(), 3, "{dump}");
     traffic_both_ways(&l, "geneve after the storm");

@@ -281,6 +281,60 @@ fn tcp_stream_bins(l: &Lab, secs: f64) -> std::thread::JoinHandle<Vec<u64>> {
     })
 }
 
+/// iperf3 from ta to tb for `secs` with 100-ms interval reports; the bytes
+/// of each interval. Panics if iperf3 fails (the connection broke).
+fn iperf3_intervals(l: &Lab, secs: u32) -> std::thread::JoinHandle<Vec<u64>> {
+    use std::process::{Command, Stdio};
+    let server = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            l.tb.name(),
+            "iperf3",
+            "-s",
+            "-1",
+            "-p",
+            "7003",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("iperf3 (scripts/install-deps installs it)");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let ta = l.ta.name().to_string();
+    std::thread::spawn(move || {
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &ta,
+                "iperf3",
+                "-c",
+                "192.168.7.2",
+                "-p",
+                "7003",
+            ])
+            .args(["-t", &secs.to_string(), "-i", "0.1", "--json"])
+            .output()
+            .unwrap();
+        let mut server = server;
+        let _ = server.kill();
+        let _ = server.wait();
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        assert!(
+            out.status.success(),
+            "iperf3 failed (the connection broke?): {}",
+            json["error"]
+        );
+        json["intervals"]
+            .as_array()
+            .expect("iperf3 intervals")
+            .iter()
+            .map(|i| i["sum"]["bytes"].as_u64().unwrap_or(0))
+            .collect()
+    })
+}
+
 /// `kill -9` of a kernel-datapath switch under a TCP stream, then a
 /// restart: the pinned programs and maps forward the cached flow while the
 /// switch is down, the new process adopts them (its program swapped into
@@ -307,31 +361,31 @@ fn restart_after_kill_keeps_the_stream() {
     );
     assert_eq!(mode & 0o777, 0o600, "pinned maps must be root's alone");
 
-    let stream = tcp_stream_bins(&l, 5.0);
+    let stream = iperf3_intervals(&l, 5);
     std::thread::sleep(std::time::Duration::from_millis(1500));
     s1.kill9();
     let down = counter_while_down(&l);
     std::thread::sleep(std::time::Duration::from_millis(1000));
     let s1 = Switch::start(l.hv1.name(), &c1, &l.dir, "n1");
     s1.wait_ready();
-    let bins = stream.join().expect("the TCP connection survived");
-    let total: u64 = bins.iter().sum();
-    // Every 100 ms after the first 300 ms (connection set-up), up to the
-    // end of the stream, carried data.
-    let live = &bins[3..49];
-    let empty: Vec<usize> = live
+    let intervals = stream.join().expect("the TCP connection survived");
+    let total: u64 = intervals.iter().sum();
+    // iperf3's own 100-ms interval reports: none without data.
+    let empty: Vec<usize> = intervals
         .iter()
         .enumerate()
         .filter(|(_, b)| **b == 0)
-        .map(|(i, _)| i + 3)
+        .map(|(i, _)| i)
         .collect();
     eprintln!(
-        "restart: {} MB in 5 s; 100-ms bins without data: {empty:?}; while down the kernel carried {down} packets",
-        total >> 20
+        "restart: iperf3 moved {} MB in 5 s, {} intervals of 100 ms, without data: {empty:?}; while down the kernel carried {down} packets",
+        total >> 20,
+        intervals.len()
     );
+    assert!(intervals.len() >= 45, "{intervals:?}");
     assert!(
         empty.is_empty(),
-        "the stream stopped in bins {empty:?}: {bins:?}"
+        "iperf3 reported intervals without data {empty:?}: {intervals:?}"
     );
     assert!(down > 0, "nothing forwarded while the switch was down");
     traffic_both_ways(&l, "after the restart");

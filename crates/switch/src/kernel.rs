@@ -203,19 +203,6 @@ fn no_ipv6(dev: &str) {
     let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"), "1");
 }
 
-/// The device that holds `addr` in this namespace (the underlay).
-fn device_with(addr: IpAddr) -> Option<String> {
-    let out = netns::run(&["ip", "-o", "addr", "show"]).ok()?;
-    out.lines().find_map(|l| {
-        let mut w = l.split_whitespace();
-        let _idx = w.next()?;
-        let dev = w.next()?;
-        let _fam = w.next()?;
-        let a = w.next()?.split('/').next()?;
-        (a.parse::<IpAddr>().ok()? == addr).then(|| dev.to_string())
-    })
-}
-
 impl Kernel {
     /// Load the programs and create the maps; nothing is attached yet.
     pub fn load(cfg: &crate::config::Config) -> Result<Kernel, StartError> {
@@ -418,7 +405,7 @@ impl Kernel {
             port: p.name.clone(),
             msg,
         };
-        let dev = device_with(t.local_ip).ok_or_else(|| {
+        let dev = crate::port::device_with(t.local_ip).ok_or_else(|| {
             perr(format!(
                 "no device here has local_ip {} (the kernel datapath decapsulates on it)",
                 t.local_ip

@@ -75,6 +75,28 @@ pub fn default_tenant_mtu(underlay_mtu: u16, ports: &[Port]) -> u16 {
     underlay_mtu.saturating_sub(worst as u16)
 }
 
+/// The device that holds `addr` in this namespace (a tunnel's underlay).
+pub fn device_with(addr: IpAddr) -> Option<String> {
+    let out = tunlab_netio::netns::run(&["ip", "-o", "addr", "show"]).ok()?;
+    out.lines().find_map(|l| {
+        let mut w = l.split_whitespace();
+        let _idx = w.next()?;
+        let dev = w.next()?;
+        let _fam = w.next()?;
+        let a = w.next()?.split('/').next()?;
+        (a.parse::<IpAddr>().ok()? == addr).then(|| dev.to_string())
+    })
+}
+
+/// A device's MTU (sysfs: no process started).
+pub fn device_mtu(dev: &str) -> Option<u16> {
+    std::fs::read_to_string(format!("/sys/class/net/{dev}/mtu"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1620,3 +1620,23 @@ fn ports_differing_only_in_vni() {
 fn crafted_frames_stay_in_their_tenant() {
     crafted_frames(Datapath::Userspace);
 }
+
+/// The underlay link down for a second under a TCP stream, then up: the
+/// connection survives on the userspace datapath too.
+#[test]
+fn underlay_down_and_up_under_load() {
+    faults::underlay_down_and_up_under_load(Datapath::Userspace);
+}
+
+/// The underlay MTU lowered under a TCP stream: the slow path's too-big
+/// answers follow the new MTU.
+#[test]
+fn underlay_mtu_lowered_under_load() {
+    faults::underlay_mtu_lowered_under_load(Datapath::Userspace);
+}
+
+/// A tenant TAP port deleted under load: the other tenant's stream goes on.
+#[test]
+fn tenant_port_deleted_under_load() {
+    faults::tenant_port_deleted_under_load(Datapath::Userspace);
+}

@@ -93,6 +93,10 @@ pub struct Node {
     /// The configured underlay MTU: `underlay_mtu` follows the devices
     /// down from it, never above it.
     configured_mtu: usize,
+    /// The devices under this node's tunnel ports (those with a fixed
+    /// local address), found again after a port change; the userspace
+    /// datapath reads their MTU (a caching datapath reads its own).
+    underlay_devs: Option<Vec<String>>,
     pub classifier: Classifier,
     pipeline: Pipeline,
     tlv: TlvMap,
@@ -169,6 +173,7 @@ impl Node {
             name: cfg.name.clone(),
             underlay_mtu: cfg.underlay_mtu as usize,
             configured_mtu: cfg.underlay_mtu as usize,
+            underlay_devs: None,
             classifier: Classifier::new(),
             pipeline: Pipeline::new(),
             tlv: cfg.tlv,
@@ -266,6 +271,7 @@ impl Node {
     pub fn add_port(&mut self, p: &Port, taps: Option<Vec<Tap>>) -> Result<(), StartError> {
         self.check_new_port(p)?;
         self.port_cfgs.push(p.clone());
+        self.underlay_devs = None;
         if let Err(e) = self.open_port(p, taps) {
             self.port_cfgs.pop();
             return Err(e);
@@ -343,6 +349,7 @@ impl Node {
             d.port_del(gone.ofport, cfg);
         }
         self.port_cfgs.retain(|p| p.name != name);
+        self.underlay_devs = None;
         self.revalidate();
         if let Io::Tunnel { sock, .. } = gone.io {
             let shared = self
@@ -389,7 +396,11 @@ impl Node {
     /// (an operator, a failover): the slow path's too-big answers and the
     /// kernel's templates follow it.
     pub fn housekeeping(&mut self) {
-        let Some(mtu) = self.dpif.as_mut().and_then(|d| d.refresh_mtu()) else {
+        let mtu = match self.dpif.as_mut() {
+            Some(d) => d.refresh_mtu(),
+            None => self.underlay_device_mtu(),
+        };
+        let Some(mtu) = mtu else {
             return;
         };
         let mtu = (mtu as usize).min(self.configured_mtu);
@@ -400,6 +411,26 @@ impl Node {
             );
             self.underlay_mtu = mtu;
         }
+    }
+
+    /// The smallest MTU of the devices under the tunnel ports.
+    fn underlay_device_mtu(&mut self) -> Option<u16> {
+        let devs = self.underlay_devs.get_or_insert_with(|| {
+            let mut d: Vec<String> = self
+                .port_cfgs
+                .iter()
+                .filter_map(|p| match &p.kind {
+                    PortKind::Tunnel(t) if !t.local_ip.is_unspecified() => {
+                        crate::port::device_with(t.local_ip)
+                    }
+                    _ => None,
+                })
+                .collect();
+            d.sort();
+            d.dedup();
+            d
+        });
+        devs.iter().filter_map(|d| crate::port::device_mtu(d)).min()
     }
 
     /// Names and numbers of the ports, for flow rules that name ports.

@@ -3,6 +3,8 @@
 //! `tunlab switch` processes, and traffic checks run inside namespaces.
 #![allow(dead_code)]
 
+pub mod faults;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::process::{Child, Command, Stdio};

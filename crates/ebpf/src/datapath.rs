@@ -765,11 +765,9 @@ impl FlowSweeper {
         };
         if !batched {
             self.batch = None;
-            for item in self.flows.iter() {
-                // An error: deleted by the LRU between listing and reading.
-                if let Ok((k, vals)) = item {
-                    judge(k, &vals);
-                }
+            // An error: deleted by the LRU between listing and reading.
+            for (k, vals) in self.flows.iter().flatten() {
+                judge(k, &vals);
             }
         }
         // Deleted after the walk: removing the key a walk stands on sends

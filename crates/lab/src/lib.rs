@@ -27,6 +27,7 @@ pub mod ovs;
 pub mod pvp;
 pub mod report;
 pub mod run;
+pub mod setup_rate;
 pub mod soak;
 pub mod stats;
 pub mod traffic;

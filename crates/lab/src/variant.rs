@@ -259,6 +259,34 @@ impl Running {
         Ok(())
     }
 
+    /// Replace both nodes' flow rules with `rules` (ovs-ofctl syntax):
+    /// tunlab's through its control socket, Open vSwitch's on br-int.
+    pub fn set_rules(&self, rules: &[&str]) -> Result<(), String> {
+        if self.variant.tunlab_kind().is_some() {
+            for i in 0..2 {
+                let ctl = ctl_path(&format!("bench{}", i + 1));
+                for req in std::iter::once("del-flows".to_string())
+                    .chain(rules.iter().map(|r| format!("add-flow {r}")))
+                {
+                    match tunlab_switch::ctl::request(Path::new(&ctl), &req) {
+                        Ok((true, _)) => {}
+                        Ok((false, why)) => return Err(format!("{ctl}: {req}: {}", why.trim())),
+                        Err(e) => return Err(format!("{ctl}: {e}")),
+                    }
+                }
+            }
+        }
+        for o in &self.ovs {
+            o.ofctl(&["del-flows", "br-int"])
+                .map_err(|e| e.to_string())?;
+            for r in rules {
+                o.ofctl(&["add-flow", "br-int", r])
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    }
+
     /// If a daemon (a tunlab node) has exited: which, how, and the last
     /// lines it wrote to stderr.
     fn exited(&mut self) -> Option<String> {

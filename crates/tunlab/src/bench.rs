@@ -366,3 +366,86 @@ pub fn soak(a: SoakArgs) -> ExitCode {
         ExitCode::FAILURE
     }
 }
+
+/// `tunlab bench --setup-rate`.
+pub fn setup_rate(profile: &str, variants: &[String], out: Option<PathBuf>) -> ExitCode {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    let flows = match profile {
+        "quick" => 20_000,
+        "full" => 100_000,
+        p => {
+            eprintln!("tunlab bench: --profile: '{p}' is not a profile: quick, full");
+            return ExitCode::from(2);
+        }
+    };
+    let names: Vec<String> = if variants.is_empty() {
+        vec!["tunlab-ebpf-geneve".into(), "ovs-geneve".into()]
+    } else {
+        variants.to_vec()
+    };
+    let mut vs = Vec::new();
+    for n in &names {
+        match Variant::parse(n) {
+            Ok(v) if v.is_ebpf() || v.is_ovs() => vs.push(v),
+            Ok(_) => {
+                eprintln!("tunlab bench: --setup-rate: {n} keeps no flow cache (a tunlab-ebpf-* or ovs-* variant does)");
+                return ExitCode::from(2);
+            }
+            Err(e) => {
+                eprintln!("tunlab bench: --variants: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let tunlab = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("tunlab bench: cannot find the tunlab binary: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // SAFETY: the handler only stores to an atomic, which is
+    // async-signal-safe.
+    unsafe {
+        let _ = signal(Signal::SIGINT, SigHandler::Handler(on_interrupt));
+        let _ = signal(Signal::SIGTERM, SigHandler::Handler(on_interrupt));
+    }
+    let out = out.unwrap_or_else(run::default_out);
+    let plan = tunlab_lab::setup_rate::Plan {
+        variants: vs,
+        flows,
+        min_rate: 5_000,
+        max_rate: 400_000,
+        granularity_pct: 5.0,
+    };
+    println!(
+        "flow set-up rate: binary search per variant, {flows} new flows a trial (a few minutes)"
+    );
+    let found = match tunlab_lab::setup_rate::run(&plan, &tunlab, &out) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("tunlab bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    print!("{}", tunlab_lab::setup_rate::table(&found, flows));
+    let path = out.join("setup-rate.json");
+    match serde_json::to_string_pretty(&found) {
+        Ok(j) => {
+            if let Err(e) = std::fs::write(&path, j) {
+                eprintln!("tunlab bench: {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+        }
+        Err(e) => {
+            eprintln!("tunlab bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    println!("\nresults: {}", path.display());
+    if found.iter().any(|f| f.error.is_some()) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -90,6 +90,14 @@ enum Command {
         /// trafficgen's 30 s and 30 s), results in OUT/pvp.json.
         #[arg(long, conflicts_with_all = ["variants", "tests", "samples", "seconds"])]
         pvp: bool,
+        /// Measure the flow set-up rate instead: the highest rate of new
+        /// flows (each one's first frame a cache miss) a caching datapath
+        /// takes with no frame lost, by binary search, caches emptied
+        /// before each trial; --variants (default
+        /// tunlab-ebpf-geneve,ovs-geneve) side by side (quick: 20,000 new
+        /// flows a trial; full: 100,000). Results in OUT/setup-rate.json.
+        #[arg(long, conflicts_with_all = ["tests", "samples", "seconds", "pvp"])]
+        setup_rate: bool,
     },
     /// Run the lab's two hypervisors under mixed traffic for a long time:
     /// the generator's UDP flows and rate-limited iperf3 streams, a flow
@@ -214,6 +222,7 @@ fn main() -> ExitCode {
             out,
             cleanup,
             pvp,
+            setup_rate,
         } => {
             if cleanup {
                 let n = tunlab_lab::host::cleanup();
@@ -222,6 +231,9 @@ fn main() -> ExitCode {
             }
             if pvp {
                 return gen::bench_pvp(&profile, out);
+            }
+            if setup_rate {
+                return bench::setup_rate(&profile, &variants, out);
             }
             bench::run(bench::Args {
                 profile,

@@ -489,3 +489,49 @@ fn interrupt_leaves_nothing_behind() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The flow set-up rate search on the kernel datapath: trials at rising
+/// and falling rates of new flows, the rate found passed (twice: search
+/// and validation), every faster trial tried lost frames, and nothing is
+/// left behind.
+#[test]
+fn setup_rate_search_finds_a_lossless_rate() {
+    let _one = serial();
+    let dir = out_dir("setup-rate");
+    let (o, pid) = run(&["--setup-rate", "--variants", "tunlab-ebpf-geneve"], &dir);
+    let text = succeeded(&o, "setup rate");
+    assert!(
+        leftovers(pid, &dir).is_empty(),
+        "{:?}",
+        leftovers(pid, &dir)
+    );
+    assert!(text.contains("new flows/s"), "{text}");
+    let found: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("setup-rate.json")).unwrap())
+            .unwrap();
+    let f = &found[0];
+    assert!(f["error"].is_null(), "{f}");
+    let ndr = f["ndr"].as_u64().unwrap();
+    assert!(ndr >= 5_000, "{f}");
+    let trials = f["trials"].as_array().unwrap();
+    let at = |r: u64| trials.iter().filter(move |t| t["rate"].as_u64() == Some(r));
+    if !f["at_ceiling"].as_bool().unwrap() {
+        assert!(
+            at(ndr).count() >= 2,
+            "the rate found was not validated: {f}"
+        );
+    }
+    assert!(
+        at(ndr).all(|t| t["lost"] == 0 && t["sent"] == 20_000),
+        "{f}"
+    );
+    // The search stops only once a faster rate has failed (or the ceiling passed).
+    assert!(
+        f["at_ceiling"].as_bool().unwrap()
+            || trials
+                .iter()
+                .any(|t| t["rate"].as_u64().unwrap() > ndr && t["lost"].as_u64().unwrap() > 0),
+        "{f}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1614,6 +1614,27 @@ fn ports_differing_only_in_vni() {
     drop((s1.stop(), s2.stop()));
 }
 
+/// Two GRE ports between the same hosts, differing only in their key, and
+/// two STT ports differing only in their context ID: each frame goes to
+/// the port of its key (the port was once chosen by remote alone).
+#[test]
+fn gre_and_stt_ports_differing_only_in_key() {
+    for kind in ["gre", "stt"] {
+        let l = lab();
+        let (c1, c2) = pair_configs(&l, kind);
+        let (s1, s2) = start_pair(&l, &c1, &c2);
+        let (k1, k2) = (l.dir.join("n1.ctl"), l.dir.join("n2.ctl"));
+        add_tenant_over(&l, &k1, &k2, "tap", kind);
+        assert!(
+            udp_echo(&l.ta, &l.tb, "192.168.8.2", 5, 6),
+            "{kind}: key 9 tenant; n2: {}",
+            node_stats(&l.dir, "n2")
+        );
+        traffic_both_ways(&l, &format!("{kind}: key 6 tenant beside key 9"));
+        drop((s1.stop(), s2.stop()));
+    }
+}
+
 /// Frames crafted in one tenant or on the underlay never reach the
 /// other tenant, and the refused ones are counted (see `crafted_frames`).
 #[test]

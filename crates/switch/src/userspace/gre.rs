@@ -72,6 +72,9 @@ impl Node {
         };
         frame.reset(HEADROOM);
         let _ = frame.extend(&data[at..]);
+        // Ports to one remote that differ only in key: the key decides.
+        let in_port = self.keyed_in_port(si, src, in_port);
+        let pi = self.by_ofport[&in_port];
         self.ports[pi].stats.rx_packets += 1;
         self.ports[pi].stats.rx_bytes += frame.len() as u64;
         self.forward(in_port, frame, true, None);

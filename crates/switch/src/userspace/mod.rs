@@ -603,6 +603,25 @@ impl Node {
         best.map(|(_, ofport)| ofport)
     }
 
+    /// Once a tunnel header is read and its key known (`self.meta`): of the
+    /// ports on socket `si` for `remote`, the one with that key and of the
+    /// same kind as `first` (the port chosen by remote alone, whose kind
+    /// said how to read the header); else `first`.
+    fn keyed_in_port(&self, si: usize, remote: IpAddr, first: u32) -> u32 {
+        let kind = |ofport: u32| {
+            self.by_ofport
+                .get(&ofport)
+                .and_then(|&pi| match &self.ports[pi].io {
+                    Io::Tunnel { cfg, .. } => Some(cfg.kind),
+                    _ => None,
+                })
+        };
+        match self.tunnel_in_port(si, remote, Some(self.meta.tun_id)) {
+            Some(p) if kind(p) == kind(first) => p,
+            _ => first,
+        }
+    }
+
     /// Classify a frame and carry out the actions.
     fn forward(
         &mut self,

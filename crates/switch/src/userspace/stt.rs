@@ -156,6 +156,8 @@ impl Node {
                 return;
             }
         }
+        // Ports to one remote that differ only in context ID: it decides.
+        let in_port = self.keyed_in_port(si, src, in_port);
         let pi = self.by_ofport[&in_port];
         self.ports[pi].stats.rx_packets += 1;
         self.ports[pi].stats.rx_bytes += frame.len() as u64;

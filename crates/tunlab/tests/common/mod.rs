@@ -919,6 +919,18 @@ pub fn malformed_packets(dp: Datapath) {
 /// port (ofport 11, VNI 9) with flows between them; returns once the
 /// tenants' devices are there.
 pub fn add_tenant_over_geneve(l: &Lab, c1: &std::path::Path, c2: &std::path::Path, kind: &str) {
+    add_tenant_over(l, c1, c2, kind, "geneve");
+}
+
+/// As [`add_tenant_over_geneve`], over a tunnel port of type `tunnel`
+/// (key 9) to the same remote as the first tenant's.
+pub fn add_tenant_over(
+    l: &Lab,
+    c1: &std::path::Path,
+    c2: &std::path::Path,
+    kind: &str,
+    tunnel: &str,
+) {
     for (c, ns, me, peer, local, remote) in [
         (c1, l.ta.name(), "n1", 1, "172.31.0.1", "172.31.0.2"),
         (c2, l.tb.name(), "n2", 2, "172.31.0.2", "172.31.0.1"),
@@ -926,7 +938,7 @@ pub fn add_tenant_over_geneve(l: &Lab, c1: &std::path::Path, c2: &std::path::Pat
         let tap = format!("tap5-{me} ofport=6 type={kind} netns={ns} address=192.168.8.{peer}/24");
         let (ok, _, err) = ctl(c, &["add-port", &tap]);
         assert!(ok, "{err}");
-        let g = format!("g-{me} ofport=11 type=geneve local_ip={local} remote_ip={remote} key=9");
+        let g = format!("g-{me} ofport=11 type={tunnel} local_ip={local} remote_ip={remote} key=9");
         let (ok, _, err) = ctl(c, &["add-port", &g]);
         assert!(ok, "{err}");
         assert!(ctl(c, &["add-flow", "in_port=6 actions=output:11"]).0);

@@ -730,13 +730,12 @@ impl FlowSweeper {
             (max_idle.as_nanos() >> crate::maps::USED_SHIFT).min(u32::MAX as u128 / 2) as u32;
         let now = crate::maps::used_now();
         let mut out = Sweep::default();
-        let mut doomed = Vec::new();
-        let mut judge = |k: Key, vals: &[Flow]| {
+        // Whether an entry goes, counted by why.
+        let mut judge = |vals: &[Flow]| -> bool {
             out.seen += 1;
             if vals.first().is_some_and(|v| v.generation != generation) {
                 out.stale += 1;
-                doomed.push(k);
-                return;
+                return true;
             }
             // The youngest use over CPUs, modulo 2^32.
             let idle_for = vals
@@ -744,13 +743,12 @@ impl FlowSweeper {
                 .map(|v| now.wrapping_sub(v.used))
                 .min()
                 .unwrap_or(0);
-            if idle_for > limit && idle_for < u32::MAX / 2 {
-                out.idle += 1;
-                doomed.push(k);
-            }
+            let idle = idle_for > limit && idle_for < u32::MAX / 2;
+            out.idle += u64::from(idle);
+            idle
         };
         let batched = match &mut self.batch {
-            Some(b) => match b.walk(&mut judge) {
+            Some(b) => match b.sweep(&mut judge) {
                 Ok(()) => true,
                 // Refused before reading anything (an older kernel).
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) && b.walked == 0 => false,
@@ -766,18 +764,18 @@ impl FlowSweeper {
         if !batched {
             self.batch = None;
             // An error: deleted by the LRU between listing and reading.
-            for (k, vals) in self.flows.iter().flatten() {
-                judge(k, &vals);
+            let doomed: Vec<Key> = self
+                .flows
+                .iter()
+                .flatten()
+                .filter(|(_, vals)| judge(vals))
+                .map(|(k, _)| k)
+                .collect();
+            // Deleted after the walk: removing the key a walk stands on
+            // sends a hash map's next-key back to the start.
+            for k in &doomed {
+                let _ = self.flows.remove(k);
             }
-        }
-        // Deleted after the walk: removing the key a walk stands on sends
-        // a hash map's next-key back to the start.
-        let mut left: &[Key] = &doomed;
-        if let Some(b) = &self.batch {
-            left = b.delete(&doomed);
-        }
-        for k in left {
-            let _ = self.flows.remove(k);
         }
         Ok(out)
     }
@@ -840,14 +838,17 @@ impl Batch {
         Ok(())
     }
 
-    /// Read every entry, [`BATCH`] a call, and hand each to `f` with its
-    /// per-CPU values.
-    fn walk(&mut self, f: &mut impl FnMut(Key, &[Flow])) -> std::io::Result<()> {
+    /// Read every entry, [`BATCH`] a call, ask `doomed` of each (with its
+    /// per-CPU values), and delete the doomed ones of each batch before
+    /// reading the next: the walk's position is a bucket, which deleting
+    /// entries already read does not move, and memory stays one batch.
+    fn sweep(&mut self, doomed: &mut impl FnMut(&[Flow]) -> bool) -> std::io::Result<()> {
         use std::os::fd::AsRawFd;
         const BPF_MAP_LOOKUP_BATCH: libc::c_long = 24;
         // The position between calls: a bucket number for hash maps.
         let mut token = [0u64; 2];
         let mut first = true;
+        let mut gone = Vec::with_capacity(BATCH);
         loop {
             let mut attr = BatchAttr {
                 in_batch: if first { 0 } else { token.as_ptr() as u64 },
@@ -866,12 +867,13 @@ impl Batch {
                 Err(e) => return Err(e),
             };
             let n = (attr.count as usize).min(BATCH);
+            gone.clear();
             for i in 0..n {
-                f(
-                    self.keys[i],
-                    &self.values[i * self.cpus..(i + 1) * self.cpus],
-                );
+                if doomed(&self.values[i * self.cpus..(i + 1) * self.cpus]) {
+                    gone.push(self.keys[i]);
+                }
             }
+            self.delete(&gone);
             self.walked += n as u64;
             if end {
                 return Ok(());
@@ -880,10 +882,11 @@ impl Batch {
         }
     }
 
-    /// Delete `keys` in batches; what is left if the kernel refuses batched
-    /// deletes, for the caller to delete one by one.
-    fn delete<'k>(&self, keys: &'k [Key]) -> &'k [Key] {
+    /// Delete `keys` in batches (one by one if the kernel refuses
+    /// batched deletes); a key the LRU took meanwhile is skipped.
+    fn delete(&self, keys: &[Key]) {
         use std::os::fd::AsRawFd;
+        const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
         const BPF_MAP_DELETE_BATCH: libc::c_long = 27;
         let mut done = 0;
         while done < keys.len() {
@@ -901,11 +904,38 @@ impl Batch {
                 Ok(()) => {}
                 // It stops at a key the LRU took meanwhile: skip that one.
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => done += 1,
-                Err(_) => return &keys[done.min(keys.len())..],
+                Err(_) => break,
             }
         }
-        &[]
+        for k in &keys[done.min(keys.len())..] {
+            let attr = ElemAttr {
+                map_fd: self.fd.as_raw_fd() as u32,
+                key: k as *const Key as u64,
+                ..ElemAttr::default()
+            };
+            // SAFETY: `attr` is the bpf_attr prefix of BPF_MAP_DELETE_ELEM,
+            // its key pointer names a live Key of the map's key size.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_bpf,
+                    BPF_MAP_DELETE_ELEM,
+                    &attr as *const ElemAttr,
+                    std::mem::size_of::<ElemAttr>(),
+                );
+            }
+        }
     }
+}
+
+/// `union bpf_attr`'s part for the element commands.
+#[repr(C)]
+#[derive(Default)]
+struct ElemAttr {
+    map_fd: u32,
+    _pad: u32,
+    key: u64,
+    value: u64,
+    flags: u64,
 }
 
 impl Drop for KernelDatapath {

@@ -481,6 +481,40 @@ impl KernelDatapath {
         }
     }
 
+    /// The TLV map as the kernel holds it, sorted: (class, type, N).
+    pub fn tlv(&self) -> Result<Vec<(u16, u8, u32)>, Error> {
+        let m: HashMap<_, u32, u32> = self.map("tl_tlv")?;
+        let mut v: Vec<(u16, u8, u32)> = m
+            .iter()
+            .filter_map(Result::ok)
+            .map(|(k, n)| ((k >> 8) as u16, k as u8, n))
+            .collect();
+        v.sort_unstable();
+        Ok(v)
+    }
+
+    /// The megaflow mask the programs apply (an adopted one: the previous
+    /// run's).
+    pub fn mask(&self) -> Result<FlowKey, Error> {
+        let m: Array<_, Key> = self.map("tl_mask")?;
+        m.get(&0, 0).map(FlowKey::from).map_err(map_err("tl_mask"))
+    }
+
+    /// Delete the entry cached under `masked`, if there is one.
+    pub fn remove_flow(&mut self, masked: &FlowKey) -> Result<(), Error> {
+        let mut m: PerCpuHashMap<_, Key, Flow> = self.map_mut("tl_flows")?;
+        match m.remove(&Key::from(masked)) {
+            Ok(()) => Ok(()),
+            // Gone already (the LRU, the revalidator thread).
+            Err(aya::maps::MapError::SyscallError(e))
+                if e.io_error.raw_os_error() == Some(libc::ENOENT) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(map_err("tl_flows")(e)),
+        }
+    }
+
     /// The TLV map: Geneve option (class, type) -> tun_metadataN.
     pub fn set_tlv(&mut self, entries: &[(u16, u8, u32)]) -> Result<(), Error> {
         let mut m: HashMap<_, u32, u32> = self.map_mut("tl_tlv")?;

@@ -38,6 +38,15 @@ pub enum Upcalls {
     Socket,
 }
 
+/// How a revalidation left the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revalidation {
+    /// A new generation: every cached flow is a miss from now on.
+    NewGeneration,
+    /// Adopted flows stand until [`Dpif::revalidate_each`] checks them.
+    EachFlow,
+}
+
 /// A flow-caching datapath under the switch.
 pub trait Dpif: std::fmt::Debug + Send {
     /// Which datapath this is, for messages (`ebpf`).
@@ -53,8 +62,22 @@ pub trait Dpif: std::fmt::Debug + Send {
     fn port_del(&mut self, ofport: u32, cfg: Option<&Port>);
 
     /// The flow table, the TLV map or the ports changed: once this returns
-    /// no flow cached before it forwards a packet.
-    fn revalidate(&mut self, rules: &Classifier, tlv: &TlvMap) -> Result<(), String>;
+    /// no flow cached before it forwards a packet — unless it returns
+    /// [`Revalidation::EachFlow`]: the cache was adopted from a previous
+    /// run under the same mask and TLV map, and the caller must now call
+    /// [`Dpif::revalidate_each`], which keeps what the rules still decide.
+    fn revalidate(&mut self, rules: &Classifier, tlv: &TlvMap) -> Result<Revalidation, String>;
+
+    /// Check each cached flow against `decide` (the slow path's decision
+    /// for the flow's key): keep the flows whose cached actions are what
+    /// it decides now, delete the others. Returns (kept, deleted).
+    fn revalidate_each(
+        &mut self,
+        _decide: &mut dyn FnMut(&FlowKey) -> Result<Vec<Op>, DropReason>,
+        _tlv: &TlvMap,
+    ) -> Result<(u64, u64), String> {
+        Ok((0, 0))
+    }
 
     /// Forget every cached flow (`tunlab ctl del-flows --datapath`, as
     /// `ovs-dpctl del-flows`); the rules stay, the next packets miss.

@@ -10,7 +10,7 @@
 //! the slow path (slower, never wrong).
 
 use crate::config::{Port, PortKind, TunnelPort};
-use crate::dpif::{Dpif, PortEnv, Upcalls};
+use crate::dpif::{Dpif, PortEnv, Revalidation, Upcalls};
 use crate::port::{default_tenant_mtu, geneve_options, remote_and_key, StartError};
 use crate::userspace::tenant_tap_options;
 use std::collections::HashMap;
@@ -647,8 +647,9 @@ impl Dpif for Kernel {
     /// After any change to the flow table, the TLV map or the ports: the
     /// new megaflow mask (the union of every rule's, and in_port) and a
     /// new generation. Once this returns no earlier entry forwards.
-    fn revalidate(&mut self, rules: &Classifier, tlv: &TlvMap) -> Result<(), String> {
-        if self.dp.adopted() && !self.adoption_swept {
+    fn revalidate(&mut self, rules: &Classifier, tlv: &TlvMap) -> Result<Revalidation, String> {
+        let first_after_adoption = self.dp.adopted() && !self.adoption_swept;
+        if first_after_adoption {
             // Every port is open by the first revalidation: what an
             // adopted map names beyond them is a dead switch's.
             let keep: Vec<u32> = self
@@ -677,14 +678,50 @@ impl Dpif for Kernel {
         {
             cacheable = false;
         }
-        let entries: Vec<(u16, u8, u32)> = (0..tunlab_dp::key::TUN_METADATA_FIELDS)
+        let mut entries: Vec<(u16, u8, u32)> = (0..tunlab_dp::key::TUN_METADATA_FIELDS)
             .filter_map(|n| tlv.option(n).map(|(c, t, _)| (c, t, n as u32)))
             .collect();
+        entries.sort_unstable();
+        // A restart with the same rules: the adopted cache was built under
+        // this very mask and TLV map, so its flows are checked one by one
+        // (as OVS's revalidators do after a restart) instead of all
+        // becoming misses at once.
+        if first_after_adoption
+            && cacheable
+            && self.dp.mask().map_err(|e| e.to_string())? == mask
+            && self.dp.tlv().map_err(|e| e.to_string())? == entries
+        {
+            self.mask = mask;
+            self.cacheable = cacheable;
+            return Ok(Revalidation::EachFlow);
+        }
         self.dp.set_tlv(&entries).map_err(|e| e.to_string())?;
         self.dp.revalidate(&mask).map_err(|e| e.to_string())?;
         self.mask = mask;
         self.cacheable = cacheable;
-        Ok(())
+        Ok(Revalidation::NewGeneration)
+    }
+
+    fn revalidate_each(
+        &mut self,
+        decide: &mut dyn FnMut(&FlowKey) -> Result<Vec<Op>, DropReason>,
+        tlv: &TlvMap,
+    ) -> Result<(u64, u64), String> {
+        let (mut kept, mut deleted) = (0, 0);
+        for (key, cached) in self.dp.flows().map_err(|e| e.to_string())? {
+            let decision = decide(&key);
+            let now = self.compile(&key, decision.as_deref().map_err(|e| *e), tlv);
+            let n = cached.n_ops as usize;
+            let same =
+                now.is_ok_and(|f| f.n_ops == cached.n_ops && f.ops.get(..n) == cached.ops.get(..n));
+            if same {
+                kept += 1;
+            } else {
+                self.dp.remove_flow(&key).map_err(|e| e.to_string())?;
+                deleted += 1;
+            }
+        }
+        Ok((kept, deleted))
     }
 
     fn flow_flush(&mut self) -> Result<(), String> {

@@ -343,6 +343,17 @@ fn restart_after_kill_keeps_the_stream() {
         err.contains("adopting the kernel datapath pinned at"),
         "{err}"
     );
+    // The adopted flows were checked one by one against the same rules:
+    // the stream's flows kept, none turned into misses.
+    let kept = err
+        .lines()
+        .find_map(|l| l.split("revalidated the adopted flows: kept ").nth(1))
+        .unwrap_or_else(|| panic!("no per-flow revalidation: {err}"));
+    assert!(
+        kept.ends_with("deleted 0") && !kept.starts_with("0,"),
+        "{kept}"
+    );
+    eprintln!("adopted flows: kept {kept}");
     // The killed switch's upcall TAP went with it; its entry too.
     assert!(
         err.contains("forgot 1 port entries of the previous run"),
@@ -352,6 +363,44 @@ fn restart_after_kill_keeps_the_stream() {
     assert!(!pins.exists(), "{} left behind", pins.display());
     let net = attached_programs(&l.hv1, &[]);
     assert!(!net.contains("tl_"), "programs left attached in hv1: {net}");
+    s2.stop();
+}
+
+/// A restart with changed rules (same megaflow mask, one action changed):
+/// the adopted flow whose action changed is deleted, the other kept, and
+/// the new rule holds at once.
+#[test]
+fn restart_with_changed_rules_deletes_what_changed() {
+    let l = lab();
+    let fs = Bpffs::mount(&l);
+    let (c1, c2) = pair_configs(&l, "geneve");
+    let c1 = on_kernel(&c1).replacen(
+        "[switch]\n",
+        &format!("[switch]\nbpf_pin_dir = \"{}\"\n", fs.0.display()),
+        1,
+    );
+    let (s1, s2) = start_pair(&l, &c1, &on_kernel(&c2));
+    traffic_both_ways(&l, "before the kill");
+    s1.kill9();
+    // What comes back from the tunnel is now dropped.
+    let changed = c1.replace(
+        "\"in_port=10,tun_id=6 actions=output:1\"",
+        "\"in_port=10,tun_id=6 actions=drop\"",
+    );
+    assert_ne!(changed, c1, "the rule to change is not in the config");
+    let s1 = Switch::start(l.hv1.name(), &changed, &l.dir, "n1");
+    s1.wait_ready();
+    let echoed = udp_echo(&l.ta, &l.tb, "192.168.7.2", 5, 3);
+    let st = node_stats(&l.dir, "n1");
+    let err = s1.stop();
+    assert!(
+        !echoed,
+        "an echo came back through the changed rule: {err}\n{st}"
+    );
+    assert!(
+        err.contains("revalidated the adopted flows: kept 1, deleted 1"),
+        "{err}"
+    );
     s2.stop();
 }
 

@@ -28,7 +28,7 @@ mod udp;
 pub use tap::{from_tap, fuzz_upcall, open_tap, tenant_tap_options};
 
 use crate::config::{Config, FromFlow, Port, PortKind, PortMap, TunnelPort};
-use crate::dpif::{Dpif, PortEnv, Upcalls};
+use crate::dpif::{Dpif, PortEnv, Revalidation, Upcalls};
 use crate::port::{remote_and_key, StartError};
 use crate::profile::{Profile, Stage};
 use crate::stats::{NodeStats, PortSnapshot, PortStats};
@@ -379,16 +379,47 @@ impl Node {
     /// The flow table, the TLV map or the ports changed: the caching
     /// datapath's flows are revalidated before this returns.
     pub fn revalidate(&mut self) {
-        if let Some(d) = self.dpif.as_mut() {
-            if let Err(e) = d.revalidate(&self.classifier, &self.tlv) {
-                // Stale entries must not forward: without a new
-                // generation the cache cannot be trusted.
-                eprintln!(
-                    "tunlab switch: {} datapath revalidation failed: {e}",
-                    d.kind()
+        let now = self.now();
+        let Some(d) = self.dpif.as_mut() else {
+            return;
+        };
+        let checked: Result<(), String> = match d.revalidate(&self.classifier, &self.tlv) {
+            Ok(Revalidation::NewGeneration) => return,
+            // Adopted flows: each one's key through the pipeline as a
+            // packet would go (a packet of no bytes: rule counters see a
+            // hit, no bytes), kept where the actions are unchanged.
+            Ok(Revalidation::EachFlow) => {
+                let (pipeline, classifier) = (&mut self.pipeline, &mut self.classifier);
+                let mut ops = Vec::new();
+                let r = d.revalidate_each(
+                    &mut |key| {
+                        pipeline
+                            .process(classifier, key, 0, now, &mut ops)
+                            .map(|()| ops.clone())
+                    },
+                    &self.tlv,
                 );
-                *self.drops.entry("kernel_revalidation_failed").or_default() += 1;
+                match r {
+                    Ok((kept, deleted)) => {
+                        eprintln!(
+                            "tunlab switch {}: revalidated the adopted flows: kept {kept}, deleted {deleted}",
+                            self.name
+                        );
+                        return;
+                    }
+                    Err(e) => Err(e),
+                }
             }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = checked {
+            // Stale entries must not forward: without a new generation
+            // the cache cannot be trusted.
+            eprintln!(
+                "tunlab switch: {} datapath revalidation failed: {e}",
+                d.kind()
+            );
+            *self.drops.entry("kernel_revalidation_failed").or_default() += 1;
         }
     }
 

@@ -266,10 +266,11 @@ pub fn wait_for_tap(ns: &Netns, dev: &str) {
 /// tenant device comes up before the node serves its socket.
 pub fn wait_for_ctl(sock: &std::path::Path) {
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !sock.exists() {
+    // Accepting, not only there: a killed switch leaves its socket file.
+    while std::os::unix::net::UnixStream::connect(sock).is_err() {
         assert!(
             Instant::now() < deadline,
-            "{} never appeared",
+            "{} never answered",
             sock.display()
         );
         std::thread::sleep(Duration::from_millis(50));

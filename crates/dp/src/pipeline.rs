@@ -133,6 +133,9 @@ impl MacTable {
 pub struct Pipeline {
     pub emc: ExactMatchCache,
     pub macs: MacTable,
+    /// Whether hits count against rules (not while [`Pipeline::decide`]
+    /// asks what a key would get).
+    counting: bool,
 }
 
 impl Pipeline {
@@ -140,7 +143,24 @@ impl Pipeline {
         Pipeline {
             emc: ExactMatchCache::new(8192),
             macs: MacTable::new(8192, 300_000_000_000),
+            counting: true,
         }
+    }
+
+    /// What [`Pipeline::process`] would decide for `key`, without
+    /// counting a packet against any rule (a revalidator's question about
+    /// a cached flow, not a packet).
+    pub fn decide(
+        &mut self,
+        c: &mut Classifier,
+        key: &FlowKey,
+        now: u64,
+        ops: &mut Vec<Op>,
+    ) -> Result<(), DropReason> {
+        self.counting = false;
+        let r = self.process(c, key, 0, now, ops);
+        self.counting = true;
+        r
     }
 
     /// Decide what to do with a packet whose flow key is `key` and whose
@@ -189,7 +209,9 @@ impl Pipeline {
                 Ok(())
             };
         };
-        c.hit(r, bytes);
+        if self.counting {
+            c.hit(r, bytes);
+        }
         let in_port = key.get(f::IN_PORT) as PortNo;
         // Actions are read one at a time by index, so that a resubmit can
         // borrow the classifier again; processing changes only counters,
@@ -336,6 +358,26 @@ mod tests {
         );
         let counts: Vec<_> = c.rules().map(|r| (r.packets, r.bytes)).collect();
         assert_eq!(counts, vec![(1, 100), (1, 100)]);
+    }
+
+    #[test]
+    fn decide_answers_as_process_without_counting() {
+        let mut c = classifier(&[
+            "in_port=2 action=push_vlan:0x88a8,mod_vlan_vid:1,output:1",
+            "priority=5,in_port=3 actions=resubmit:2",
+        ]);
+        let mut p = Pipeline::new();
+        let (mut decided, mut processed) = (Vec::new(), Vec::new());
+        let counts = |c: &Classifier| c.rules().map(|r| (r.packets, r.bytes)).collect::<Vec<_>>();
+        for k in [key(2, None, 1, 2), key(3, None, 1, 2), key(4, None, 1, 2)] {
+            let before = counts(&c);
+            let d = p.decide(&mut c, &k, 0, &mut decided);
+            assert_eq!(counts(&c), before, "decide counted");
+            assert_eq!(d, p.process(&mut c, &k, 64, 0, &mut processed));
+            assert_eq!(decided, processed);
+        }
+        // process counted afterwards: decide left counting on.
+        assert!(c.rules().any(|r| r.packets > 0));
     }
 
     #[test]

@@ -110,6 +110,40 @@ static __always_inline struct tl_key *key_buf(void)
 	return k;
 }
 
+/* Tenant port ifindex -> its ingress policer (ports without one: none). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct tl_police);
+} tl_police SEC(".maps");
+
+/*
+ * Whether a frame of `len` bytes fits the bucket now (taking its tokens
+ * if so). Refill time is capped at a second, so rate x time never
+ * overflows.
+ */
+static __always_inline int police(struct tl_police *p, __u32 len)
+{
+	__u64 now = bpf_ktime_get_ns();
+	int pass = 0;
+	bpf_spin_lock(&p->lock);
+	__u64 elapsed = now - p->last_ns;
+	if (elapsed > 1000000000ULL)
+		elapsed = 1000000000ULL;
+	__u64 tokens = p->tokens + elapsed * p->rate / 1000000000ULL;
+	if (tokens > p->burst)
+		tokens = p->burst;
+	if (tokens >= len) {
+		tokens -= len;
+		pass = 1;
+	}
+	p->tokens = tokens;
+	p->last_ns = now;
+	bpf_spin_unlock(&p->lock);
+	return pass;
+}
+
 static __always_inline void count(__u32 what)
 {
 	__u64 *c = bpf_map_lookup_elem(&tl_stats, &what);

@@ -167,6 +167,19 @@ struct tl_tlv {
 };
 
 /* Per-CPU counters, by index. Names in crates/ebpf/src/maps.rs. */
+/*
+ * A tenant port's ingress policer (OVS's ingress_policing_rate/burst): a
+ * token bucket of bytes, refilled at `rate` bytes a second up to `burst`.
+ */
+struct tl_police {
+	struct bpf_spin_lock lock;
+	__u32 pad;
+	__u64 rate;
+	__u64 burst;
+	__u64 tokens;
+	__u64 last_ns;
+};
+
 enum tl_stat {
 	TL_STAT_TENANT_RX = 0,
 	TL_STAT_UNDERLAY_RX,
@@ -186,6 +199,7 @@ enum tl_stat {
 	TL_STAT_NOT_TUNNEL,
 	TL_STAT_TOO_BIG,
 	TL_STAT_SLOW_CSUM,
+	TL_STAT_DROP_POLICED,
 	TL_STAT_COUNT,
 };
 

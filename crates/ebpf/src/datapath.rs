@@ -432,6 +432,34 @@ impl KernelDatapath {
         ports.insert(ifindex, p, 0).map_err(map_err("tl_ports"))
     }
 
+    /// Police what tenant device `ifindex` sends in (None: no policer):
+    /// `rate` bytes a second, bursts of `burst` bytes.
+    pub fn set_police(
+        &mut self,
+        ifindex: u32,
+        rate_burst: Option<(u64, u64)>,
+    ) -> Result<(), Error> {
+        let mut m: HashMap<_, u32, crate::maps::Police> = self.map_mut("tl_police")?;
+        match rate_burst {
+            Some((rate, burst)) => m
+                .insert(
+                    ifindex,
+                    crate::maps::Police {
+                        rate,
+                        burst,
+                        tokens: burst,
+                        ..Default::default()
+                    },
+                    0,
+                )
+                .map_err(map_err("tl_police")),
+            None => {
+                let _ = m.remove(&ifindex);
+                Ok(())
+            }
+        }
+    }
+
     /// Forget a tenant port (call [`KernelDatapath::revalidate`] after).
     pub fn remove_tenant_port(
         &mut self,

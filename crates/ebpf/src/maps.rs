@@ -186,9 +186,11 @@ unsafe impl aya::Pod for TunnelKey {}
 unsafe impl aya::Pod for TunnelPortEntry {}
 // SAFETY: as above.
 unsafe impl aya::Pod for TunnelIdKey {}
+// SAFETY: repr(C) plain integers without padding.
+unsafe impl aya::Pod for Police {}
 
 /// `enum tl_stat`, in order: the names `tunlab ctl stats` prints.
-pub const STATS: [&str; 18] = [
+pub const STATS: [&str; 19] = [
     "tenant_rx",
     "underlay_rx",
     "hit",
@@ -207,7 +209,22 @@ pub const STATS: [&str; 18] = [
     "not_tunnel",
     "too_big",
     "slow_csum_not_verified",
+    "drop_policed",
 ];
+
+/// `struct tl_police`: a tenant port's ingress token bucket (bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Police {
+    /// `struct bpf_spin_lock` (the kernel's; left alone by updates).
+    pub lock: u32,
+    pub pad: u32,
+    /// Bytes a second.
+    pub rate: u64,
+    pub burst: u64,
+    pub tokens: u64,
+    pub last_ns: u64,
+}
 
 #[cfg(test)]
 mod tests {
@@ -226,6 +243,7 @@ mod tests {
             4 + 4 + 4 + 4 + 4 + 16 + 16 + TEMPLATE_MAX
         );
         assert_eq!(size_of::<PortEntry>(), 16);
+        assert_eq!(size_of::<Police>(), 40);
         assert_eq!(size_of::<TunnelKey>(), 20);
         assert_eq!(size_of::<TunnelIdKey>(), 24);
         assert_eq!(size_of::<TunnelPortEntry>(), 8 + 8 + 32);

@@ -267,19 +267,24 @@ impl Chart {
     }
 
     fn legend(&self, s: &mut String) {
-        let mut lx = 10.0;
         if self.series.len() > 1 {
-            for (k, name) in self.series.iter().enumerate() {
-                let _ = write!(
-                    s,
-                    r##"<rect x="{lx}" y="26" width="10" height="10" fill="{}"/><text x="{}" y="35">{}</text>"##,
-                    SERIES_COLORS[k % SERIES_COLORS.len()],
-                    lx + 14.0,
-                    esc(name)
-                );
-                lx += 30.0 + 7.5 * name.chars().count() as f64;
-            }
+            legend(s, self.series.iter().map(String::as_str));
         }
+    }
+}
+
+/// A colour square and a name per series, in a row under the title.
+fn legend<'a>(s: &mut String, names: impl Iterator<Item = &'a str>) {
+    let mut lx = 10.0;
+    for (k, name) in names.enumerate() {
+        let _ = write!(
+            s,
+            r##"<rect x="{lx}" y="26" width="10" height="10" fill="{}"/><text x="{}" y="35">{}</text>"##,
+            SERIES_COLORS[k % SERIES_COLORS.len()],
+            lx + 14.0,
+            esc(name)
+        );
+        lx += 30.0 + 7.5 * name.chars().count() as f64;
     }
 }
 
@@ -316,17 +321,7 @@ impl LineChart {
             r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{h}" viewBox="0 0 {WIDTH} {h}" font-family="DejaVu Sans, Arial, sans-serif" font-size="12"><rect width="{WIDTH}" height="{h}" fill="#ffffff"/><text x="10" y="18" font-size="14" font-weight="bold">{}</text>"##,
             esc(&self.title)
         );
-        let mut lx = 10.0;
-        for (k, (name, _)) in self.series.iter().enumerate() {
-            let _ = write!(
-                s,
-                r##"<rect x="{lx}" y="26" width="10" height="10" fill="{}"/><text x="{}" y="35">{}</text>"##,
-                SERIES_COLORS[k % SERIES_COLORS.len()],
-                lx + 14.0,
-                esc(name)
-            );
-            lx += 30.0 + 7.5 * name.chars().count() as f64;
-        }
+        legend(&mut s, self.series.iter().map(|(name, _)| name.as_str()));
         let points = || self.series.iter().flat_map(|(_, p)| p.iter());
         let (x_end, x_step) = nice_axis(points().map(|p| p.0).fold(0.0, f64::max));
         let (y_end, y_step) = nice_axis(points().map(|p| p.1).fold(0.0, f64::max));

@@ -15,8 +15,8 @@
 //! pass a second time (a validation trial) to count.
 
 use crate::soak::parse_gen;
-use crate::traffic::INTERRUPTED;
-use crate::variant::{self, Topology, Variant, TENANT};
+use crate::traffic::{TenantGen, INTERRUPTED};
+use crate::variant::{self, Topology, Variant};
 use crate::LabError;
 use serde::Serialize;
 use std::path::Path;
@@ -100,38 +100,19 @@ fn search(
     let topo = Topology::build(n)?;
     let running = variant::setup(v, &topo, tunlab, dir, None, None)?;
     running.set_rules(&RULES).map_err(LabError::Setup)?;
-    let tif = running.tenant_if;
-    let mac = topo.t[1]
-        .run(&["cat", &format!("/sys/class/net/{tif}/address")])?
-        .trim()
-        .to_string();
-    let packet = format!(
-        "Ether(dst={mac})/IP(src={},dst={})/UDP(sport=1024-{},dport=9)",
-        TENANT[0],
-        TENANT[1],
-        1024 + plan.flows - 1
-    );
+    let tg = TenantGen::new(
+        &topo,
+        running.tenant_if,
+        tunlab,
+        1024..=1024 + plan.flows - 1,
+        9,
+    )?;
     let json = dir.join(format!("setup-rate-{}.json", v.name()));
+    let count = plan.flows.to_string();
     let mut trial = |rate: u64| -> Result<bool, LabError> {
         running.flush().map_err(LabError::Setup)?;
-        let out = topo.t[0].run(&[
-            &tunlab.display().to_string(),
-            "gen",
-            &packet,
-            "--tx",
-            &format!("{tif}@{}", topo.t[0].name()),
-            "--rx",
-            &format!("{tif}@{}", topo.t[1].name()),
-            "--size",
-            "128",
-            "--rate",
-            &rate.to_string(),
-            "--count",
-            &plan.flows.to_string(),
-            "--json",
-            &json.display().to_string(),
-        ]);
-        out?;
+        let argv = tg.argv(rate, ["--count", &count], &json);
+        topo.t[0].run(&argv.iter().map(String::as_str).collect::<Vec<_>>())?;
         let text = std::fs::read_to_string(&json).map_err(|err| LabError::Io {
             path: json.display().to_string(),
             err,

@@ -8,7 +8,7 @@
 //! map behind. Writes `soak.json`, `soak.html` and the curves as charts.
 
 use crate::chart::{self, LineChart};
-use crate::traffic::INTERRUPTED;
+use crate::traffic::{TenantGen, INTERRUPTED};
 use crate::variant::{self, Topology, Variant, TENANT};
 use crate::LabError;
 use serde::Serialize;
@@ -167,11 +167,6 @@ fn drive(
     let ctls: Vec<PathBuf> = (1..=2)
         .map(|i| PathBuf::from(variant::ctl_path(&format!("bench{i}"))))
         .collect();
-    let tif = running.tenant_if;
-    let mac = topo.t[1]
-        .run(&["cat", &format!("/sys/class/net/{tif}/address")])?
-        .trim()
-        .to_string();
     let server = Daemon::new(topo.t[1].spawn(&["iperf3", "-s", "-1", "-p", IPERF_PORT])?);
     std::thread::sleep(Duration::from_millis(300));
     let t_arg = format!("{}", secs.ceil() as u64);
@@ -192,29 +187,15 @@ fn drive(
         "--json",
     ])?);
     let gen_json = dir.join("soak-gen.json");
-    let packet = format!(
-        "Ether(dst={mac})/IP(src={},dst={})/UDP(sport=10000-{},dport={GEN_PORT})",
-        TENANT[0],
-        TENANT[1],
-        10000 + plan.gen_flows - 1
-    );
-    let gen = Daemon::new(topo.t[0].spawn(&[
-        &tunlab.display().to_string(),
-        "gen",
-        &packet,
-        "--tx",
-        &format!("{tif}@{}", topo.t[0].name()),
-        "--rx",
-        &format!("{tif}@{}", topo.t[1].name()),
-        "--size",
-        "128",
-        "--rate",
-        &plan.gen_pps.to_string(),
-        "--duration",
-        &format!("{secs}"),
-        "--json",
-        &gen_json.display().to_string(),
-    ])?);
+    let tg = TenantGen::new(
+        topo,
+        running.tenant_if,
+        tunlab,
+        10000..=10000 + plan.gen_flows - 1,
+        GEN_PORT,
+    )?;
+    let argv = tg.argv(plan.gen_pps, ["--duration", &format!("{secs}")], &gen_json);
+    let gen = Daemon::new(topo.t[0].spawn(&argv.iter().map(String::as_str).collect::<Vec<_>>())?);
 
     let bar = indicatif::ProgressBar::new(plan.duration.as_secs());
     bar.set_style(

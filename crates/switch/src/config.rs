@@ -36,6 +36,8 @@
 //! address = "192.168.1.1/24"  # ...and give it this address
 //! mtu = 1450           # optional: default underlay_mtu - tunnel overhead
 //! queues = 2           # optional: multi-queue TAP (1..16, default 1)
+//! ingress_policing_rate = 100000  # optional, tenant ports: kbit/s it may send
+//! ingress_policing_burst = 8000   # optional: kbit (default 8000, as OVS)
 //!
 //! [[port]]             # a tenant port of the kernel datapath: a veth pair,
 //! name = "vm-a"        # this end here, its peer (same name) in the tenant's
@@ -185,6 +187,8 @@ struct RawPort {
     dst_port: Option<u16>,
     csum: Option<bool>,
     underlay: Option<String>,
+    ingress_policing_rate: Option<u32>,
+    ingress_policing_burst: Option<u32>,
 }
 
 /// The most queues a tenant TAP may have.
@@ -249,6 +253,30 @@ pub struct Port {
     pub name: String,
     pub ofport: u32,
     pub kind: PortKind,
+    /// What a tenant port may send in (OVS's `ingress_policing_rate`).
+    pub police: Option<Policing>,
+}
+
+/// A tenant port's ingress policer, as OVS's Interface columns give it:
+/// kbit/s and a burst in kbit (1 kbit = 1000 bits); frames beyond it are
+/// dropped and counted (`policed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policing {
+    pub rate_kbps: u32,
+    pub burst_kb: u32,
+}
+
+/// OVS's burst when none is given: 8000 kbit.
+pub const DEFAULT_POLICING_BURST_KB: u32 = 8000;
+
+impl Policing {
+    /// Bytes a second and the bucket's size in bytes.
+    pub fn bytes(self) -> (u64, u64) {
+        (
+            u64::from(self.rate_kbps) * 125,
+            u64::from(self.burst_kb) * 125,
+        )
+    }
 }
 
 /// A checked configuration.
@@ -502,10 +530,39 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
         if p.queues.is_some() && !matches!(kind, PortKind::Tap { .. }) {
             return Err(perr("queues", "only tap ports have queues".into()));
         }
+        let tenant = matches!(
+            kind,
+            PortKind::Tap { .. } | PortKind::Veth { .. } | PortKind::System
+        );
+        if !tenant && (p.ingress_policing_rate.is_some() || p.ingress_policing_burst.is_some()) {
+            return Err(perr(
+                "ingress_policing_rate",
+                "only tenant ports (tap, veth, system) are policed".into(),
+            ));
+        }
+        let police = match (p.ingress_policing_rate, p.ingress_policing_burst) {
+            (None, None) => None,
+            (None, Some(_)) => {
+                return Err(perr(
+                    "ingress_policing_burst",
+                    "a burst needs ingress_policing_rate (kbit/s) too".into(),
+                ))
+            }
+            // 0 turns the policer off, as in OVS.
+            (Some(0), _) => None,
+            (Some(rate_kbps), burst) => Some(Policing {
+                rate_kbps,
+                burst_kb: match burst {
+                    None | Some(0) => DEFAULT_POLICING_BURST_KB,
+                    Some(b) => b,
+                },
+            }),
+        };
         ports.push(Port {
             name: p.name.clone(),
             ofport: p.ofport,
             kind,
+            police,
         });
     }
     let mut tlv = TlvMap::default();
@@ -727,6 +784,41 @@ mod tests {
             parse_port_args("vm1 ofport=2 type=system").unwrap().kind,
             PortKind::System
         );
+    }
+
+    #[test]
+    fn ingress_policing() {
+        let cfg = |kind: &str, extra: &str| {
+            format!("[switch]\nname = \"n\"\n[[port]]\nname = \"p\"\nofport = 1\n{kind}\n{extra}")
+        };
+        let tap = "type = \"tap\"";
+        let police = |extra: &str| parse(&cfg(tap, extra), "n.toml").map(|c| c.ports[0].police);
+        assert_eq!(police("").unwrap(), None);
+        assert_eq!(police("ingress_policing_rate = 0").unwrap(), None);
+        let p = police("ingress_policing_rate = 100000").unwrap().unwrap();
+        assert_eq!(
+            (p.rate_kbps, p.burst_kb),
+            (100_000, DEFAULT_POLICING_BURST_KB)
+        );
+        assert_eq!(p.bytes(), (12_500_000, 1_000_000));
+        let p = police("ingress_policing_rate = 1000\ningress_policing_burst = 80")
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.bytes(), (125_000, 10_000));
+        let e = police("ingress_policing_burst = 80")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("port 'p'") && e.contains("needs ingress_policing_rate"),
+            "{e}"
+        );
+        let gnv = "type = \"geneve\"\nlocal_ip = \"10.0.0.1\"\nremote_ip = \"10.0.0.2\"";
+        let e = parse(&cfg(gnv, "ingress_policing_rate = 1000"), "n.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("only tenant ports"), "{e}");
+        let p = parse_port_args("t2 ofport=2 type=tap ingress_policing_rate=5000").unwrap();
+        assert_eq!(p.police.map(|p| p.rate_kbps), Some(5000));
     }
 
     #[test]

@@ -329,6 +329,9 @@ impl Kernel {
         self.dp
             .add_tenant_port(p.ofport, name, ifindex, &upcall, upcall_ifindex)
             .map_err(|e| perr(e.to_string()))?;
+        self.dp
+            .set_police(ifindex, p.police.map(crate::config::Policing::bytes))
+            .map_err(|e| perr(e.to_string()))?;
         self.veths.push(VethPort {
             name: name.clone(),
             ifindex,
@@ -635,6 +638,7 @@ impl Dpif for Kernel {
             .position(|v| cfg.is_some_and(|c| c.name == v.name))
         {
             let v = self.veths.remove(i);
+            let _ = self.dp.set_police(v.ifindex, None);
             self.dp
                 .remove_tenant_port(&v.name, v.ifindex, &v.upcall, v.upcall_ifindex);
             if v.owned {

@@ -75,6 +75,43 @@ pub fn default_tenant_mtu(underlay_mtu: u16, ports: &[Port]) -> u16 {
     underlay_mtu.saturating_sub(worst as u16)
 }
 
+/// A token bucket of bytes: a tenant port's ingress policer on the
+/// userspace datapath (the kernel's is `struct tl_police`, the same
+/// arithmetic).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenBucket {
+    rate: u64,
+    burst: u64,
+    tokens: u64,
+    last_ns: u64,
+}
+
+impl TokenBucket {
+    /// `rate` bytes a second, at most `burst` bytes at once; full at first.
+    pub fn new(rate: u64, burst: u64) -> TokenBucket {
+        TokenBucket {
+            rate,
+            burst,
+            tokens: burst,
+            last_ns: 0,
+        }
+    }
+
+    /// Whether a frame of `len` bytes may pass at `now_ns` (taking its
+    /// tokens if so). Refill time is capped at a second.
+    pub fn take(&mut self, len: u64, now_ns: u64) -> bool {
+        let elapsed = now_ns.saturating_sub(self.last_ns).min(1_000_000_000);
+        self.last_ns = now_ns;
+        self.tokens = (self.tokens + elapsed * self.rate / 1_000_000_000).min(self.burst);
+        if self.tokens >= len {
+            self.tokens -= len;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 /// The device that holds `addr` in this namespace (a tunnel's underlay).
 pub fn device_with(addr: IpAddr) -> Option<String> {
     let out = tunlab_netio::netns::run(&["ip", "-o", "addr", "show"]).ok()?;
@@ -100,6 +137,32 @@ pub fn device_mtu(dev: &str) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bucket_passes_its_burst_then_its_rate() {
+        // 1,000,000 bytes a second, bursts of 10,000.
+        let mut b = TokenBucket::new(1_000_000, 10_000);
+        let passed = (0..20).filter(|_| b.take(1000, 0)).count();
+        assert_eq!(passed, 10, "the burst");
+        // 5 ms later: 5,000 bytes more.
+        let passed = (0..20).filter(|_| b.take(1000, 5_000_000)).count();
+        assert_eq!(passed, 5);
+        // Over 10 s, about rate x time.
+        let mut sent = 0u64;
+        for ms in 6..10_006u64 {
+            for _ in 0..10 {
+                if b.take(1000, ms * 1_000_000) {
+                    sent += 1000;
+                }
+            }
+        }
+        assert!((9_900_000..=10_100_000).contains(&sent), "{sent}");
+        // A long pause fills it to the burst, no more.
+        assert_eq!(
+            (0..50).filter(|_| b.take(1000, 100_000_000_000)).count(),
+            10
+        );
+    }
 
     #[test]
     fn tenant_mtu_leaves_room_for_the_tunnel() {

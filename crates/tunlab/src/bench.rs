@@ -26,6 +26,24 @@ extern "C" fn on_interrupt(_: nix::libc::c_int) {
     INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
+/// What every lab command does first: find the tunlab binary (the
+/// switch and the generator it starts) and make Ctrl-C and SIGTERM stop
+/// the run cleanly instead of killing it.
+fn start(cmd: &str) -> Result<PathBuf, ExitCode> {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    let tunlab = std::env::current_exe().map_err(|e| {
+        eprintln!("tunlab {cmd}: cannot find the tunlab binary: {e}");
+        ExitCode::FAILURE
+    })?;
+    // SAFETY: the handler only stores to an atomic, which is
+    // async-signal-safe.
+    unsafe {
+        let _ = signal(Signal::SIGINT, SigHandler::Handler(on_interrupt));
+        let _ = signal(Signal::SIGTERM, SigHandler::Handler(on_interrupt));
+    }
+    Ok(tunlab)
+}
+
 fn plan(a: &Args) -> Result<Plan, String> {
     let mut plan = Plan::profile(&a.profile).map_err(|e| e.to_string())?;
     if !a.variants.is_empty() {
@@ -100,7 +118,6 @@ fn parse_cpus(s: &str, ncpu: usize) -> Result<[u16; 2], String> {
 }
 
 pub fn run(a: Args) -> ExitCode {
-    use nix::sys::signal::{signal, SigHandler, Signal};
     let plan = match plan(&a) {
         Ok(p) => p,
         Err(e) => {
@@ -108,19 +125,10 @@ pub fn run(a: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let tunlab = match std::env::current_exe() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("tunlab bench: cannot find the tunlab binary: {e}");
-            return ExitCode::FAILURE;
-        }
+    let tunlab = match start("bench") {
+        Ok(t) => t,
+        Err(code) => return code,
     };
-    // SAFETY: the handler only stores to an atomic, which is
-    // async-signal-safe.
-    unsafe {
-        let _ = signal(Signal::SIGINT, SigHandler::Handler(on_interrupt));
-        let _ = signal(Signal::SIGTERM, SigHandler::Handler(on_interrupt));
-    }
     let out = a.out.clone().unwrap_or_else(run::default_out);
     println!("{}\n", run::TOPOLOGY);
     println!(
@@ -257,14 +265,28 @@ mod tests {
 }
 
 /// `tunlab soak`'s command line.
-#[derive(Debug)]
+#[derive(Debug, clap::Args)]
 pub struct SoakArgs {
+    /// How long: 180, 180s, 3m, 1h (at least 30 s).
+    #[arg(long, default_value = "30m")]
     pub duration: String,
+    /// The tunlab variant (tunlab-ebpf-geneve: the kernel datapath).
+    #[arg(long, default_value = "tunlab-ebpf-geneve")]
     pub variant: String,
+    /// The generator's rate, frames/s.
+    #[arg(long, default_value_t = 20_000)]
     pub rate: u64,
+    /// The generator's UDP flows (source ports).
+    #[arg(long, default_value_t = 1000)]
     pub flows: u32,
+    /// iperf3 streams.
+    #[arg(long, default_value_t = 2)]
     pub streams: u32,
+    /// Each iperf3 stream's limit, Mbit/s.
+    #[arg(long, default_value_t = 200)]
     pub stream_mbps: u32,
+    /// The results folder (default tunlab-results/UNIX-TIME).
+    #[arg(long)]
     pub out: Option<PathBuf>,
 }
 
@@ -301,7 +323,6 @@ fn soak_plan(a: &SoakArgs) -> Result<tunlab_lab::soak::Plan, String> {
 }
 
 pub fn soak(a: SoakArgs) -> ExitCode {
-    use nix::sys::signal::{signal, SigHandler, Signal};
     let plan = match soak_plan(&a) {
         Ok(p) => p,
         Err(e) => {
@@ -309,19 +330,10 @@ pub fn soak(a: SoakArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let tunlab = match std::env::current_exe() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("tunlab soak: cannot find the tunlab binary: {e}");
-            return ExitCode::FAILURE;
-        }
+    let tunlab = match start("soak") {
+        Ok(t) => t,
+        Err(code) => return code,
     };
-    // SAFETY: the handler only stores to an atomic, which is
-    // async-signal-safe.
-    unsafe {
-        let _ = signal(Signal::SIGINT, SigHandler::Handler(on_interrupt));
-        let _ = signal(Signal::SIGTERM, SigHandler::Handler(on_interrupt));
-    }
     let out = a.out.clone().unwrap_or_else(run::default_out);
     println!(
         "soak: {} for {:.0} s; the generator at {} frames/s over {} flows, {} iperf3 stream(s) of {} Mbit/s, a flow change every second",
@@ -369,7 +381,6 @@ pub fn soak(a: SoakArgs) -> ExitCode {
 
 /// `tunlab bench --setup-rate`.
 pub fn setup_rate(profile: &str, variants: &[String], out: Option<PathBuf>) -> ExitCode {
-    use nix::sys::signal::{signal, SigHandler, Signal};
     let flows = match profile {
         "quick" => 20_000,
         "full" => 100_000,
@@ -397,19 +408,10 @@ pub fn setup_rate(profile: &str, variants: &[String], out: Option<PathBuf>) -> E
             }
         }
     }
-    let tunlab = match std::env::current_exe() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("tunlab bench: cannot find the tunlab binary: {e}");
-            return ExitCode::FAILURE;
-        }
+    let tunlab = match start("bench") {
+        Ok(t) => t,
+        Err(code) => return code,
     };
-    // SAFETY: the handler only stores to an atomic, which is
-    // async-signal-safe.
-    unsafe {
-        let _ = signal(Signal::SIGINT, SigHandler::Handler(on_interrupt));
-        let _ = signal(Signal::SIGTERM, SigHandler::Handler(on_interrupt));
-    }
     let out = out.unwrap_or_else(run::default_out);
     let plan = tunlab_lab::setup_rate::Plan {
         variants: vs,

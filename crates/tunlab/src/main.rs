@@ -111,29 +111,7 @@ enum Command {
     /// accepted and that the teardown left no BPF map behind; exit status
     /// 1 when a check failed. OUT/soak.json, OUT/soak.html and
     /// OUT/charts/soak-*.svg|png hold the curves.
-    Soak {
-        /// How long: 180, 180s, 3m, 1h (at least 30 s).
-        #[arg(long, default_value = "30m")]
-        duration: String,
-        /// The tunlab variant (tunlab-ebpf-geneve: the kernel datapath).
-        #[arg(long, default_value = "tunlab-ebpf-geneve")]
-        variant: String,
-        /// The generator's rate, frames/s.
-        #[arg(long, default_value_t = 20_000)]
-        rate: u64,
-        /// The generator's UDP flows (source ports).
-        #[arg(long, default_value_t = 1000)]
-        flows: u32,
-        /// iperf3 streams.
-        #[arg(long, default_value_t = 2)]
-        streams: u32,
-        /// Each iperf3 stream's limit, Mbit/s.
-        #[arg(long, default_value_t = 200)]
-        stream_mbps: u32,
-        /// The results folder (default tunlab-results/UNIX-TIME).
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
+    Soak(bench::SoakArgs),
     /// Make the tables, the HTML report and the charts of a finished run
     /// again from its results.json (into the same folder unless --out).
     Report {
@@ -259,23 +237,7 @@ fn main() -> ExitCode {
             out,
         } => bench::report(&file, &baseline, out.as_deref()),
         Command::Compare { a, b } => bench::compare(&a, &b),
-        Command::Soak {
-            duration,
-            variant,
-            rate,
-            flows,
-            streams,
-            stream_mbps,
-            out,
-        } => bench::soak(bench::SoakArgs {
-            duration,
-            variant,
-            rate,
-            flows,
-            streams,
-            stream_mbps,
-            out,
-        }),
+        Command::Soak(args) => bench::soak(args),
         Command::Gen(args) => gen::run(args),
     }
 }

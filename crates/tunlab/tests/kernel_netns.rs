@@ -223,6 +223,19 @@ impl Bpffs {
     }
 }
 
+/// A Geneve pair on the kernel datapath, n1 pinning under `fs`; n1's
+/// configuration (to restart it with) and both switches.
+fn pinned_pair(l: &Lab, fs: &Bpffs) -> (String, Switch, Switch) {
+    let (c1, c2) = pair_configs(l, "geneve");
+    let c1 = on_kernel(&c1).replacen(
+        "[switch]\n",
+        &format!("[switch]\nbpf_pin_dir = \"{}\"\n", fs.0.display()),
+        1,
+    );
+    let (s1, s2) = start_pair(l, &c1, &on_kernel(&c2));
+    (c1, s1, s2)
+}
+
 impl Drop for Bpffs {
     fn drop(&mut self) {
         let _ = std::process::Command::new("umount").arg(&self.0).status();
@@ -293,13 +306,7 @@ fn iperf3_intervals(l: &Lab, secs: u32) -> std::thread::JoinHandle<Vec<u64>> {
 fn restart_after_kill_keeps_the_stream() {
     let l = lab();
     let fs = Bpffs::mount(&l);
-    let (c1, c2) = pair_configs(&l, "geneve");
-    let c1 = on_kernel(&c1).replacen(
-        "[switch]\n",
-        &format!("[switch]\nbpf_pin_dir = \"{}\"\n", fs.0.display()),
-        1,
-    );
-    let (s1, s2) = start_pair(&l, &c1, &on_kernel(&c2));
+    let (c1, s1, s2) = pinned_pair(&l, &fs);
     traffic_both_ways(&l, "before the kill");
     let pins = fs.0.join("n1");
     assert!(pins.join("tl_flows").exists(), "maps are not pinned");
@@ -373,13 +380,7 @@ fn restart_after_kill_keeps_the_stream() {
 fn restart_with_changed_rules_deletes_what_changed() {
     let l = lab();
     let fs = Bpffs::mount(&l);
-    let (c1, c2) = pair_configs(&l, "geneve");
-    let c1 = on_kernel(&c1).replacen(
-        "[switch]\n",
-        &format!("[switch]\nbpf_pin_dir = \"{}\"\n", fs.0.display()),
-        1,
-    );
-    let (s1, s2) = start_pair(&l, &c1, &on_kernel(&c2));
+    let (c1, s1, s2) = pinned_pair(&l, &fs);
     traffic_both_ways(&l, "before the kill");
     s1.kill9();
     // What comes back from the tunnel is now dropped.
@@ -466,4 +467,11 @@ fn ports_differing_only_in_vni_stay_in_the_kernel() {
 #[test]
 fn crafted_frames_stay_in_their_tenant() {
     crafted_frames(Datapath::Kernel);
+}
+
+/// A flooding tenant policed at 20 Mbit/s (`ingress_policing_rate`): the
+/// rest is dropped and counted, the other tenant's stream goes on.
+#[test]
+fn policed_flood_leaves_the_other_tenant_alone() {
+    faults::policed_flood_leaves_the_other_tenant_alone(Datapath::Kernel);
 }

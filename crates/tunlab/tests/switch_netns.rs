@@ -1661,3 +1661,10 @@ fn underlay_mtu_lowered_under_load() {
 fn tenant_port_deleted_under_load() {
     faults::tenant_port_deleted_under_load(Datapath::Userspace);
 }
+
+/// A flooding tenant policed at 20 Mbit/s (`ingress_policing_rate`): the
+/// rest is dropped and counted, the other tenant's stream goes on.
+#[test]
+fn policed_flood_leaves_the_other_tenant_alone() {
+    faults::policed_flood_leaves_the_other_tenant_alone(Datapath::Userspace);
+}

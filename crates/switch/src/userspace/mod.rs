@@ -75,6 +75,8 @@ struct PortState {
     stats: PortStats,
     /// Frames received per TAP queue.
     queue_rx: Vec<u64>,
+    /// A tenant TAP's ingress policer (this worker's share of its rate).
+    police: Option<crate::port::TokenBucket>,
 }
 
 /// Headroom kept in front of every frame: the largest tunnel header or
@@ -245,6 +247,16 @@ impl Node {
             io,
             stats: PortStats::default(),
             queue_rx: vec![0; queues],
+            // Kernel-datapath tenants are policed in the kernel; a TAP
+            // port here, each worker taking its share of the rate.
+            police: match (&p.kind, p.police) {
+                (PortKind::Tap { .. }, Some(pol)) => {
+                    let (rate, burst) = pol.bytes();
+                    let w = self.workers.max(1) as u64;
+                    Some(crate::port::TokenBucket::new(rate / w, burst / w))
+                }
+                _ => None,
+            },
         });
         Ok(())
     }
@@ -386,15 +398,15 @@ impl Node {
         let checked: Result<(), String> = match d.revalidate(&self.classifier, &self.tlv) {
             Ok(Revalidation::NewGeneration) => return,
             // Adopted flows: each one's key through the pipeline as a
-            // packet would go (a packet of no bytes: rule counters see a
-            // hit, no bytes), kept where the actions are unchanged.
+            // packet would go (no rule counts it), kept where the actions
+            // are unchanged.
             Ok(Revalidation::EachFlow) => {
                 let (pipeline, classifier) = (&mut self.pipeline, &mut self.classifier);
                 let mut ops = Vec::new();
                 let r = d.revalidate_each(
                     &mut |key| {
                         pipeline
-                            .process(classifier, key, 0, now, &mut ops)
+                            .decide(classifier, key, now, &mut ops)
                             .map(|()| ops.clone())
                     },
                     &self.tlv,

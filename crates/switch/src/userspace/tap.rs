@@ -63,6 +63,15 @@ impl Node {
             let ofport = self.ports[pi].ofport;
             self.ports[pi].stats.rx_packets += 1;
             self.ports[pi].stats.rx_bytes += frame.len() as u64;
+            let now = self.now();
+            let len = frame.len() as u64;
+            if let Some(b) = self.ports[pi].police.as_mut() {
+                if !b.take(len, now) {
+                    self.drop("policed");
+                    self.frame = frame;
+                    continue;
+                }
+            }
             self.forward(ofport, &mut frame, false, gso);
             self.frame = frame;
         }

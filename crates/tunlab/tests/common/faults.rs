@@ -188,3 +188,78 @@ pub fn tenant_port_deleted_under_load(dp: Datapath) {
     traffic_both_ways(&l, "after the deletion");
     drop((s1.stop(), s2.stop()));
 }
+
+/// A tenant floods (UDP as fast as one thread sends) through a port
+/// policed at 20 Mbit/s (`ingress_policing_rate`, as OVS): what passes
+/// stays near the rate, the rest is counted as policed, and the other
+/// tenant's TCP stream through the same node never stops.
+pub fn policed_flood_leaves_the_other_tenant_alone(dp: Datapath) {
+    let l = lab();
+    let (c1, c2) = pair_configs(&l, "vxlan");
+    let (s1, s2) = start_pair(&l, &dp.config(&l.hv1, c1), &dp.config(&l.hv2, c2));
+    let (k1, k2) = (l.dir.join("n1.ctl"), l.dir.join("n2.ctl"));
+    add_tenant_with(
+        &l,
+        &k1,
+        &k2,
+        dp.tenant_kind(),
+        "geneve",
+        "ingress_policing_rate=20000 ingress_policing_burst=2000",
+    );
+    traffic_both_ways(&l, "before the flood");
+    let rx_before = tenant_rx(&l.tb, "tap5-n2");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flood = in_ns(l.ta.name(), {
+        let stop = stop.clone();
+        move || {
+            let s = std::net::UdpSocket::bind("192.168.8.1:0").unwrap();
+            let mut sent = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if s.send_to(&[0u8; 1000], "192.168.8.2:9").is_ok() {
+                    sent += 1;
+                }
+            }
+            sent
+        }
+    });
+    let t0 = std::time::Instant::now();
+    let bins = tcp_stream_bins(&l, 5.0)
+        .join()
+        .expect("the other tenant's connection survived");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let flooded = flood.join().unwrap();
+    let secs = t0.elapsed().as_secs_f64();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let through = tenant_rx(&l.tb, "tap5-n2") - rx_before;
+    let st = node_stats(&l.dir, "n1");
+    let policed = if dp.on_kernel() {
+        counter(&st, "kernel_drop_policed")
+    } else {
+        counter(&st, "dropped policed")
+    };
+    let empty: Vec<usize> = (3..49).filter(|&i| bins[i] == 0).collect();
+    // 1042-byte frames at 20 Mbit/s: about 2,400 a second, plus the burst.
+    let allowed = (20e6 / 8.0 / 1042.0 * secs * 1.25) as u64 + 300;
+    eprintln!(
+        "policed flood: {flooded} sent in {secs:.1} s, {through} through (allowed {allowed}), {policed} policed; the other tenant's empty 100-ms bins: {empty:?}, {} MB",
+        bins.iter().sum::<u64>() >> 20
+    );
+    assert!(
+        flooded > 10 * through,
+        "the flood was not a flood: {flooded} sent, {through} through"
+    );
+    assert!(
+        through <= allowed,
+        "{through} frames through a 20 Mbit/s policer in {secs:.1} s"
+    );
+    assert!(
+        through > allowed / 4,
+        "the policer let too little through: {through}"
+    );
+    assert!(policed > 0, "nothing counted as policed: {st}");
+    assert!(
+        empty.is_empty(),
+        "the other tenant's stream stopped: {bins:?}"
+    );
+    drop((s1.stop(), s2.stop()));
+}

@@ -932,11 +932,28 @@ pub fn add_tenant_over(
     kind: &str,
     tunnel: &str,
 ) {
+    add_tenant_with(l, c1, c2, kind, tunnel, "");
+}
+
+/// As [`add_tenant_over`], with `extra` KEY=VALUE settings on n1's
+/// tenant port (e.g. its policer).
+pub fn add_tenant_with(
+    l: &Lab,
+    c1: &std::path::Path,
+    c2: &std::path::Path,
+    kind: &str,
+    tunnel: &str,
+    extra: &str,
+) {
     for (c, ns, me, peer, local, remote) in [
         (c1, l.ta.name(), "n1", 1, "172.31.0.1", "172.31.0.2"),
         (c2, l.tb.name(), "n2", 2, "172.31.0.2", "172.31.0.1"),
     ] {
-        let tap = format!("tap5-{me} ofport=6 type={kind} netns={ns} address=192.168.8.{peer}/24");
+        let mut tap =
+            format!("tap5-{me} ofport=6 type={kind} netns={ns} address=192.168.8.{peer}/24");
+        if me == "n1" && !extra.is_empty() {
+            tap = format!("{tap} {extra}");
+        }
         let (ok, _, err) = ctl(c, &["add-port", &tap]);
         assert!(ok, "{err}");
         let g = format!("g-{me} ofport=11 type={tunnel} local_ip={local} remote_ip={remote} key=9");

@@ -106,10 +106,12 @@ int tl_from_tenant(struct __sk_buff *skb)
 	if (!port || port->role != TL_ROLE_VETH)
 		return TC_ACT_OK;
 	count(TL_STAT_TENANT_RX);
-	struct tl_police *pol = bpf_map_lookup_elem(&tl_police, &ifindex);
-	if (pol && !police(pol, skb->len)) {
-		count(TL_STAT_DROP_POLICED);
-		return TC_ACT_SHOT;
+	if (port->policed) {
+		struct tl_police *pol = bpf_map_lookup_elem(&tl_police, &ifindex);
+		if (pol && !police(pol, skb->len)) {
+			count(TL_STAT_DROP_POLICED);
+			return TC_ACT_SHOT;
+		}
 	}
 	__u32 upcall = port->peer_ifindex;
 

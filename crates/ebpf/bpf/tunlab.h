@@ -127,7 +127,8 @@ struct tl_port {
 	/* veth, QinQ underlay: the upcall TAP a miss goes to; upcall TAP:
 	 * the device what the switch writes there leaves by. */
 	__u32 peer_ifindex;
-	__u32 pad;
+	/* A tenant port with a tl_police entry (so others skip the lookup). */
+	__u32 policed;
 };
 
 /* Tunnel ports the underlay program decapsulates for: a port with a fixed

@@ -394,7 +394,7 @@ impl KernelDatapath {
                     ofport,
                     role,
                     peer_ifindex: peer,
-                    pad: 0,
+                    policed: 0,
                 },
             )?;
         }
@@ -432,32 +432,40 @@ impl KernelDatapath {
         ports.insert(ifindex, p, 0).map_err(map_err("tl_ports"))
     }
 
-    /// Police what tenant device `ifindex` sends in (None: no policer):
-    /// `rate` bytes a second, bursts of `burst` bytes.
+    /// Police what tenant device `ifindex` (a port already added) sends
+    /// in: `rate` bytes a second, bursts of `burst` bytes; None: no
+    /// policer. The port's entry says whether to look.
     pub fn set_police(
         &mut self,
         ifindex: u32,
         rate_burst: Option<(u64, u64)>,
     ) -> Result<(), Error> {
-        let mut m: HashMap<_, u32, crate::maps::Police> = self.map_mut("tl_police")?;
-        match rate_burst {
-            Some((rate, burst)) => m
-                .insert(
-                    ifindex,
-                    crate::maps::Police {
-                        rate,
-                        burst,
-                        tokens: burst,
-                        ..Default::default()
-                    },
-                    0,
-                )
-                .map_err(map_err("tl_police")),
-            None => {
-                let _ = m.remove(&ifindex);
-                Ok(())
+        {
+            let mut m: HashMap<_, u32, crate::maps::Police> = self.map_mut("tl_police")?;
+            match rate_burst {
+                Some((rate, burst)) => m
+                    .insert(
+                        ifindex,
+                        crate::maps::Police {
+                            rate,
+                            burst,
+                            tokens: burst,
+                            ..Default::default()
+                        },
+                        0,
+                    )
+                    .map_err(map_err("tl_police"))?,
+                None => {
+                    let _ = m.remove(&ifindex);
+                }
             }
         }
+        let mut ports: HashMap<_, u32, PortEntry> = self.map_mut("tl_ports")?;
+        if let Ok(mut e) = ports.get(&ifindex, 0) {
+            e.policed = u32::from(rate_burst.is_some());
+            ports.insert(ifindex, e, 0).map_err(map_err("tl_ports"))?;
+        }
+        Ok(())
     }
 
     /// Forget a tenant port (call [`KernelDatapath::revalidate`] after).

@@ -132,7 +132,8 @@ pub struct PortEntry {
     pub ofport: u32,
     pub role: u32,
     pub peer_ifindex: u32,
-    pub pad: u32,
+    /// 1: a `tl_police` entry polices this tenant port.
+    pub policed: u32,
 }
 
 /// `struct tl_tunnel_key`.

@@ -396,7 +396,7 @@ fn tenant_misses_go_up() {
             ofport: 1,
             role: maps::ROLE_VETH,
             peer_ifindex: 99,
-            pad: 0,
+            policed: 0,
         },
     )
     .unwrap();

@@ -63,10 +63,13 @@ impl Node {
             let ofport = self.ports[pi].ofport;
             self.ports[pi].stats.rx_packets += 1;
             self.ports[pi].stats.rx_bytes += frame.len() as u64;
-            let now = self.now();
-            let len = frame.len() as u64;
-            if let Some(b) = self.ports[pi].police.as_mut() {
-                if !b.take(len, now) {
+            if self.ports[pi].police.is_some() {
+                let (now, len) = (self.now(), frame.len() as u64);
+                if !self.ports[pi]
+                    .police
+                    .as_mut()
+                    .is_some_and(|b| b.take(len, now))
+                {
                     self.drop("policed");
                     self.frame = frame;
                     continue;

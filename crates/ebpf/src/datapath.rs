@@ -660,57 +660,45 @@ impl KernelDatapath {
     /// then sweeps it without holding up the thread that owns this.
     pub fn sweeper(&self) -> Result<FlowSweeper, Error> {
         let handle = |name: &'static str| -> Result<aya::maps::Map, Error> {
-            let m = self.ebpf.map(name).ok_or(Error::Map {
-                map: name,
-                msg: "not in the object".into(),
-            })?;
-            let data = match m {
-                aya::maps::Map::PerCpuLruHashMap(d) | aya::maps::Map::Array(d) => d,
-                _ => {
-                    return Err(Error::Map {
-                        map: name,
-                        msg: "not of the type bpf/maps.h gives it".into(),
-                    })
-                }
-            };
-            let fd = data
-                .fd()
-                .as_fd()
-                .try_clone_to_owned()
-                .map_err(|e| Error::Map {
-                    map: name,
-                    msg: format!("dup: {e}"),
-                })?;
-            let data = aya::maps::MapData::from_fd(fd).map_err(map_err(name))?;
+            let data = aya::maps::MapData::from_fd(self.dup_fd(name)?).map_err(map_err(name))?;
             aya::maps::Map::from_map_data(data).map_err(map_err(name))
         };
-        let flows = PerCpuHashMap::try_from(handle("tl_flows")?).map_err(map_err("tl_flows"))?;
-        let fd = self
-            .ebpf
-            .map("tl_flows")
-            .and_then(|m| match m {
-                aya::maps::Map::PerCpuLruHashMap(d) => Some(d),
-                _ => None,
-            })
-            .ok_or(Error::Map {
-                map: "tl_flows",
-                msg: "not in the object".into(),
-            })?
-            .fd()
-            .as_fd()
-            .try_clone_to_owned()
-            .map_err(|e| Error::Map {
-                map: "tl_flows",
-                msg: format!("dup: {e}"),
-            })?;
-        let cpus = aya::util::nr_cpus()
-            .map_err(|(_, e)| Error::Load(format!("the number of possible CPUs: {e}")))?;
         Ok(FlowSweeper {
-            batch: Some(Batch::new(fd, cpus)),
-            flows,
+            batch: Some(self.flow_batch()?),
+            flows: PerCpuHashMap::try_from(handle("tl_flows")?).map_err(map_err("tl_flows"))?,
             generation: Array::try_from(handle("tl_generation")?)
                 .map_err(map_err("tl_generation"))?,
         })
+    }
+
+    /// Batched access to the flow cache on a descriptor of its own (no
+    /// borrow of this datapath while it walks).
+    pub fn flow_batch(&self) -> Result<FlowBatch, Error> {
+        Ok(FlowBatch::new(self.dup_fd("tl_flows")?, self.cpus))
+    }
+
+    /// A second descriptor for one of the maps the revalidator reads.
+    fn dup_fd(&self, name: &'static str) -> Result<std::os::fd::OwnedFd, Error> {
+        let m = self.ebpf.map(name).ok_or(Error::Map {
+            map: name,
+            msg: "not in the object".into(),
+        })?;
+        let data = match m {
+            aya::maps::Map::PerCpuLruHashMap(d) | aya::maps::Map::Array(d) => d,
+            _ => {
+                return Err(Error::Map {
+                    map: name,
+                    msg: "not of the type bpf/maps.h gives it".into(),
+                })
+            }
+        };
+        data.fd()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| Error::Map {
+                map: name,
+                msg: format!("dup: {e}"),
+            })
     }
 
     /// The datapath's counters, summed over CPUs, by name.
@@ -765,7 +753,7 @@ pub struct FlowSweeper {
     generation: Array<aya::maps::MapData, u64>,
     /// Batched reads and deletes (`BPF_MAP_*_BATCH`); None once the
     /// kernel refused them, and the sweep goes entry by entry.
-    batch: Option<Batch>,
+    batch: Option<FlowBatch>,
 }
 
 impl std::fmt::Debug for FlowSweeper {
@@ -818,7 +806,7 @@ impl FlowSweeper {
             idle
         };
         let batched = match &mut self.batch {
-            Some(b) => match b.sweep(&mut judge) {
+            Some(b) => match b.sweep(&mut |_, vals| judge(vals)) {
                 Ok(()) => true,
                 // Refused before reading anything (an older kernel).
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) && b.walked == 0 => false,
@@ -869,7 +857,7 @@ struct BatchAttr {
 }
 
 /// Batched access to the per-CPU flow cache, with its buffers.
-struct Batch {
+pub struct FlowBatch {
     fd: std::os::fd::OwnedFd,
     cpus: usize,
     keys: Vec<Key>,
@@ -878,9 +866,17 @@ struct Batch {
     walked: u64,
 }
 
-impl Batch {
-    fn new(fd: std::os::fd::OwnedFd, cpus: usize) -> Batch {
-        Batch {
+impl std::fmt::Debug for FlowBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlowBatch")
+            .field("walked", &self.walked)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FlowBatch {
+    fn new(fd: std::os::fd::OwnedFd, cpus: usize) -> FlowBatch {
+        FlowBatch {
             fd,
             cpus,
             keys: vec![Key::default(); BATCH],
@@ -908,11 +904,12 @@ impl Batch {
         Ok(())
     }
 
-    /// Read every entry, [`BATCH`] a call, ask `doomed` of each (with its
-    /// per-CPU values), and delete the doomed ones of each batch before
-    /// reading the next: the walk's position is a bucket, which deleting
-    /// entries already read does not move, and memory stays one batch.
-    fn sweep(&mut self, doomed: &mut impl FnMut(&[Flow]) -> bool) -> std::io::Result<()> {
+    /// Read every entry, [`BATCH`] a call, ask `doomed` of each (its key
+    /// and per-CPU values), and delete the doomed ones of each batch
+    /// before reading the next: the walk's position is a bucket, which
+    /// deleting entries already read does not move, and memory stays one
+    /// batch.
+    pub fn sweep(&mut self, doomed: &mut impl FnMut(&Key, &[Flow]) -> bool) -> std::io::Result<()> {
         use std::os::fd::AsRawFd;
         const BPF_MAP_LOOKUP_BATCH: libc::c_long = 24;
         // The position between calls: a bucket number for hash maps.
@@ -939,7 +936,10 @@ impl Batch {
             let n = (attr.count as usize).min(BATCH);
             gone.clear();
             for i in 0..n {
-                if doomed(&self.values[i * self.cpus..(i + 1) * self.cpus]) {
+                if doomed(
+                    &self.keys[i],
+                    &self.values[i * self.cpus..(i + 1) * self.cpus],
+                ) {
                     gone.push(self.keys[i]);
                 }
             }

@@ -711,19 +711,41 @@ impl Dpif for Kernel {
         decide: &mut dyn FnMut(&FlowKey) -> Result<Vec<Op>, DropReason>,
         tlv: &TlvMap,
     ) -> Result<(u64, u64), String> {
+        let generation = self.dp.generation();
         let (mut kept, mut deleted) = (0, 0);
-        for (key, cached) in self.dp.flows().map_err(|e| e.to_string())? {
-            let decision = decide(&key);
-            let now = self.compile(&key, decision.as_deref().map_err(|e| *e), tlv);
-            let n = cached.n_ops as usize;
-            let same =
-                now.is_ok_and(|f| f.n_ops == cached.n_ops && f.ops.get(..n) == cached.ops.get(..n));
-            if same {
-                kept += 1;
-            } else {
-                self.dp.remove_flow(&key).map_err(|e| e.to_string())?;
-                deleted += 1;
-            }
+        // Walked in batches on a descriptor of its own, each batch's
+        // changed flows deleted before the next: a million cached flows
+        // are never all in memory at once.
+        let walked = self
+            .dp
+            .flow_batch()
+            .map_err(|e| e.to_string())
+            .and_then(|mut b| {
+                b.sweep(&mut |k, vals| {
+                    // Older generations are the revalidator thread's to sweep.
+                    let Some(cached) = vals.first().filter(|v| v.generation == generation) else {
+                        return false;
+                    };
+                    let key = FlowKey::from(*k);
+                    let decision = decide(&key);
+                    let now = self.compile(&key, decision.as_deref().map_err(|e| *e), tlv);
+                    let n = cached.n_ops as usize;
+                    let same = now.is_ok_and(|f| {
+                        f.n_ops == cached.n_ops && f.ops.get(..n) == cached.ops.get(..n)
+                    });
+                    if same {
+                        kept += 1;
+                    } else {
+                        deleted += 1;
+                    }
+                    !same
+                })
+                .map_err(|e| format!("walking the adopted flows: {e}"))
+            });
+        if let Err(e) = walked {
+            // Unchecked flows must not forward: a new generation instead.
+            self.dp.revalidate(&self.mask).map_err(|e| e.to_string())?;
+            return Err(format!("{e}; every adopted flow is a miss instead"));
         }
         Ok((kept, deleted))
     }
@@ -804,10 +826,7 @@ impl Dpif for Kernel {
                 underlay, mtu, dev, ..
             } = t
             {
-                let Some(now) = std::fs::read_to_string(format!("/sys/class/net/{dev}/mtu"))
-                    .ok()
-                    .and_then(|s| s.trim().parse::<u16>().ok())
-                else {
+                let Some(now) = crate::port::device_mtu(dev) else {
                     continue;
                 };
                 if now != *mtu {

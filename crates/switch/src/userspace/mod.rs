@@ -659,6 +659,17 @@ impl Node {
                     _ => None,
                 })
         };
+        // The usual case, one port per remote: its key is the frame's.
+        let first_key = self
+            .by_ofport
+            .get(&first)
+            .and_then(|&pi| match &self.ports[pi].io {
+                Io::Tunnel { cfg, .. } => Some(cfg.key),
+                _ => None,
+            });
+        if first_key == Some(FromFlow::Fixed(self.meta.tun_id)) {
+            return first;
+        }
         match self.tunnel_in_port(si, remote, Some(self.meta.tun_id)) {
             Some(p) if kind(p) == kind(first) => p,
             _ => first,

@@ -27,9 +27,13 @@ char _license[] SEC("license") = "Dual BSD/GPL";
  * path and OVS count. */
 static __always_inline void account(struct tl_flow *f, struct __sk_buff *skb, __u32 len)
 {
-	f->packets += skb->gso_segs ? skb->gso_segs : 1;
-	f->bytes += len;
-	f->used = (__u32)(bpf_ktime_get_coarse_ns() >> TL_USED_SHIFT);
+	__sync_fetch_and_add(&f->packets, skb->gso_segs ? skb->gso_segs : 1);
+	__sync_fetch_and_add(&f->bytes, len);
+	__u32 now = (__u32)(bpf_ktime_get_coarse_ns() >> TL_USED_SHIFT);
+	/* A store only when the millisecond changed: the line stays clean
+	 * in the other CPU's cache most of the time. */
+	if (f->used != now)
+		f->used = now;
 }
 
 /* Deliver a frame to a tenant: straight into its namespace for IP

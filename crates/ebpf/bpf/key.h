@@ -145,13 +145,24 @@ static __always_inline struct tl_flow *lookup_flow(struct tl_key *k)
 	if (!gen)
 		return NULL;
 	__u64 g = *gen;
-	struct tl_key *m = bpf_map_lookup_elem(&tl_mask, &zero);
+	struct tl_mask *m = bpf_map_lookup_elem(&tl_mask, &zero);
 	if (!m)
 		return NULL;
+	__u32 n = m->n;
+	if (n > TL_CKEY_WORDS) {
+		count(TL_STAT_SLOW_WIDE_MASK);
+		count(TL_STAT_MISS);
+		return NULL;
+	}
+	struct tl_ckey ck;
 #pragma unroll
-	for (int i = 0; i < TL_KEY_WORDS; i++)
-		k->w[i] &= m->w[i];
-	struct tl_flow *f = bpf_map_lookup_elem(&tl_flows, k);
+	for (int i = 0; i < TL_CKEY_WORDS; i++) {
+		__u32 j = m->idx[i];
+		ck.w[i] = 0;
+		if (i < n && j < TL_KEY_WORDS)
+			ck.w[i] = k->w[j] & m->m.w[j];
+	}
+	struct tl_flow *f = bpf_map_lookup_elem(&tl_flows, &ck);
 	if (!f) {
 		count(TL_STAT_MISS);
 		return NULL;

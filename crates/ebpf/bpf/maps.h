@@ -5,12 +5,12 @@
 #define TUNLAB_MAPS_H
 #include "tunlab.h"
 
-/* The flow cache: masked key -> actions, per CPU so that counting needs
- * no atomics; least recently used entries go first when it is full. */
+/* The flow cache: masked key -> actions; least recently used entries go
+ * first when it is full. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024); /* set by the loader */
-	__type(key, struct tl_key);
+	__type(key, struct tl_ckey);
 	__type(value, struct tl_flow);
 } tl_flows SEC(".maps");
 
@@ -20,7 +20,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct tl_key);
+	__type(value, struct tl_mask);
 } tl_mask SEC(".maps");
 
 /* The flow table's generation (see struct tl_flow). */

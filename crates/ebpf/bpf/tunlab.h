@@ -47,6 +47,29 @@ struct tl_key {
 	__u64 w[TL_KEY_WORDS];
 };
 
+/*
+ * The flow cache's key: only the words the megaflow mask keeps, packed
+ * (word i is key word idx[i]; unused ones 0), as OVS hashes a subtable's
+ * masked words only. 80 bytes where the whole key is 152: with the
+ * kernel's 48-byte element header and the 64-byte value, an entry is
+ * three cache lines, where a million flows miss every one of them.
+ */
+#define TL_CKEY_WORDS 10
+struct tl_ckey {
+	__u64 w[TL_CKEY_WORDS];
+};
+
+/* The megaflow mask, and which of its words the cache key packs. A mask
+ * of more than TL_CKEY_WORDS words (n = TL_MASK_TOO_WIDE) caches nothing:
+ * every packet goes to the slow path, which says so. */
+#define TL_MASK_TOO_WIDE 0xff
+struct tl_mask {
+	struct tl_key m;
+	__u8 idx[TL_CKEY_WORDS];
+	__u8 n;
+	__u8 pad[5];
+};
+
 /* A flow's actions, compiled by the switch from its rule's ops. */
 enum tl_op_kind {
 	/* Decapsulated or local frame to a tenant veth (arg: its ifindex). */
@@ -74,15 +97,19 @@ struct tl_op {
  * one is used: the switch bumps the generation on every change to the
  * flow table, the TLV map or the ports, so nothing stale forwards once a
  * change has returned, without walking a million entries.
+ *
+ * One value for all CPUs, stored in the hash element right after the key
+ * (a per-CPU value is a separate allocation: one more cache miss per
+ * packet with a million flows); the counters are added atomically.
  */
 struct tl_flow {
 	__u64 generation;
 	__u64 packets;
 	__u64 bytes;
 	__u32 n_ops; /* 0: drop */
-	/* When this CPU last used the entry, in units of 2^20 ns of the
+	/* When a packet last used the entry, in units of 2^20 ns of the
 	 * coarse monotonic clock (wraps after 52 days; compared modulo 2^32):
-	 * the switch's revalidator deletes entries idle on every CPU. */
+	 * the switch's revalidator deletes idle entries. */
 	__u32 used;
 	struct tl_op ops[TL_MAX_OPS];
 };
@@ -108,9 +135,12 @@ struct tl_template {
 	__u16 pad;
 	__u32 local4;
 	__u32 remote4;	/* network byte order, as in the header */
+	/* Right after the 20 bytes above, so that a hit on an IPv4 tunnel
+	 * reads one cache line of the template (of 10^5 destinations, most
+	 * are not in any CPU cache). */
+	__u8 hdr[TL_TMPL_MAX];
 	__u8 local6[16];
 	__u8 remote6[16];
-	__u8 hdr[TL_TMPL_MAX];
 };
 
 /* A tenant-side netdev: its veth (packets from the tenant) or its
@@ -201,6 +231,7 @@ enum tl_stat {
 	TL_STAT_TOO_BIG,
 	TL_STAT_SLOW_CSUM,
 	TL_STAT_DROP_POLICED,
+	TL_STAT_SLOW_WIDE_MASK,
 	TL_STAT_COUNT,
 };
 

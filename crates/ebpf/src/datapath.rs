@@ -5,8 +5,8 @@
 //! links and the maps with the last file descriptor), so a switch that
 //! stops leaves no program behind.
 
-use crate::maps::{Flow, Key, PortEntry, Template, TunnelIdKey, TunnelKey, TunnelPortEntry, STATS};
-use aya::maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, PerCpuValues};
+use crate::maps::{CKey, Flow, Mask, PortEntry, Template, TunnelIdKey, TunnelKey, TunnelPortEntry, STATS};
+use aya::maps::{Array, HashMap, PerCpuArray};
 use aya::programs::{SchedClassifier, TcAttachType};
 use aya::{Ebpf, EbpfLoader};
 use std::collections::HashMap as StdMap;
@@ -33,6 +33,9 @@ pub enum Error {
     },
     #[error("map {map}: {msg}")]
     Map { map: &'static str, msg: String },
+    /// The megaflow mask keeps more words than the cache key packs.
+    #[error("the megaflow mask keeps {words} key words, the kernel's flow cache key {max}")]
+    MaskTooWide { words: usize, max: usize },
 }
 
 fn map_err(map: &'static str) -> impl Fn(aya::maps::MapError) -> Error {
@@ -86,9 +89,11 @@ pub struct KernelDatapath {
     templates: StdMap<Vec<u8>, u32>,
     template_capacity: u32,
     flow_capacity: u32,
-    /// Possible CPUs: the number of values of a per-CPU entry (read once;
-    /// aya reads it from sysfs on every call).
-    cpus: usize,
+    /// The megaflow mask of the current generation, as tl_mask holds it.
+    mask: Mask,
+    /// Why pinned maps found at load were not adopted (another build's
+    /// layout), if they were not.
+    stale_pins: Option<String>,
     /// The next free template slot.
     next_template: u32,
     /// Where maps and links are pinned, if they are.
@@ -133,9 +138,11 @@ impl KernelDatapath {
             .map_max_entries("tl_flows", flow_capacity)
             .map_max_entries("tl_templates", template_capacity);
         let mut adopted = false;
+        let mut stale_pins = None;
         if let Some(dir) = pins {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::Load(format!("pin directory {}: {e}", dir.display())))?;
+            stale_pins = unpin_other_layouts(dir)?;
             adopted = dir.join("tl_flows").exists();
             for name in PINNED_MAPS {
                 loader.map_pin_path(name, dir.join(name));
@@ -161,8 +168,6 @@ impl KernelDatapath {
             p.load()
                 .map_err(|e| Error::Load(format!("{name}: {}", verifier_text(&e))))?;
         }
-        let cpus = aya::util::nr_cpus()
-            .map_err(|(_, e)| Error::Load(format!("the number of possible CPUs: {e}")))?;
         let mut dp = KernelDatapath {
             ebpf,
             attached: Vec::new(),
@@ -170,8 +175,9 @@ impl KernelDatapath {
             templates: StdMap::new(),
             template_capacity,
             flow_capacity,
-            cpus,
             next_template: 0,
+            mask: Mask::default(),
+            stale_pins,
             pins: pins.map(Path::to_path_buf),
             adopted,
         };
@@ -189,6 +195,8 @@ impl KernelDatapath {
     fn adopt(&mut self) -> Result<(), Error> {
         let gen: Array<_, u64> = self.map("tl_generation")?;
         self.generation = gen.get(&0, 0).map_err(map_err("tl_generation"))?;
+        let mask: Array<_, Mask> = self.map("tl_mask")?;
+        self.mask = mask.get(&0, 0).map_err(map_err("tl_mask"))?;
         let m: Array<_, Template> = self.map("tl_templates")?;
         let mut found = Vec::new();
         for i in 0..m.len() {
@@ -207,6 +215,13 @@ impl KernelDatapath {
     /// Whether this datapath took over a previous run's pinned maps.
     pub fn adopted(&self) -> bool {
         self.adopted
+    }
+
+    /// Pinned maps left by a build with other map layouts, unpinned
+    /// instead of adopted (the old programs keep forwarding with them
+    /// until this run's replace them): what differed.
+    pub fn stale_pins(&self) -> Option<&str> {
+        self.stale_pins.as_deref()
     }
 
     pub fn flow_capacity(&self) -> u32 {
@@ -532,14 +547,31 @@ impl KernelDatapath {
     /// The megaflow mask the programs apply (an adopted one: the previous
     /// run's).
     pub fn mask(&self) -> Result<FlowKey, Error> {
-        let m: Array<_, Key> = self.map("tl_mask")?;
-        m.get(&0, 0).map(FlowKey::from).map_err(map_err("tl_mask"))
+        let m: Array<_, Mask> = self.map("tl_mask")?;
+        m.get(&0, 0).map(|m| m.flow_key()).map_err(map_err("tl_mask"))
+    }
+
+    /// The current mask's layout (how cache keys are packed).
+    pub fn mask_layout(&self) -> Mask {
+        self.mask
+    }
+
+    /// `masked` as the cache holds it.
+    fn pack(&self, masked: &FlowKey) -> Result<CKey, Error> {
+        self.mask.pack(masked).ok_or(Error::MaskTooWide {
+            words: self.mask.words(),
+            max: crate::maps::CKEY_WORDS,
+        })
     }
 
     /// Delete the entry cached under `masked`, if there is one.
     pub fn remove_flow(&mut self, masked: &FlowKey) -> Result<(), Error> {
-        let mut m: PerCpuHashMap<_, Key, Flow> = self.map_mut("tl_flows")?;
-        match m.remove(&Key::from(masked)) {
+        // Under a mask too wide for the cache nothing is cached.
+        let Some(k) = self.mask.pack(masked) else {
+            return Ok(());
+        };
+        let mut m: HashMap<_, CKey, Flow> = self.map_mut("tl_flows")?;
+        match m.remove(&k) {
             Ok(()) => Ok(()),
             // Gone already (the LRU, the revalidator thread).
             Err(aya::maps::MapError::SyscallError(e))
@@ -568,9 +600,13 @@ impl KernelDatapath {
     /// After any change to the flow table, the TLV map or the ports: set
     /// the megaflow mask and move to a new generation, so that no entry
     /// installed before forwards again. Returns once the kernel has both.
+    /// A mask too wide for the cache key is set all the same: the
+    /// programs then cache nothing (and count slow_wide_mask).
     pub fn revalidate(&mut self, mask: &FlowKey) -> Result<(), Error> {
-        let mut m: Array<_, Key> = self.map_mut("tl_mask")?;
-        m.set(0, Key::from(mask), 0).map_err(map_err("tl_mask"))?;
+        let layout = Mask::of(mask);
+        let mut m: Array<_, Mask> = self.map_mut("tl_mask")?;
+        m.set(0, layout, 0).map_err(map_err("tl_mask"))?;
+        self.mask = layout;
         self.generation += 1;
         let g = self.generation;
         let mut gen: Array<_, u64> = self.map_mut("tl_generation")?;
@@ -629,29 +665,22 @@ impl KernelDatapath {
     pub fn install(&mut self, masked: &FlowKey, mut flow: Flow) -> Result<(), Error> {
         flow.generation = self.generation;
         flow.used = crate::maps::used_now();
-        let values = PerCpuValues::try_from(vec![flow; self.cpus]).map_err(|e| Error::Map {
-            map: "tl_flows",
-            msg: e.to_string(),
-        })?;
-        let mut m: PerCpuHashMap<_, Key, Flow> = self.map_mut("tl_flows")?;
-        m.insert(Key::from(masked), values, 0)
+        let k = self.pack(masked)?;
+        let mut m: HashMap<_, CKey, Flow> = self.map_mut("tl_flows")?;
+        m.insert(k, flow, 0)
             .map_err(map_err("tl_flows"))
     }
 
-    /// The cached flows of the current generation, counters summed over
-    /// CPUs (as `ovs-dpctl dump-flows` shows them).
+    /// The cached flows of the current generation (as `ovs-dpctl
+    /// dump-flows` shows them).
     pub fn flows(&self) -> Result<Vec<(FlowKey, Flow)>, Error> {
-        let m: PerCpuHashMap<_, Key, Flow> = self.map("tl_flows")?;
+        let m: HashMap<_, CKey, Flow> = self.map("tl_flows")?;
         let mut out = Vec::new();
         for item in m.iter() {
-            let (k, vals) = item.map_err(map_err("tl_flows"))?;
-            let mut f = vals[0];
-            if f.generation != self.generation {
-                continue;
+            let (k, f) = item.map_err(map_err("tl_flows"))?;
+            if f.generation == self.generation {
+                out.push((self.mask.unpack(&k), f));
             }
-            f.packets = vals.iter().map(|v| v.packets).sum();
-            f.bytes = vals.iter().map(|v| v.bytes).sum();
-            out.push((k.into(), f));
         }
         Ok(out)
     }
@@ -665,7 +694,7 @@ impl KernelDatapath {
         };
         Ok(FlowSweeper {
             batch: Some(self.flow_batch()?),
-            flows: PerCpuHashMap::try_from(handle("tl_flows")?).map_err(map_err("tl_flows"))?,
+            flows: HashMap::try_from(handle("tl_flows")?).map_err(map_err("tl_flows"))?,
             generation: Array::try_from(handle("tl_generation")?)
                 .map_err(map_err("tl_generation"))?,
         })
@@ -674,7 +703,7 @@ impl KernelDatapath {
     /// Batched access to the flow cache on a descriptor of its own (no
     /// borrow of this datapath while it walks).
     pub fn flow_batch(&self) -> Result<FlowBatch, Error> {
-        Ok(FlowBatch::new(self.dup_fd("tl_flows")?, self.cpus))
+        Ok(FlowBatch::new(self.dup_fd("tl_flows")?))
     }
 
     /// A second descriptor for one of the maps the revalidator reads.
@@ -684,7 +713,7 @@ impl KernelDatapath {
             msg: "not in the object".into(),
         })?;
         let data = match m {
-            aya::maps::Map::PerCpuLruHashMap(d) | aya::maps::Map::Array(d) => d,
+            aya::maps::Map::LruHashMap(d) | aya::maps::Map::HashMap(d) | aya::maps::Map::Array(d) => d,
             _ => {
                 return Err(Error::Map {
                     map: name,
@@ -749,7 +778,7 @@ impl KernelDatapath {
 /// dead in it, so that a burst of one-off flows does not push out live
 /// ones only once the cache is full.
 pub struct FlowSweeper {
-    flows: PerCpuHashMap<aya::maps::MapData, Key, Flow>,
+    flows: HashMap<aya::maps::MapData, CKey, Flow>,
     generation: Array<aya::maps::MapData, u64>,
     /// Batched reads and deletes (`BPF_MAP_*_BATCH`); None once the
     /// kernel refused them, and the sweep goes entry by entry.
@@ -774,8 +803,8 @@ pub struct Sweep {
 }
 
 impl FlowSweeper {
-    /// Delete every entry idle for longer than `max_idle` on every CPU,
-    /// and every stale one. The cache is read in batches of
+    /// Delete every entry idle for longer than `max_idle`, and every
+    /// stale one. The cache is read in batches of
     /// [`BATCH`] entries a system call (a million entries take about
     /// 0.3 s of this thread instead of 3 s one by one), none of the packet
     /// threads' time.
@@ -789,24 +818,20 @@ impl FlowSweeper {
         let now = crate::maps::used_now();
         let mut out = Sweep::default();
         // Whether an entry goes, counted by why.
-        let mut judge = |vals: &[Flow]| -> bool {
+        let mut judge = |f: &Flow| -> bool {
             out.seen += 1;
-            if vals.first().is_some_and(|v| v.generation != generation) {
+            if f.generation != generation {
                 out.stale += 1;
                 return true;
             }
-            // The youngest use over CPUs, modulo 2^32.
-            let idle_for = vals
-                .iter()
-                .map(|v| now.wrapping_sub(v.used))
-                .min()
-                .unwrap_or(0);
+            // Modulo 2^32.
+            let idle_for = now.wrapping_sub(f.used);
             let idle = idle_for > limit && idle_for < u32::MAX / 2;
             out.idle += u64::from(idle);
             idle
         };
         let batched = match &mut self.batch {
-            Some(b) => match b.sweep(&mut |_, vals| judge(vals)) {
+            Some(b) => match b.sweep(&mut |_, f| judge(f)) {
                 Ok(()) => true,
                 // Refused before reading anything (an older kernel).
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) && b.walked == 0 => false,
@@ -822,11 +847,11 @@ impl FlowSweeper {
         if !batched {
             self.batch = None;
             // An error: deleted by the LRU between listing and reading.
-            let doomed: Vec<Key> = self
+            let doomed: Vec<CKey> = self
                 .flows
                 .iter()
                 .flatten()
-                .filter(|(_, vals)| judge(vals))
+                .filter(|(_, f)| judge(f))
                 .map(|(k, _)| k)
                 .collect();
             // Deleted after the walk: removing the key a walk stands on
@@ -856,11 +881,10 @@ struct BatchAttr {
     flags: u64,
 }
 
-/// Batched access to the per-CPU flow cache, with its buffers.
+/// Batched access to the flow cache, with its buffers.
 pub struct FlowBatch {
     fd: std::os::fd::OwnedFd,
-    cpus: usize,
-    keys: Vec<Key>,
+    keys: Vec<CKey>,
     values: Vec<Flow>,
     /// Entries read since this handle was made (0: batches never worked).
     walked: u64,
@@ -875,12 +899,11 @@ impl std::fmt::Debug for FlowBatch {
 }
 
 impl FlowBatch {
-    fn new(fd: std::os::fd::OwnedFd, cpus: usize) -> FlowBatch {
+    fn new(fd: std::os::fd::OwnedFd) -> FlowBatch {
         FlowBatch {
             fd,
-            cpus,
-            keys: vec![Key::default(); BATCH],
-            values: vec![Flow::default(); BATCH * cpus],
+            keys: vec![CKey::default(); BATCH],
+            values: vec![Flow::default(); BATCH],
             walked: 0,
         }
     }
@@ -888,8 +911,8 @@ impl FlowBatch {
     fn call(&self, cmd: libc::c_long, attr: &mut BatchAttr) -> std::io::Result<()> {
         // SAFETY: `attr` is a valid bpf_attr prefix for the batch commands
         // whose keys/values pointers name buffers of `count` entries
-        // (Key, and `cpus` Flows each: Flow's size is a multiple of 8, the
-        // kernel's per-CPU value stride), alive for the call.
+        // (a CKey and a Flow each, the map's key and value sizes), alive for
+        // the call.
         let r = unsafe {
             libc::syscall(
                 libc::SYS_bpf,
@@ -905,11 +928,11 @@ impl FlowBatch {
     }
 
     /// Read every entry, [`BATCH`] a call, ask `doomed` of each (its key
-    /// and per-CPU values), and delete the doomed ones of each batch
+    /// and value), and delete the doomed ones of each batch
     /// before reading the next: the walk's position is a bucket, which
     /// deleting entries already read does not move, and memory stays one
     /// batch.
-    pub fn sweep(&mut self, doomed: &mut impl FnMut(&Key, &[Flow]) -> bool) -> std::io::Result<()> {
+    pub fn sweep(&mut self, doomed: &mut impl FnMut(&CKey, &Flow) -> bool) -> std::io::Result<()> {
         use std::os::fd::AsRawFd;
         const BPF_MAP_LOOKUP_BATCH: libc::c_long = 24;
         // The position between calls: a bucket number for hash maps.
@@ -936,10 +959,7 @@ impl FlowBatch {
             let n = (attr.count as usize).min(BATCH);
             gone.clear();
             for i in 0..n {
-                if doomed(
-                    &self.keys[i],
-                    &self.values[i * self.cpus..(i + 1) * self.cpus],
-                ) {
+                if doomed(&self.keys[i], &self.values[i]) {
                     gone.push(self.keys[i]);
                 }
             }
@@ -954,7 +974,7 @@ impl FlowBatch {
 
     /// Delete `keys` in batches (one by one if the kernel refuses
     /// batched deletes); a key the LRU took meanwhile is skipped.
-    fn delete(&self, keys: &[Key]) {
+    fn delete(&self, keys: &[CKey]) {
         use std::os::fd::AsRawFd;
         const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
         const BPF_MAP_DELETE_BATCH: libc::c_long = 27;
@@ -980,11 +1000,11 @@ impl FlowBatch {
         for k in &keys[done.min(keys.len())..] {
             let attr = ElemAttr {
                 map_fd: self.fd.as_raw_fd() as u32,
-                key: k as *const Key as u64,
+                key: k as *const CKey as u64,
                 ..ElemAttr::default()
             };
             // SAFETY: `attr` is the bpf_attr prefix of BPF_MAP_DELETE_ELEM,
-            // its key pointer names a live Key of the map's key size.
+            // its key pointer names a live CKey of the map's key size.
             unsafe {
                 libc::syscall(
                     libc::SYS_bpf,
@@ -1058,6 +1078,62 @@ fn template_from_bytes(b: &[u8]) -> Option<Template> {
     // checked above); Template is plain data valid for any bit pattern,
     // and read_unaligned needs no alignment.
     Some(unsafe { std::ptr::read_unaligned(b.as_ptr().cast::<Template>()) })
+}
+
+/// Each pinned map's key and value sizes (and entries, where fixed) as
+/// this build's programs and loader use them.
+fn pinned_layout() -> [(&'static str, usize, usize, Option<usize>); PINNED_MAPS.len()] {
+    use crate::maps::{PortEntry as P, Template as T, TunnelIdKey as I};
+    use std::mem::size_of as z;
+    [
+        ("tl_flows", z::<CKey>(), z::<Flow>(), None),
+        ("tl_mask", 4, z::<Mask>(), Some(1)),
+        ("tl_generation", 4, 8, Some(1)),
+        ("tl_templates", 4, z::<T>(), None),
+        ("tl_ports", 4, z::<P>(), None),
+        ("tl_tunnels", z::<TunnelKey>(), z::<TunnelPortEntry>(), None),
+        ("tl_tunnel_ids", z::<I>(), 4, None),
+        ("tl_tlv", 4, 4, None),
+        ("tl_stats", 4, 8, Some(STATS.len())),
+    ]
+}
+
+/// If the maps pinned in `dir` are not laid out as this build's (a
+/// switch of another version ran there), unpin them all, so that this
+/// run makes its own; what differed. A switch never adopts half a state.
+fn unpin_other_layouts(dir: &Path) -> Result<Option<String>, Error> {
+    let mut differs = None;
+    for (name, key, value, entries) in pinned_layout() {
+        let path = dir.join(name);
+        if !path.exists() {
+            continue;
+        }
+        let info = aya::maps::MapInfo::from_pin(&path)
+            .map_err(|e| Error::Load(format!("pinned map {}: {e}", path.display())))?;
+        let (k, v, n) = (
+            info.key_size() as usize,
+            info.value_size() as usize,
+            info.max_entries() as usize,
+        );
+        if k != key || v != value || entries.is_some_and(|e| e != n) {
+            differs = Some(format!(
+                "{name} has {k}-byte keys, {v}-byte values and {n} entries; this build's has {key}, {value}{}",
+                entries.map(|e| format!(" and {e}")).unwrap_or_default()
+            ));
+            break;
+        }
+    }
+    if differs.is_some() {
+        for name in PINNED_MAPS {
+            let path = dir.join(name);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::Load(format!("unpinning {}: {e}", path.display()))),
+            }
+        }
+    }
+    Ok(differs)
 }
 
 /// A program error with the verifier's log when there is one.

@@ -23,6 +23,104 @@ impl From<Key> for FlowKey {
     }
 }
 
+/// `TL_CKEY_WORDS`: the words of a flow cache key.
+pub const CKEY_WORDS: usize = 10;
+
+/// `struct tl_ckey`: the flow cache's key, the megaflow mask's words only
+/// (see [`Mask`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct CKey {
+    pub w: [u64; CKEY_WORDS],
+}
+
+/// `TL_MASK_TOO_WIDE`.
+pub const MASK_TOO_WIDE: u8 = 0xff;
+
+/// `struct tl_mask`: the megaflow mask and the words of it the cache key
+/// packs, in key order.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mask {
+    pub m: Key,
+    pub idx: [u8; CKEY_WORDS],
+    /// Words packed, or [`MASK_TOO_WIDE`].
+    pub n: u8,
+    pub pad: [u8; 5],
+}
+
+impl Default for Mask {
+    fn default() -> Mask {
+        Mask::of(&FlowKey::default())
+    }
+}
+
+impl Mask {
+    /// The layout for megaflow mask `mask`: its non-zero words, or too
+    /// wide if there are more than [`CKEY_WORDS`].
+    pub fn of(mask: &FlowKey) -> Mask {
+        let mut out = Mask {
+            m: Key::from(mask),
+            idx: [0; CKEY_WORDS],
+            n: 0,
+            pad: [0; 5],
+        };
+        let used: Vec<usize> = (0..WORDS).filter(|&i| mask.w[i] != 0).collect();
+        if used.len() > CKEY_WORDS {
+            out.n = MASK_TOO_WIDE;
+            return out;
+        }
+        for (slot, &i) in out.idx.iter_mut().zip(&used) {
+            *slot = i as u8;
+        }
+        out.n = used.len() as u8;
+        out
+    }
+
+    /// Words of the key the mask keeps (more than [`CKEY_WORDS`] when too
+    /// wide).
+    pub fn words(&self) -> usize {
+        if self.too_wide() {
+            self.m.w.iter().filter(|&&w| w != 0).count()
+        } else {
+            self.n as usize
+        }
+    }
+
+    pub fn too_wide(&self) -> bool {
+        self.n as usize > CKEY_WORDS
+    }
+
+    pub fn flow_key(&self) -> FlowKey {
+        FlowKey::from(self.m)
+    }
+
+    /// `key` masked and packed as the programs pack it; None if the mask
+    /// is too wide for the cache.
+    pub fn pack(&self, key: &FlowKey) -> Option<CKey> {
+        if self.too_wide() {
+            return None;
+        }
+        let mut c = CKey::default();
+        for i in 0..self.n as usize {
+            let j = self.idx[i] as usize;
+            c.w[i] = key.w[j] & self.m.w[j];
+        }
+        Some(c)
+    }
+
+    /// The masked flow key a packed one stands for.
+    pub fn unpack(&self, c: &CKey) -> FlowKey {
+        let mut k = FlowKey::default();
+        if !self.too_wide() {
+            for i in 0..self.n as usize {
+                k.w[self.idx[i] as usize] = c.w[i];
+            }
+        }
+        k
+    }
+}
+
 /// `enum tl_op_kind`.
 pub const OP_OUTPUT_PORT: u8 = 1;
 pub const OP_OUTPUT_TUNNEL: u8 = 2;
@@ -42,7 +140,7 @@ pub struct Op {
     pub arg: u32,
 }
 
-/// `struct tl_flow`: a cached flow's actions and (per CPU) counters.
+/// `struct tl_flow`: a cached flow's actions and counters.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Flow {
@@ -51,7 +149,7 @@ pub struct Flow {
     pub bytes: u64,
     /// 0: drop.
     pub n_ops: u32,
-    /// Last use on this CPU, in [`USED_SHIFT`] units of the coarse
+    /// Last use, in [`USED_SHIFT`] units of the coarse
     /// monotonic clock ([`used_now`]).
     pub used: u32,
     pub ops: [Op; MAX_OPS],
@@ -96,9 +194,9 @@ pub struct Template {
     pub pad: u16,
     pub local4: [u8; 4],
     pub remote4: [u8; 4],
+    pub hdr: [u8; TEMPLATE_MAX],
     pub local6: [u8; 16],
     pub remote6: [u8; 16],
-    pub hdr: [u8; TEMPLATE_MAX],
 }
 
 impl Default for Template {
@@ -113,9 +211,9 @@ impl Default for Template {
             pad: 0,
             local4: [0; 4],
             remote4: [0; 4],
+            hdr: [0; TEMPLATE_MAX],
             local6: [0; 16],
             remote6: [0; 16],
-            hdr: [0; TEMPLATE_MAX],
         }
     }
 }
@@ -176,6 +274,10 @@ pub struct TunnelPortEntry {
 // for any bit pattern.
 unsafe impl aya::Pod for Key {}
 // SAFETY: as above.
+unsafe impl aya::Pod for CKey {}
+// SAFETY: repr(C) integers and bytes, sized without implicit padding.
+unsafe impl aya::Pod for Mask {}
+// SAFETY: as above.
 unsafe impl aya::Pod for Flow {}
 // SAFETY: as above.
 unsafe impl aya::Pod for Template {}
@@ -191,7 +293,7 @@ unsafe impl aya::Pod for TunnelIdKey {}
 unsafe impl aya::Pod for Police {}
 
 /// `enum tl_stat`, in order: the names `tunlab ctl stats` prints.
-pub const STATS: [&str; 19] = [
+pub const STATS: [&str; 20] = [
     "tenant_rx",
     "underlay_rx",
     "hit",
@@ -211,6 +313,7 @@ pub const STATS: [&str; 19] = [
     "too_big",
     "slow_csum_not_verified",
     "drop_policed",
+    "slow_wide_mask",
 ];
 
 /// `struct tl_police`: a tenant port's ingress token bucket (bytes).
@@ -230,19 +333,81 @@ pub struct Police {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use std::mem::size_of;
+
+    #[test]
+    fn a_mask_packs_its_words_in_key_order() {
+        let mut mask = FlowKey::default();
+        mask.w[0] = u32::MAX as u64;
+        mask.w[3] = 0xffff_ffff_0000_0000;
+        mask.w[15] = 0xffff;
+        let m = Mask::of(&mask);
+        assert_eq!((m.n, &m.idx[..3]), (3, &[0u8, 3, 15][..]));
+        let mut key = FlowKey::default();
+        key.w[0] = 0x1234_0000_0007;
+        key.w[3] = 0x0a00_0001_0a00_0002;
+        key.w[15] = 0xabcd_ef01;
+        key.w[7] = 99;
+        let c = m.pack(&key).unwrap();
+        assert_eq!(&c.w[..4], &[7, 0x0a00_0001_0000_0000, 0xef01, 0]);
+        let mut masked = key;
+        for (k, w) in masked.w.iter_mut().zip(mask.w) {
+            *k &= w;
+        }
+        assert_eq!(m.unpack(&c), masked);
+    }
+
+    #[test]
+    fn a_mask_of_more_words_than_the_cache_key_holds_packs_nothing() {
+        let mut mask = FlowKey::default();
+        for w in mask.w.iter_mut().take(CKEY_WORDS + 1) {
+            *w = 1;
+        }
+        let m = Mask::of(&mask);
+        assert!(m.too_wide());
+        assert_eq!(m.words(), CKEY_WORDS + 1);
+        assert_eq!(m.pack(&FlowKey::default()), None);
+        mask.w[CKEY_WORDS] = 0;
+        assert_eq!(Mask::of(&mask).n as usize, CKEY_WORDS);
+    }
+
+    proptest! {
+        #[test]
+        fn packing_then_unpacking_gives_the_masked_key(
+            mw in proptest::array::uniform19(prop_oneof![Just(0u64), any::<u64>()]),
+            kw in proptest::array::uniform19(any::<u64>()),
+        ) {
+            let m = Mask::of(&FlowKey { w: mw });
+            let key = FlowKey { w: kw };
+            match m.pack(&key) {
+                Some(c) => {
+                    let mut masked = key;
+                    for (k, w) in masked.w.iter_mut().zip(mw) {
+                        *k &= w;
+                    }
+                    prop_assert_eq!(m.unpack(&c), masked);
+                }
+                None => prop_assert!(mw.iter().filter(|&&w| w != 0).count() > CKEY_WORDS),
+            }
+        }
+    }
 
     #[test]
     fn layouts_match_the_c_structs() {
         // Sizes as clang lays out bpf/tunlab.h (no implicit padding).
         assert_eq!(size_of::<Key>(), 152);
+        assert_eq!(size_of::<CKey>(), 80);
+        assert_eq!(size_of::<Mask>(), 152 + CKEY_WORDS + 1 + 5);
         assert_eq!(size_of::<Op>(), 8);
         assert_eq!(size_of::<Flow>(), 32 + 8 * MAX_OPS);
         assert_eq!(
             size_of::<Template>(),
-            // kind..l4_off, ifindex, mtu+pad, local4, remote4, the v6 pair, hdr.
+            // kind..l4_off, ifindex, mtu+pad, local4, remote4, hdr, the v6 pair.
             4 + 4 + 4 + 4 + 4 + 16 + 16 + TEMPLATE_MAX
         );
+        // The header right after the fixed part (one cache line per hit).
+        assert_eq!(std::mem::offset_of!(Template, hdr), 20);
         assert_eq!(size_of::<PortEntry>(), 16);
         assert_eq!(size_of::<Police>(), 40);
         assert_eq!(size_of::<TunnelKey>(), 20);

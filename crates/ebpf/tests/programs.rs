@@ -100,10 +100,28 @@ fn user_space_key(packet: &[u8], kind: TunnelKind, ofport: u32) -> FlowKey {
     k
 }
 
-fn all_ones() -> FlowKey {
-    FlowKey {
-        w: [u64::MAX; tunlab_dp::key::WORDS],
+/// Megaflow masks of whole words that between them keep every word of
+/// the key, each within what the cache key packs: a frame's key, hit
+/// under each, agrees with user space's in every field.
+fn covering_masks() -> [FlowKey; 2] {
+    let words = tunlab_dp::key::WORDS;
+    let max = maps::CKEY_WORDS;
+    let mut a = FlowKey::default();
+    let mut b = FlowKey::default();
+    for i in 0..words {
+        if i < max {
+            a.w[i] = u64::MAX;
+        }
+        if i == 0 || i >= max {
+            b.w[i] = u64::MAX;
+        }
     }
+    [a, b]
+}
+
+/// The first of [`covering_masks`], for tests that need one.
+fn wide() -> FlowKey {
+    covering_masks()[0]
 }
 
 fn datapath_for(kind: TunnelKind, family: u8) -> KernelDatapath {
@@ -132,7 +150,7 @@ fn datapath_for(kind: TunnelKind, family: u8) -> KernelDatapath {
     )
     .unwrap();
     dp.set_tlv(&[(OVN_CLASS, OVN_TYPE, 0)]).unwrap();
-    dp.revalidate(&all_ones()).unwrap();
+    dp.revalidate(&wide()).unwrap();
     dp
 }
 
@@ -197,13 +215,17 @@ fn decapsulation_matches_user_space() {
             OptionsBuf::new(),
         ),
     ];
-    for (kind, src, dst, opts) in cases {
+    for ((kind, src, dst, opts), mask) in cases
+        .into_iter()
+        .flat_map(|c| covering_masks().map(|m| (c.clone(), m)))
+    {
         let family = if src.parse::<IpAddr>().unwrap().is_ipv4() {
             4
         } else {
             6
         };
         let mut dp = datapath_for(kind, family);
+        dp.revalidate(&mask).unwrap();
         let inner = tenant_frame();
         let pkt = encapsulate(kind, src, dst, opts, &inner);
         let prog = dp.program_fd(FROM_UNDERLAY).unwrap();
@@ -292,7 +314,7 @@ fn revalidation_retires_entries() {
     .unwrap();
     let r = run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &pkt, 0).unwrap();
     assert_eq!(r.verdict, TC_ACT_REDIRECT);
-    dp.revalidate(&all_ones()).unwrap();
+    dp.revalidate(&wide()).unwrap();
     let r = run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &pkt, 0).unwrap();
     assert_eq!(r.verdict, TC_ACT_OK);
     assert_eq!(stat(&dp, "stale"), 1);
@@ -419,7 +441,7 @@ fn the_batched_sweep_sees_every_entry_once() {
     let n = 3 * tunlab_ebpf::datapath::BATCH + 123;
     // Room to spare: an LRU map evicts before it is full (per-CPU free lists).
     let mut dp = KernelDatapath::load(4 * n as u32, 16, None).expect("programs load (run as root)");
-    dp.revalidate(&all_ones()).unwrap();
+    dp.revalidate(&wide()).unwrap();
     let key = |i: usize| {
         let mut k = FlowKey::default();
         k.w[0] = i as u64 + 1;
@@ -430,7 +452,7 @@ fn the_batched_sweep_sees_every_entry_once() {
         dp.install(&key(i), output_port(1)).unwrap();
     }
     // A new generation: all of the above are stale; then as many fresh.
-    dp.revalidate(&all_ones()).unwrap();
+    dp.revalidate(&wide()).unwrap();
     for i in n..2 * n {
         dp.install(&key(i), output_port(1)).unwrap();
     }
@@ -445,4 +467,35 @@ fn the_batched_sweep_sees_every_entry_once() {
     let s = sweeper.sweep(std::time::Duration::from_millis(1)).unwrap();
     assert_eq!((s.seen, s.stale, s.idle), (n as u64, 0, n as u64));
     assert!(dp.flows().unwrap().is_empty());
+}
+
+/// A megaflow mask of more words than the cache key packs caches
+/// nothing: installs are refused by name, and every packet is a miss the
+/// programs count as such (the slow path still forwards it).
+#[test]
+fn a_mask_too_wide_for_the_cache_key_sends_everything_up() {
+    let mut dp = datapath_for(TunnelKind::Geneve, 4);
+    let mut mask = wide();
+    mask.w[maps::CKEY_WORDS] = u64::MAX;
+    dp.revalidate(&mask).unwrap();
+    let pkt = encapsulate(
+        TunnelKind::Geneve,
+        "172.17.2.163",
+        "172.17.2.60",
+        ovn_option(),
+        &tenant_frame(),
+    );
+    let key = user_space_key(&pkt, TunnelKind::Geneve, 10);
+    assert!(matches!(
+        dp.install(&key, output_port(1)),
+        Err(tunlab_ebpf::datapath::Error::MaskTooWide { words: 11, max: 10 })
+    ));
+    let r = run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &pkt, 0).unwrap();
+    assert_eq!((r.verdict, &r.packet), (TC_ACT_OK, &pkt));
+    assert_eq!((stat(&dp, "slow_wide_mask"), stat(&dp, "miss")), (1, 1));
+    // Back to a mask that fits: cached again.
+    dp.revalidate(&wide()).unwrap();
+    dp.install(&key, output_port(1)).unwrap();
+    let r = run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &pkt, 0).unwrap();
+    assert_eq!(r.verdict, TC_ACT_REDIRECT);
 }

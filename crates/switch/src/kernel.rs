@@ -216,6 +216,12 @@ impl Kernel {
                 port: "-".into(),
                 msg: format!("kernel datapath: {e}"),
             })?;
+        if let (Some(why), Some(d)) = (dp.stale_pins(), &dir) {
+            eprintln!(
+                "tunlab switch {node}: the maps pinned at {} are another build's ({why}): not adopted, this run starts with an empty flow cache",
+                d.display()
+            );
+        }
         if dp.adopted() {
             if let Some(d) = &dir {
                 eprintln!(
@@ -701,6 +707,14 @@ impl Dpif for Kernel {
         }
         self.dp.set_tlv(&entries).map_err(|e| e.to_string())?;
         self.dp.revalidate(&mask).map_err(|e| e.to_string())?;
+        let layout = self.dp.mask_layout();
+        if layout.too_wide() && cacheable && self.mask != mask {
+            eprintln!(
+                "tunlab switch: the rules' megaflow mask keeps {} flow key words, the kernel's flow cache key {}: every packet takes the slow path until the rules match fewer fields (ctl stats: kernel_slow_wide_mask)",
+                layout.words(),
+                tunlab_ebpf::maps::CKEY_WORDS
+            );
+        }
         self.mask = mask;
         self.cacheable = cacheable;
         Ok(Revalidation::NewGeneration)
@@ -712,6 +726,7 @@ impl Dpif for Kernel {
         tlv: &TlvMap,
     ) -> Result<(u64, u64), String> {
         let generation = self.dp.generation();
+        let layout = self.dp.mask_layout();
         let (mut kept, mut deleted) = (0, 0);
         // Walked in batches on a descriptor of its own, each batch's
         // changed flows deleted before the next: a million cached flows
@@ -721,12 +736,12 @@ impl Dpif for Kernel {
             .flow_batch()
             .map_err(|e| e.to_string())
             .and_then(|mut b| {
-                b.sweep(&mut |k, vals| {
+                b.sweep(&mut |k, cached| {
                     // Older generations are the revalidator thread's to sweep.
-                    let Some(cached) = vals.first().filter(|v| v.generation == generation) else {
+                    if cached.generation != generation {
                         return false;
-                    };
-                    let key = FlowKey::from(*k);
+                    }
+                    let key = layout.unpack(k);
                     let decision = decide(&key);
                     let now = self.compile(&key, decision.as_deref().map_err(|e| *e), tlv);
                     let n = cached.n_ops as usize;
@@ -767,6 +782,9 @@ impl Dpif for Kernel {
                 }
                 match self.dp.install(&masked, flow) {
                     Ok(()) => self.installed += 1,
+                    Err(tunlab_ebpf::datapath::Error::MaskTooWide { .. }) => {
+                        *self.not_installed.entry("mask_too_wide").or_default() += 1
+                    }
                     Err(_) => *self.not_installed.entry("map_update_failed").or_default() += 1,
                 }
             }

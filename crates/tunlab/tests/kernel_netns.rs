@@ -405,6 +405,42 @@ fn restart_with_changed_rules_deletes_what_changed() {
     s2.stop();
 }
 
+/// A switch started over maps another build pinned (here a flow cache
+/// with the old 152-byte key, made with bpftool) does not adopt them: it
+/// says why, makes its own, forwards, and its normal stop removes the pins.
+#[test]
+fn pins_of_another_build_are_not_adopted() {
+    let l = lab();
+    let fs = Bpffs::mount(&l);
+    let pins = fs.0.join("n1");
+    std::fs::create_dir_all(&pins).unwrap();
+    let made = std::process::Command::new("bpftool")
+        .args(["map", "create"])
+        .arg(pins.join("tl_flows"))
+        .args([
+            "type", "lru_hash", "key", "152", "value", "64", "entries", "16", "name", "tl_flows",
+        ])
+        .status()
+        .unwrap();
+    assert!(made.success(), "bpftool map create");
+    let (c1, c2) = pair_configs(&l, "geneve");
+    let c1 = on_kernel(&c1).replacen(
+        "[switch]\n",
+        &format!("[switch]\nbpf_pin_dir = \"{}\"\n", fs.0.display()),
+        1,
+    );
+    let (s1, s2) = start_pair(&l, &c1, &on_kernel(&c2));
+    traffic_both_ways(&l, "over another build's pins");
+    let err = s1.stop();
+    assert!(
+        err.contains("are another build's (tl_flows has 152-byte keys"),
+        "{err}"
+    );
+    assert!(!err.contains("adopting the kernel datapath"), "{err}");
+    assert!(!pins.exists(), "{} left behind", pins.display());
+    s2.stop();
+}
+
 /// While n1 is down: packets that reached tb's tenant device in 300 ms
 /// (carried by n1's pinned kernel datapath; n1 itself cannot be asked).
 fn counter_while_down(l: &Lab) -> u64 {

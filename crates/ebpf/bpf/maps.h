@@ -5,10 +5,20 @@
 #define TUNLAB_MAPS_H
 #include "tunlab.h"
 
-/* The flow cache: masked key -> actions; least recently used entries go
- * first when it is full. */
+/*
+ * The flow cache: packed masked key -> actions. Not preallocated: entries
+ * come from the kernel's slab, in its direct mapping (huge pages), where a
+ * preallocated (and so every LRU) map's elements are vmalloc'ed in 4 KiB
+ * pages, and with a million flows each lookup also missed the TLB (a
+ * two-dimensional page walk in a VM). Nothing is evicted here: when the
+ * cache nears max_entries the switch's revalidator deletes the entries
+ * used longest ago (as OVS's revalidators keep the datapath under its
+ * flow limit); an install into a full cache fails and that flow stays on
+ * the slow path meanwhile.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1024); /* set by the loader */
 	__type(key, struct tl_ckey);
 	__type(value, struct tl_flow);

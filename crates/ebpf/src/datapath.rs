@@ -33,6 +33,10 @@ pub enum Error {
     },
     #[error("map {map}: {msg}")]
     Map { map: &'static str, msg: String },
+    /// The flow cache holds as many entries as it may (the revalidator
+    /// makes room).
+    #[error("the kernel's flow cache is full")]
+    CacheFull,
     /// The megaflow mask keeps more words than the cache key packs.
     #[error("the megaflow mask keeps {words} key words, the kernel's flow cache key {max}")]
     MaskTooWide { words: usize, max: usize },
@@ -667,8 +671,14 @@ impl KernelDatapath {
         flow.used = crate::maps::used_now();
         let k = self.pack(masked)?;
         let mut m: HashMap<_, CKey, Flow> = self.map_mut("tl_flows")?;
-        m.insert(k, flow, 0)
-            .map_err(map_err("tl_flows"))
+        m.insert(k, flow, 0).map_err(|e| match &e {
+            aya::maps::MapError::SyscallError(se)
+                if se.io_error.raw_os_error() == Some(libc::E2BIG) =>
+            {
+                Error::CacheFull
+            }
+            _ => map_err("tl_flows")(e),
+        })
     }
 
     /// The cached flows of the current generation (as `ovs-dpctl
@@ -693,6 +703,7 @@ impl KernelDatapath {
             aya::maps::Map::from_map_data(data).map_err(map_err(name))
         };
         Ok(FlowSweeper {
+            capacity: self.flow_capacity as u64,
             batch: Some(self.flow_batch()?),
             flows: HashMap::try_from(handle("tl_flows")?).map_err(map_err("tl_flows"))?,
             generation: Array::try_from(handle("tl_generation")?)
@@ -713,7 +724,7 @@ impl KernelDatapath {
             msg: "not in the object".into(),
         })?;
         let data = match m {
-            aya::maps::Map::LruHashMap(d) | aya::maps::Map::HashMap(d) | aya::maps::Map::Array(d) => d,
+            aya::maps::Map::HashMap(d) | aya::maps::Map::Array(d) => d,
             _ => {
                 return Err(Error::Map {
                     map: name,
@@ -772,12 +783,13 @@ impl KernelDatapath {
 }
 
 /// The flow cache as a revalidator sees it: it deletes entries that no
-/// CPU has used for a while, and entries of an earlier generation (which
-/// no packet can use again), as OVS's revalidators expire datapath flows
-/// after `max-idle`. The LRU bounds the cache's size; this frees what is
-/// dead in it, so that a burst of one-off flows does not push out live
-/// ones only once the cache is full.
+/// packet has used for a while, and entries of an earlier generation
+/// (which no packet can use again), as OVS's revalidators expire datapath
+/// flows after `max-idle`; and when the cache is nearly full, the entries
+/// used longest ago, down to [`EVICT_TO`] of its capacity (the kernel map
+/// does not evict by itself).
 pub struct FlowSweeper {
+    capacity: u64,
     flows: HashMap<aya::maps::MapData, CKey, Flow>,
     generation: Array<aya::maps::MapData, u64>,
     /// Batched reads and deletes (`BPF_MAP_*_BATCH`); None once the
@@ -800,14 +812,26 @@ pub struct Sweep {
     pub idle: u64,
     /// Deleted: of an earlier generation.
     pub stale: u64,
+    /// Deleted to make room: used longest ago while the cache was over
+    /// [`EVICT_FROM`] of its capacity.
+    pub evicted: u64,
 }
+
+/// A sweep that leaves more live entries than this share of the cache's
+/// capacity evicts...
+pub const EVICT_FROM: f64 = 0.9;
+/// ...the least recently used down to this share.
+pub const EVICT_TO: f64 = 0.75;
+/// Buckets of the idle-time histogram eviction chooses its cut-off from.
+const AGE_BUCKETS: usize = 1024;
 
 impl FlowSweeper {
     /// Delete every entry idle for longer than `max_idle`, and every
-    /// stale one. The cache is read in batches of
-    /// [`BATCH`] entries a system call (a million entries take about
-    /// 0.3 s of this thread instead of 3 s one by one), none of the packet
-    /// threads' time.
+    /// stale one; then, if more live entries than [`EVICT_FROM`] of the
+    /// capacity remain, those used longest ago down to [`EVICT_TO`]. The
+    /// cache is read in batches of [`BATCH`] entries a system call (a
+    /// million entries take about 0.4 s of this thread instead of 3 s one
+    /// by one), none of the packet threads' time.
     pub fn sweep(&mut self, max_idle: std::time::Duration) -> Result<Sweep, Error> {
         let generation = self
             .generation
@@ -816,22 +840,68 @@ impl FlowSweeper {
         let limit =
             (max_idle.as_nanos() >> crate::maps::USED_SHIFT).min(u32::MAX as u128 / 2) as u32;
         let now = crate::maps::used_now();
+        // Idle time in the clock's units, modulo 2^32; a use after `now`
+        // was read counts as none.
+        let idle_for = |f: &Flow| match now.wrapping_sub(f.used) {
+            d if d >= u32::MAX / 2 => 0,
+            d => d,
+        };
         let mut out = Sweep::default();
-        // Whether an entry goes, counted by why.
-        let mut judge = |f: &Flow| -> bool {
+        // The live entries' idle times, for eviction's cut-off.
+        let mut ages = vec![0u64; AGE_BUCKETS];
+        let bucket = |idle: u32| {
+            ((idle as u64 * AGE_BUCKETS as u64) / (limit as u64 + 1)).min(AGE_BUCKETS as u64 - 1)
+                as usize
+        };
+        self.walk(&mut |f: &Flow| {
             out.seen += 1;
             if f.generation != generation {
                 out.stale += 1;
                 return true;
             }
-            // Modulo 2^32.
-            let idle_for = now.wrapping_sub(f.used);
-            let idle = idle_for > limit && idle_for < u32::MAX / 2;
-            out.idle += u64::from(idle);
-            idle
-        };
+            let idle = idle_for(f);
+            if idle > limit {
+                out.idle += 1;
+                return true;
+            }
+            ages[bucket(idle)] += 1;
+            false
+        })?;
+        let live = out.seen - out.stale - out.idle;
+        if (live as f64) <= self.capacity as f64 * EVICT_FROM {
+            return Ok(out);
+        }
+        // The oldest buckets, from the top, until enough would go; of the
+        // last bucket only as many as still needed (the first the walk
+        // meets: equally old, as far as the clock tells).
+        let excess = live.saturating_sub((self.capacity as f64 * EVICT_TO) as u64);
+        let (mut cut, mut older) = (AGE_BUCKETS, 0);
+        while cut > 0 && older + ages[cut - 1] < excess {
+            cut -= 1;
+            older += ages[cut];
+        }
+        let mut from_cut = excess - older;
+        let cut = cut.saturating_sub(1);
+        self.walk(&mut |f: &Flow| {
+            if f.generation != generation {
+                return false;
+            }
+            let b = bucket(idle_for(f));
+            let old = b > cut || (b == cut && from_cut > 0);
+            if b == cut && old {
+                from_cut -= 1;
+            }
+            out.evicted += u64::from(old);
+            old
+        })?;
+        Ok(out)
+    }
+
+    /// Walk the cache and delete the entries `doomed` says go: batched
+    /// where the kernel can, else one by one.
+    fn walk(&mut self, doomed: &mut impl FnMut(&Flow) -> bool) -> Result<(), Error> {
         let batched = match &mut self.batch {
-            Some(b) => match b.sweep(&mut |_, f| judge(f)) {
+            Some(b) => match b.sweep(&mut |_, f| doomed(f)) {
                 Ok(()) => true,
                 // Refused before reading anything (an older kernel).
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) && b.walked == 0 => false,
@@ -846,21 +916,21 @@ impl FlowSweeper {
         };
         if !batched {
             self.batch = None;
-            // An error: deleted by the LRU between listing and reading.
-            let doomed: Vec<CKey> = self
+            // An error: deleted meanwhile (by the switch, a flush).
+            let gone: Vec<CKey> = self
                 .flows
                 .iter()
                 .flatten()
-                .filter(|(_, f)| judge(f))
+                .filter(|(_, f)| doomed(f))
                 .map(|(k, _)| k)
                 .collect();
             // Deleted after the walk: removing the key a walk stands on
             // sends a hash map's next-key back to the start.
-            for k in &doomed {
+            for k in &gone {
                 let _ = self.flows.remove(k);
             }
         }
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -439,7 +439,7 @@ fn tenant_misses_go_up() {
 #[test]
 fn the_batched_sweep_sees_every_entry_once() {
     let n = 3 * tunlab_ebpf::datapath::BATCH + 123;
-    // Room to spare: an LRU map evicts before it is full (per-CPU free lists).
+    // Room to spare: the sweep would evict over 90 % of the capacity.
     let mut dp = KernelDatapath::load(4 * n as u32, 16, None).expect("programs load (run as root)");
     dp.revalidate(&wide()).unwrap();
     let key = |i: usize| {
@@ -498,4 +498,46 @@ fn a_mask_too_wide_for_the_cache_key_sends_everything_up() {
     dp.install(&key, output_port(1)).unwrap();
     let r = run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &pkt, 0).unwrap();
     assert_eq!(r.verdict, TC_ACT_REDIRECT);
+}
+
+/// A cache nearly full: the sweep deletes the entries used longest ago
+/// down to 75 % of its capacity and keeps the recent ones; a full cache
+/// refuses installs by name (the revalidator makes room, not the kernel).
+#[test]
+fn a_nearly_full_cache_evicts_the_least_recently_used() {
+    let mut dp = KernelDatapath::load(1000, 16, None).expect("programs load (run as root)");
+    dp.revalidate(&wide()).unwrap();
+    let key = |i: u64| {
+        let mut k = FlowKey::default();
+        k.w[0] = i + 1;
+        k
+    };
+    for i in 0..1000 {
+        dp.install(&key(i), output_port(1)).unwrap();
+    }
+    assert!(matches!(
+        dp.install(&key(1000), output_port(1)),
+        Err(tunlab_ebpf::datapath::Error::CacheFull)
+    ));
+    // 950 entries: 600 used 100 ms ago, then 350 now.
+    for i in 950..1000 {
+        dp.remove_flow(&key(i)).unwrap();
+    }
+    for i in 600..950 {
+        dp.remove_flow(&key(i)).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    for i in 600..950 {
+        dp.install(&key(i), output_port(1)).unwrap();
+    }
+    let mut sweeper = dp.sweeper().unwrap();
+    let s = sweeper.sweep(std::time::Duration::from_secs(2)).unwrap();
+    assert_eq!((s.seen, s.idle, s.stale, s.evicted), (950, 0, 0, 200));
+    let left: std::collections::HashSet<u64> =
+        dp.flows().unwrap().iter().map(|(k, _)| k.w[0] - 1).collect();
+    assert_eq!(left.len(), 750);
+    assert!((600..950).all(|i| left.contains(&i)), "a recent entry went");
+    // Under 90 %: nothing more goes.
+    let s = sweeper.sweep(std::time::Duration::from_secs(2)).unwrap();
+    assert_eq!((s.seen, s.evicted), (750, 0));
 }

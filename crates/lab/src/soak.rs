@@ -810,7 +810,7 @@ mod tests {
         dropped no_route: 3\n\
         exact-match cache: 1 hits, 2 misses\n\
         kernel_hit: 1000\nkernel_drop_action: 0\nkernel_too_big: 4\n\
-        revalidator: 9 sweeps, deleted 1 idle and 2 stale flows; last sweep saw 12 flows in 0.1 ms\n";
+        revalidator: 9 sweeps, deleted 1 idle and 2 stale flows, evicted 0 (cache nearly full); last sweep saw 12 flows in 0.1 ms\n";
 
     #[test]
     fn the_counters_of_ctl_stats() {

@@ -529,10 +529,11 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             }
             if let Some(r) = sw.revalidator_stats() {
                 s.push_str(&format!(
-                    "revalidator: {} sweeps, deleted {} idle and {} stale flows; last sweep saw {} flows in {:.1} ms\n",
+                    "revalidator: {} sweeps, deleted {} idle and {} stale flows, evicted {} (cache nearly full); last sweep saw {} flows in {:.1} ms\n",
                     r.sweeps,
                     r.idle_deleted,
                     r.stale_deleted,
+                    r.evicted,
                     r.last_seen,
                     r.last_sweep.as_secs_f64() * 1e3
                 ));

@@ -785,6 +785,9 @@ impl Dpif for Kernel {
                     Err(tunlab_ebpf::datapath::Error::MaskTooWide { .. }) => {
                         *self.not_installed.entry("mask_too_wide").or_default() += 1
                     }
+                    Err(tunlab_ebpf::datapath::Error::CacheFull) => {
+                        *self.not_installed.entry("cache_full").or_default() += 1
+                    }
                     Err(_) => *self.not_installed.entry("map_update_failed").or_default() += 1,
                 }
             }

@@ -61,6 +61,8 @@ pub struct RevalidatorStats {
     pub sweeps: u64,
     pub idle_deleted: u64,
     pub stale_deleted: u64,
+    /// Deleted, least recently used first, to keep room in the cache.
+    pub evicted: u64,
     /// Entries the last sweep found, and how long it took.
     pub last_seen: u64,
     pub last_sweep: Duration,
@@ -101,6 +103,7 @@ impl Revalidator {
                                 t.sweeps += 1;
                                 t.idle_deleted += s.idle;
                                 t.stale_deleted += s.stale;
+                                t.evicted += s.evicted;
                                 t.last_seen = s.seen;
                                 t.last_sweep = t0.elapsed();
                             }

@@ -5,7 +5,9 @@
 //! links and the maps with the last file descriptor), so a switch that
 //! stops leaves no program behind.
 
-use crate::maps::{CKey, Flow, Mask, PortEntry, Template, TunnelIdKey, TunnelKey, TunnelPortEntry, STATS};
+use crate::maps::{
+    CKey, Flow, Mask, PortEntry, Template, TunnelIdKey, TunnelKey, TunnelPortEntry, STATS,
+};
 use aya::maps::{Array, HashMap, PerCpuArray};
 use aya::programs::{SchedClassifier, TcAttachType};
 use aya::{Ebpf, EbpfLoader};
@@ -552,7 +554,9 @@ impl KernelDatapath {
     /// run's).
     pub fn mask(&self) -> Result<FlowKey, Error> {
         let m: Array<_, Mask> = self.map("tl_mask")?;
-        m.get(&0, 0).map(|m| m.flow_key()).map_err(map_err("tl_mask"))
+        m.get(&0, 0)
+            .map(|m| m.flow_key())
+            .map_err(map_err("tl_mask"))
     }
 
     /// The current mask's layout (how cache keys are packed).

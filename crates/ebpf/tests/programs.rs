@@ -533,8 +533,12 @@ fn a_nearly_full_cache_evicts_the_least_recently_used() {
     let mut sweeper = dp.sweeper().unwrap();
     let s = sweeper.sweep(std::time::Duration::from_secs(2)).unwrap();
     assert_eq!((s.seen, s.idle, s.stale, s.evicted), (950, 0, 0, 200));
-    let left: std::collections::HashSet<u64> =
-        dp.flows().unwrap().iter().map(|(k, _)| k.w[0] - 1).collect();
+    let left: std::collections::HashSet<u64> = dp
+        .flows()
+        .unwrap()
+        .iter()
+        .map(|(k, _)| k.w[0] - 1)
+        .collect();
     assert_eq!(left.len(), 750);
     assert!((600..950).all(|i| left.contains(&i)), "a recent entry went");
     // Under 90 %: nothing more goes.

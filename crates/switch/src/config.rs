@@ -23,6 +23,13 @@
 //!                      # kernel datapath's maps and links are pinned under
 //!                      # DIR/NAME, so that cached flows forward while the
 //!                      # switch is down and a restart adopts them
+//! flow_restore_wait = true # optional (default false), OVS's
+//!                      # other_config:flow-restore-wait: start without
+//!                      # touching the kernel's cached flows (no revalidation,
+//!                      # no expiry; packets that miss are dropped, counted)
+//!                      # until `tunlab ctl flow-restore-wait off`, so that
+//!                      # rules loaded after the start (`ctl add-flows`) are
+//!                      # all in before the adopted flows are checked
 //! control_group = "tunlab" # optional: this group may use the control socket
 //!                      # too (it is then 0660 and group-owned; else 0600, root)
 //! workers = 2          # optional (default 1, at most 64): packet threads, each
@@ -120,6 +127,8 @@ struct RawSwitch {
     flow_cache: Option<u32>,
     #[serde(default)]
     max_idle_ms: Option<u64>,
+    #[serde(default)]
+    flow_restore_wait: bool,
     #[serde(default)]
     bpf_pin_dir: Option<String>,
     #[serde(default)]
@@ -305,6 +314,9 @@ pub struct Config {
     /// A cached flow idle this long on every CPU is deleted (OVS's
     /// `other_config:max-idle`).
     pub max_idle: std::time::Duration,
+    /// Leave the kernel's cached flows alone until told (OVS's
+    /// `flow-restore-wait`).
+    pub flow_restore_wait: bool,
     /// Where the kernel datapath pins its maps and links (a directory of a
     /// bpf filesystem; the node's own under it), so that they outlive a
     /// killed switch; `None`: not pinned.
@@ -634,6 +646,7 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
                 })
             }
         },
+        flow_restore_wait: raw.switch.flow_restore_wait,
         max_idle: match raw.switch.max_idle_ms {
             None => DEFAULT_MAX_IDLE,
             Some(ms @ 100..=86_400_000) => std::time::Duration::from_millis(ms),

@@ -386,6 +386,24 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             }
             Ok(s)
         }
+        "flow-restore-wait" => match arg {
+            "off" | "false" => {
+                let was = sw.restore_waiting();
+                sw.restore_done().map_err(gone)?;
+                Ok(if was {
+                    "flow-restore-wait off: the cached flows are revalidated against the rules loaded, misses are handled again\n".into()
+                } else {
+                    "flow-restore-wait was already off\n".into()
+                })
+            }
+            "" => Ok(format!(
+                "flow-restore-wait {}\n",
+                if sw.restore_waiting() { "on" } else { "off" }
+            )),
+            other => Err(format!(
+                "flow-restore-wait {other}: takes off (it is turned on only at start, by switch.flow_restore_wait = true)"
+            )),
+        },
         "dump-flows" if arg == "--datapath" => on_dpif(sw, |d| d.flow_dump()),
         "del-flows" if arg == "--datapath" => on_dpif(sw, |d| d.flow_flush().map(|()| String::new())),
         "dump-flows" => {
@@ -541,10 +559,10 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             Ok(s)
         }
         "" => {
-            Err("empty request (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | MATCH], stats [--cycles], cycles on|off)".into())
+            Err("empty request (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | MATCH], stats [--cycles], cycles on|off, flow-restore-wait [off])".into())
         }
         other => Err(format!(
-            "unknown request '{other}' (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | MATCH], stats [--cycles], cycles on|off)"
+            "unknown request '{other}' (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | MATCH], stats [--cycles], cycles on|off, flow-restore-wait [off])"
         )),
     }
 }

@@ -53,6 +53,8 @@ pub struct Switch {
     failed: Arc<Mutex<Option<String>>>,
     /// Expires idle flows of a caching datapath's cache.
     revalidator: Option<Revalidator>,
+    /// OVS's flow-restore-wait (see `Node::restore_wait`).
+    restore_wait: Arc<AtomicBool>,
 }
 
 /// The revalidator's totals, for `tunlab ctl stats`.
@@ -81,6 +83,7 @@ impl Revalidator {
     fn start(
         mut sweeper: tunlab_ebpf::datapath::FlowSweeper,
         max_idle: Duration,
+        restore_wait: Arc<AtomicBool>,
         stop: Arc<AtomicBool>,
         failed: Arc<Mutex<Option<String>>>,
     ) -> std::io::Result<Revalidator> {
@@ -92,7 +95,8 @@ impl Revalidator {
             .spawn(move || {
                 let mut next = Instant::now() + every;
                 while !stop.load(Ordering::Relaxed) {
-                    if Instant::now() < next {
+                    // Nothing expires while flows are being restored.
+                    if Instant::now() < next || restore_wait.load(Ordering::Relaxed) {
                         std::thread::sleep(Duration::from_millis(20).min(every));
                         continue;
                     }
@@ -188,6 +192,10 @@ impl Switch {
             })?,
             None => None,
         };
+        let restore_wait = Arc::new(AtomicBool::new(cfg.flow_restore_wait && dpif.is_some()));
+        for node in &mut nodes {
+            node.restore_wait = restore_wait.clone();
+        }
         if let Some(node) = nodes.first_mut() {
             node.dpif = dpif;
             node.revalidate();
@@ -196,11 +204,16 @@ impl Switch {
         let failed = Arc::new(Mutex::new(None));
         let revalidator = match sweeper {
             Some(s) => Some(
-                Revalidator::start(s, cfg.max_idle, stop.clone(), failed.clone()).map_err(|e| {
-                    StartError::Port {
-                        port: "-".into(),
-                        msg: format!("cannot start the revalidator thread: {e}"),
-                    }
+                Revalidator::start(
+                    s,
+                    cfg.max_idle,
+                    restore_wait.clone(),
+                    stop.clone(),
+                    failed.clone(),
+                )
+                .map_err(|e| StartError::Port {
+                    port: "-".into(),
+                    msg: format!("cannot start the revalidator thread: {e}"),
                 })?,
             ),
             None => None,
@@ -243,7 +256,23 @@ impl Switch {
             stop,
             failed,
             revalidator,
+            restore_wait,
         })
+    }
+
+    /// Whether the switch still waits for its flows to be restored.
+    pub fn restore_waiting(&self) -> bool {
+        self.restore_wait.load(Ordering::Relaxed)
+    }
+
+    /// End flow-restore-wait: the rules loaded by now are the table, the
+    /// caching datapath's flows are revalidated against them (one by one
+    /// when adopted under the same mask), and misses are handled again.
+    pub fn restore_done(&self) -> Result<(), WorkerError> {
+        if !self.restore_wait.swap(false, Ordering::Relaxed) {
+            return Ok(());
+        }
+        self.on(0, |n| n.revalidate())
     }
 
     /// The revalidator's totals, if this node's datapath has one.

@@ -168,7 +168,8 @@ enum Command {
     /// add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE,
     /// add-flows FILE (one rule per line, - for stdin), del-flows [--strict] [MATCH], stats [--cycles], cycles on|off; on the
     /// eBPF datapath dump-flows --datapath and del-flows --datapath (the
-    /// kernel's cached flows, as ovs-dpctl).
+    /// kernel's cached flows, as ovs-dpctl), and flow-restore-wait off (a
+    /// switch started with flow_restore_wait = true: the rules are all in).
     Ctl {
         /// The node's control socket (default /run/tunlab/NODE.ctl).
         #[arg(long, conflicts_with = "node")]

@@ -405,6 +405,74 @@ fn restart_with_changed_rules_deletes_what_changed() {
     s2.stop();
 }
 
+/// OVS's flow-restore-wait: a restart whose configuration has no rules
+/// (they come back through `ctl add-flows` after the start, as a
+/// controller or a saved-flows script would bring them) leaves the
+/// adopted flows alone until `ctl flow-restore-wait off`; then each is
+/// checked against the rules loaded by then and kept. The TCP stream
+/// under it never stops. Without the wait the first revalidation would
+/// see an empty table: a new mask, every flow a miss, and no rule to
+/// forward the misses.
+#[test]
+fn restart_with_rules_added_later_waits_for_them() {
+    let l = lab();
+    let fs = Bpffs::mount(&l);
+    let (c1, s1, s2) = pinned_pair(&l, &fs);
+    traffic_both_ways(&l, "before the kill");
+    let rules = "in_port=1 actions=output:10\nin_port=10,tun_id=6 actions=output:1\n";
+    assert!(c1.contains("\"in_port=1 actions=output:10\""), "{c1}");
+    let bare = c1
+        .replace("  \"in_port=1 actions=output:10\",\n", "")
+        .replace("  \"in_port=10,tun_id=6 actions=output:1\",\n", "")
+        .replacen("[switch]\n", "[switch]\nflow_restore_wait = true\n", 1);
+    assert!(bare.contains("flows = [\n]"), "{bare}");
+    let file = l.dir.join("n1-rules.txt");
+    std::fs::write(&file, rules).unwrap();
+
+    let stream = iperf3_intervals(&l, 5);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    s1.kill9();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let s1 = Switch::start(l.hv1.name(), &bare, &l.dir, "n1");
+    s1.wait_ready();
+    let sock = l.dir.join("n1.ctl");
+    let (ok, out, _) = ctl(&sock, &["flow-restore-wait"]);
+    assert!(ok && out.contains("flow-restore-wait on"), "{out}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let (ok, _, err) = ctl(&sock, &["add-flows", file.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = ctl(&sock, &["flow-restore-wait", "off"]);
+    assert!(
+        ok && out.contains("revalidated against the rules loaded"),
+        "{out}{err}"
+    );
+    let intervals = stream.join().expect("the TCP connection survived");
+    let empty: Vec<usize> = intervals
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == 0)
+        .map(|(i, _)| i)
+        .collect();
+    assert!(intervals.len() >= 45, "{intervals:?}");
+    assert!(
+        empty.is_empty(),
+        "iperf3 reported intervals without data {empty:?}: {intervals:?}"
+    );
+    traffic_both_ways(&l, "after the restore");
+    let (ok, _, err) = ctl(&sock, &["flow-restore-wait", "on"]);
+    assert!(!ok && err.contains("only at start"), "{err}");
+    let err = s1.stop();
+    let kept = err
+        .lines()
+        .find_map(|l| l.split("revalidated the adopted flows: kept ").nth(1))
+        .unwrap_or_else(|| panic!("no per-flow revalidation: {err}"));
+    assert!(
+        kept.ends_with("deleted 0") && !kept.starts_with("0,"),
+        "{kept}"
+    );
+    s2.stop();
+}
+
 /// A switch started over maps another build pinned (here a flow cache
 /// with the old 152-byte key, made with bpftool) does not adopt them: it
 /// says why, makes its own, forwards, and its normal stop removes the pins.

@@ -37,6 +37,8 @@ use socket::SockState;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 use stt::SttTso;
 use tunlab_dp::{extract, extract_tunnel, Classifier, FlowKey, Op, Pipeline, TlvMap, TunnelSet};
@@ -148,6 +150,10 @@ pub struct Node {
     /// The caching datapath under this slow path, when it runs over one
     /// (worker 0 only): its flows are filled from this node's decisions.
     pub dpif: Option<Box<dyn Dpif>>,
+    /// OVS's flow-restore-wait, shared with the switch: while set, the
+    /// caching datapath's flows are neither revalidated nor added to, and
+    /// what misses them is dropped (counted as flow_restore_wait).
+    pub restore_wait: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Node {
@@ -207,6 +213,7 @@ impl Node {
             stt_tso_looked: None,
             poll_set: Poller::new(),
             dpif: None,
+            restore_wait: Arc::new(AtomicBool::new(false)),
         };
         node.port_cfgs = cfg.ports.clone();
         for p in &cfg.ports {
@@ -395,6 +402,10 @@ impl Node {
         let Some(d) = self.dpif.as_mut() else {
             return;
         };
+        if self.restore_wait.load(Ordering::Relaxed) {
+            // Rules are still coming in: checked once they all are.
+            return;
+        }
         let checked: Result<(), String> = match d.revalidate(&self.classifier, &self.tlv) {
             Ok(Revalidation::NewGeneration) => return,
             // Adopted flows: each one's key through the pipeline as a
@@ -684,6 +695,12 @@ impl Node {
         tunnelled: bool,
         gso: Option<Gso>,
     ) {
+        if self.dpif.is_some() && self.restore_wait.load(Ordering::Relaxed) {
+            // As OVS does while its flows are restored: the datapath's
+            // misses are not handled yet.
+            self.drop("flow_restore_wait");
+            return;
+        }
         if frame.len() < 14 {
             // A tunnel header with (almost) nothing behind it, or a runt
             // from a tenant: no Ethernet frame to switch.

@@ -217,7 +217,7 @@ fn decapsulation_matches_user_space() {
     ];
     for ((kind, src, dst, opts), mask) in cases
         .into_iter()
-        .flat_map(|c| covering_masks().map(|m| (c.clone(), m)))
+        .flat_map(|c| covering_masks().map(|m| (c, m)))
     {
         let family = if src.parse::<IpAddr>().unwrap().is_ipv4() {
             4

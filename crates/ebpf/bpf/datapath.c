@@ -44,10 +44,12 @@ static __always_inline int to_tenant(struct __sk_buff *skb, __u32 ifindex, int i
 	return ip ? bpf_redirect_peer(ifindex, 0) : bpf_redirect(ifindex, 0);
 }
 
-/* A flow whose actions are drop (or that no rule matched). */
-static __always_inline int drop(struct tl_flow *f, struct __sk_buff *skb)
+/* A flow whose actions are drop (or that no rule matched), in from
+ * `in_port`. */
+static __always_inline int drop(struct tl_flow *f, struct __sk_buff *skb, __u32 in_port)
 {
 	account(f, skb, skb->len);
+	port_rx(in_port, skb->len, 1);
 	count(TL_STAT_DROP_ACTION);
 	return TC_ACT_SHOT;
 }
@@ -80,17 +82,24 @@ static __always_inline int vlan_ops(struct __sk_buff *skb, struct tl_flow *f)
 	return TL_MAX_OPS - 1;
 }
 
-/* The frame's output, after its VLAN edits. */
-static __always_inline int output(struct __sk_buff *skb, struct tl_flow *f, __u32 len)
+/* The frame's output, after its VLAN edits: `len` bytes in from
+ * `in_port`. */
+static __always_inline int output(struct __sk_buff *skb, struct tl_flow *f, __u32 len,
+				  __u32 in_port)
 {
 	int last = vlan_ops(skb, f);
 	if (last < 0 || last >= TL_MAX_OPS) {
 		count(TL_STAT_ERR_ADJUST);
+		port_rx(in_port, len, 1);
 		return TC_ACT_SHOT;
 	}
 	struct tl_op op = f->ops[last];
 	__u32 proto = bpf_ntohs(skb->protocol);
 	account(f, skb, len);
+	if (op.kind == TL_OP_OUTPUT_PORT || op.kind == TL_OP_OUTPUT_DEV) {
+		port_rx(in_port, len, 0);
+		port_tx(op.arg16, skb->len);
+	}
 	switch (op.kind) {
 	case TL_OP_OUTPUT_PORT:
 		return to_tenant(skb, op.arg,
@@ -99,6 +108,7 @@ static __always_inline int output(struct __sk_buff *skb, struct tl_flow *f, __u3
 		return bpf_redirect(op.arg, 0);
 	}
 	count(TL_STAT_ERR_ADJUST);
+	port_rx(in_port, len, 1);
 	return TC_ACT_SHOT;
 }
 
@@ -114,6 +124,7 @@ int tl_from_tenant(struct __sk_buff *skb)
 		struct tl_police *pol = bpf_map_lookup_elem(&tl_police, &ifindex);
 		if (pol && !police(pol, skb->len)) {
 			count(TL_STAT_DROP_POLICED);
+			port_rx(port->ofport, skb->len, 1);
 			return TC_ACT_SHOT;
 		}
 	}
@@ -131,11 +142,12 @@ int tl_from_tenant(struct __sk_buff *skb)
 	k->w[0] = port->ofport;
 	if (extract_frame(skb, 0, skb->len, k, 0, &fr))
 		goto slow;
+	__u32 in_port = port->ofport;
 	struct tl_flow *f = lookup_flow(k);
 	if (!f)
 		goto up;
 	if (f->n_ops == 0)
-		return drop(f, skb);
+		return drop(f, skb, in_port);
 	struct tl_op op = f->ops[0];
 	if (op.kind == TL_OP_OUTPUT_TUNNEL) {
 		__u32 idx = op.arg;
@@ -154,13 +166,17 @@ int tl_from_tenant(struct __sk_buff *skb)
 		}
 		if (r != TL_PUSH_OK) {
 			count(TL_STAT_ERR_ADJUST);
+			port_rx(in_port, len, 1);
 			return TC_ACT_SHOT;
 		}
 		account(f, skb, len);
+		/* Tunnel ports count the tenant frame, as the slow path does. */
+		port_rx(in_port, len, 0);
+		port_tx(op.arg16, len);
 		count(TL_STAT_ENCAP);
 		return bpf_redirect_neigh(out, NULL, 0, 0);
 	}
-	return output(skb, f, skb->len);
+	return output(skb, f, skb->len, in_port);
 slow:
 	count(TL_STAT_SLOW_NOT_FAST);
 up:
@@ -198,9 +214,9 @@ __attribute__((noinline)) int tl_from_qinq(struct __sk_buff *skb)
 	if (!f)
 		goto up;
 	if (f->n_ops == 0)
-		return drop(f, skb);
+		return drop(f, skb, port->ofport);
 	count(TL_STAT_DECAP);
-	return output(skb, f, skb->len);
+	return output(skb, f, skb->len, port->ofport);
 up:
 	count(TL_STAT_UPCALL);
 	return bpf_redirect(upcall, 0);
@@ -230,6 +246,8 @@ int tl_from_underlay(struct __sk_buff *skb)
 	__u32 inner = o.inner_at;
 	if (inner > 400)
 		goto slow;
+	/* The tunnel port counts the tenant frame, as the slow path does. */
+	__u32 inner_len = o.end - inner;
 	struct tl_frame fr = {};
 	if (extract_frame(skb, inner, o.end, k, 0, &fr))
 		goto slow;
@@ -238,8 +256,12 @@ int tl_from_underlay(struct __sk_buff *skb)
 	struct tl_flow *f = lookup_flow(k);
 	if (!f)
 		goto up;
-	if (f->n_ops == 0)
-		return drop(f, skb);
+	if (f->n_ops == 0) {
+		account(f, skb, inner_len);
+		port_rx(o.ofport, inner_len, 1);
+		count(TL_STAT_DROP_ACTION);
+		return TC_ACT_SHOT;
+	}
 	/* A tenant's veth (into its namespace) or a system port's device
 	 * (out through it); anything else is the slow path's. */
 	struct tl_op op = f->ops[0];
@@ -265,9 +287,12 @@ int tl_from_underlay(struct __sk_buff *skb)
 	}
 	if (bpf_skb_store_bytes(skb, 0, eth, ETH_HLEN, 0)) {
 		count(TL_STAT_ERR_ADJUST);
+		port_rx(o.ofport, inner_len, 1);
 		return TC_ACT_SHOT;
 	}
 	account(f, skb, skb->len);
+	port_rx(o.ofport, skb->len, 0);
+	port_tx(op.arg16, skb->len);
 	count(TL_STAT_DECAP);
 	if (op.kind == TL_OP_OUTPUT_DEV)
 		return bpf_redirect(op.arg, 0);

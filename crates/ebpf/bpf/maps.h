@@ -154,6 +154,50 @@ static __always_inline int police(struct tl_police *p, __u32 len)
 	return pass;
 }
 
+/* ofport -> this CPU's counters of the port (see struct tl_port_stats). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct tl_port_stats);
+} tl_port_stats SEC(".maps");
+
+/* A port's counters, made on first use; NULL for ofport 0 (not counted)
+ * or if the map is full. */
+static __always_inline struct tl_port_stats *port_stats(__u32 ofport)
+{
+	if (!ofport)
+		return NULL;
+	struct tl_port_stats *s = bpf_map_lookup_elem(&tl_port_stats, &ofport);
+	if (s)
+		return s;
+	struct tl_port_stats zero = {};
+	bpf_map_update_elem(&tl_port_stats, &ofport, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&tl_port_stats, &ofport);
+}
+
+/* A frame of `len` bytes in from `ofport`, handled here; dropped or not. */
+static __always_inline void port_rx(__u32 ofport, __u32 len, int dropped)
+{
+	struct tl_port_stats *s = port_stats(ofport);
+	if (!s)
+		return;
+	s->rx_packets += 1;
+	s->rx_bytes += len;
+	if (dropped)
+		s->rx_dropped += 1;
+}
+
+/* A frame of `len` bytes out of `ofport`. */
+static __always_inline void port_tx(__u32 ofport, __u32 len)
+{
+	struct tl_port_stats *s = port_stats(ofport);
+	if (s) {
+		s->tx_packets += 1;
+		s->tx_bytes += len;
+	}
+}
+
 static __always_inline void count(__u32 what)
 {
 	__u64 *c = bpf_map_lookup_elem(&tl_stats, &what);

@@ -88,8 +88,21 @@ enum tl_op_kind {
 struct tl_op {
 	__u8 kind;
 	__u8 flags;
+	/* push_vlan: the TPID; an output: its ofport (for the port's
+	 * counters; 0: not counted). */
 	__u16 arg16;
 	__u32 arg;
+};
+
+/* What the kernel forwarded or dropped itself, per port (the slow path
+ * counts what it handles): OVS's vport statistics. A frame that goes up
+ * is not counted here. */
+struct tl_port_stats {
+	__u64 rx_packets;
+	__u64 rx_bytes;
+	__u64 tx_packets;
+	__u64 tx_bytes;
+	__u64 rx_dropped;
 };
 
 /*

@@ -8,7 +8,7 @@
 use crate::maps::{
     CKey, Flow, Mask, PortEntry, Template, TunnelIdKey, TunnelKey, TunnelPortEntry, STATS,
 };
-use aya::maps::{Array, HashMap, PerCpuArray};
+use aya::maps::{Array, HashMap, PerCpuArray, PerCpuHashMap};
 use aya::programs::{SchedClassifier, TcAttachType};
 use aya::{Ebpf, EbpfLoader};
 use std::collections::HashMap as StdMap;
@@ -743,6 +743,37 @@ impl KernelDatapath {
                 map: name,
                 msg: format!("dup: {e}"),
             })
+    }
+
+    /// Each port's counters (by ofport) of what the kernel handled
+    /// itself, summed over CPUs.
+    pub fn port_stats(&self) -> Result<Vec<(u32, crate::maps::PortCounters)>, Error> {
+        let m: PerCpuHashMap<_, u32, crate::maps::PortCounters> = self.map("tl_port_stats")?;
+        let mut out = Vec::new();
+        for item in m.iter() {
+            let (ofport, per_cpu) = item.map_err(map_err("tl_port_stats"))?;
+            let mut sum = crate::maps::PortCounters::default();
+            for c in per_cpu.iter() {
+                sum.rx_packets += c.rx_packets;
+                sum.rx_bytes += c.rx_bytes;
+                sum.tx_packets += c.tx_packets;
+                sum.tx_bytes += c.tx_bytes;
+                sum.rx_dropped += c.rx_dropped;
+            }
+            out.push((ofport, sum));
+        }
+        out.sort_unstable_by_key(|(p, _)| *p);
+        Ok(out)
+    }
+
+    /// Port `ofport` left: its counters go (a port added later under the
+    /// same number starts from zero).
+    pub fn forget_port_stats(&mut self, ofport: u32) {
+        if let Ok(mut m) =
+            self.map_mut::<PerCpuHashMap<_, u32, crate::maps::PortCounters>>("tl_port_stats")
+        {
+            let _ = m.remove(&ofport);
+        }
     }
 
     /// The datapath's counters, summed over CPUs, by name.

@@ -316,6 +316,21 @@ pub const STATS: [&str; 20] = [
     "slow_wide_mask",
 ];
 
+/// `struct tl_port_stats`: what the kernel forwarded or dropped itself
+/// for one port, on one CPU.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortCounters {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub rx_dropped: u64,
+}
+
+// SAFETY: repr(C) plain integers without padding.
+unsafe impl aya::Pod for PortCounters {}
+
 /// `struct tl_police`: a tenant port's ingress token bucket (bytes).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -410,6 +425,7 @@ mod tests {
         assert_eq!(std::mem::offset_of!(Template, hdr), 20);
         assert_eq!(size_of::<PortEntry>(), 16);
         assert_eq!(size_of::<Police>(), 40);
+        assert_eq!(size_of::<PortCounters>(), 40);
         assert_eq!(size_of::<TunnelKey>(), 20);
         assert_eq!(size_of::<TunnelIdKey>(), 24);
         assert_eq!(size_of::<TunnelPortEntry>(), 8 + 8 + 32);

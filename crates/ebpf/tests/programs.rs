@@ -154,6 +154,17 @@ fn datapath_for(kind: TunnelKind, family: u8) -> KernelDatapath {
     dp
 }
 
+/// The tenant frame in Geneve over IPv4 with OVN's option.
+fn geneve_ovn_packet() -> Vec<u8> {
+    encapsulate(
+        TunnelKind::Geneve,
+        "172.17.2.163",
+        "172.17.2.60",
+        ovn_option(),
+        &tenant_frame(),
+    )
+}
+
 fn output_port(ifindex: u32) -> Flow {
     let mut f = Flow {
         n_ops: 1,
@@ -300,13 +311,7 @@ fn outer_udp_checksums_are_verified() {
 #[test]
 fn revalidation_retires_entries() {
     let mut dp = datapath_for(TunnelKind::Geneve, 4);
-    let pkt = encapsulate(
-        TunnelKind::Geneve,
-        "172.17.2.163",
-        "172.17.2.60",
-        ovn_option(),
-        &tenant_frame(),
-    );
+    let pkt = geneve_ovn_packet();
     dp.install(
         &user_space_key(&pkt, TunnelKind::Geneve, 10),
         output_port(1),
@@ -478,13 +483,7 @@ fn a_mask_too_wide_for_the_cache_key_sends_everything_up() {
     let mut mask = wide();
     mask.w[maps::CKEY_WORDS] = u64::MAX;
     dp.revalidate(&mask).unwrap();
-    let pkt = encapsulate(
-        TunnelKind::Geneve,
-        "172.17.2.163",
-        "172.17.2.60",
-        ovn_option(),
-        &tenant_frame(),
-    );
+    let pkt = geneve_ovn_packet();
     let key = user_space_key(&pkt, TunnelKind::Geneve, 10);
     assert!(matches!(
         dp.install(&key, output_port(1)),
@@ -544,4 +543,47 @@ fn a_nearly_full_cache_evicts_the_least_recently_used() {
     // Under 90 %: nothing more goes.
     let s = sweeper.sweep(std::time::Duration::from_secs(2)).unwrap();
     assert_eq!((s.seen, s.evicted), (750, 0));
+}
+
+/// What the kernel forwards or drops itself is counted on its ports
+/// (OVS's vport statistics), the tenant frame's length on both sides;
+/// a miss is not (the slow path counts what it handles).
+#[test]
+fn hits_and_drops_are_counted_on_their_ports() {
+    let mut dp = datapath_for(TunnelKind::Geneve, 4);
+    let pkt = geneve_ovn_packet();
+    let inner = tenant_frame().len() as u64;
+    run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &pkt, 0).unwrap();
+    assert!(dp.port_stats().unwrap().is_empty(), "a miss was counted");
+    let key = user_space_key(&pkt, TunnelKind::Geneve, 10);
+    let mut out = output_port(1);
+    out.ops[0].arg16 = 2;
+    dp.install(&key, out).unwrap();
+    for _ in 0..3 {
+        let r = run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &pkt, 0).unwrap();
+        assert_eq!(r.verdict, TC_ACT_REDIRECT);
+    }
+    let by_port: std::collections::HashMap<u32, maps::PortCounters> =
+        dp.port_stats().unwrap().into_iter().collect();
+    assert_eq!(
+        (
+            by_port[&10].rx_packets,
+            by_port[&10].rx_bytes,
+            by_port[&10].rx_dropped
+        ),
+        (3, 3 * inner, 0)
+    );
+    assert_eq!(
+        (by_port[&2].tx_packets, by_port[&2].tx_bytes),
+        (3, 3 * inner)
+    );
+    // Installed as a drop: counted as the port's receive drop.
+    dp.install(&key, Flow::default()).unwrap();
+    let r = run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &pkt, 0).unwrap();
+    assert_eq!(r.verdict, TC_ACT_SHOT);
+    let by_port: std::collections::HashMap<u32, maps::PortCounters> =
+        dp.port_stats().unwrap().into_iter().collect();
+    assert_eq!((by_port[&10].rx_packets, by_port[&10].rx_dropped), (4, 1));
+    dp.forget_port_stats(10);
+    assert!(dp.port_stats().unwrap().iter().all(|(p, _)| *p != 10));
 }

@@ -513,12 +513,26 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
         "stats" if !arg.is_empty() => Err(format!("stats takes nothing or --cycles, not '{arg}'")),
         "stats" => {
             let st = NodeStats::sum(&sw.on_all(|n| n.snapshot()).map_err(gone)?);
+            // What a caching datapath handled itself, added to what the
+            // slow path counted, port by port.
+            let fast: std::collections::HashMap<u32, tunlab_ebpf::maps::PortCounters> = sw
+                .on(0, |n| n.dpif.as_ref().map(|d| d.port_stats()))
+                .map_err(gone)?
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
             let mut s = String::new();
             for p in &st.ports {
                 let (name, ofport, kind, st) = (&p.name, p.ofport, p.kind, p.stats);
+                let k = fast.get(&ofport).copied().unwrap_or_default();
                 s.push_str(&format!(
-                    "port {ofport} {name} ({kind}): rx {} pkts {} bytes, tx {} pkts {} bytes, tx errors {}\n",
-                    st.rx_packets, st.rx_bytes, st.tx_packets, st.tx_bytes, st.tx_errors
+                    "port {ofport} {name} ({kind}): rx {} pkts {} bytes, tx {} pkts {} bytes, tx errors {}, rx dropped {}\n",
+                    st.rx_packets + k.rx_packets,
+                    st.rx_bytes + k.rx_bytes,
+                    st.tx_packets + k.tx_packets,
+                    st.tx_bytes + k.tx_bytes,
+                    st.tx_errors,
+                    k.rx_dropped
                 ));
                 if p.queue_rx.len() > 1 {
                     let per: Vec<String> = p.queue_rx.iter().map(u64::to_string).collect();

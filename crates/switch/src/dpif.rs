@@ -95,6 +95,12 @@ pub trait Dpif: std::fmt::Debug + Send {
     /// The datapath's counters, named for `tunlab ctl stats`.
     fn stats(&self) -> Vec<(String, u64)>;
 
+    /// Per port (by ofport): what this datapath forwarded or dropped
+    /// itself; what it sent up is the slow path's to count.
+    fn port_stats(&self) -> Vec<(u32, tunlab_ebpf::maps::PortCounters)> {
+        Vec::new()
+    }
+
     /// Look at the underlay devices' MTUs again (called every half
     /// second); the smallest, if this datapath knows its devices.
     fn refresh_mtu(&mut self) -> Option<u16> {

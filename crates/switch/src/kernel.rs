@@ -559,6 +559,9 @@ impl Kernel {
         let Some((Op::Output { port, tun }, edits)) = ops.split_last() else {
             return Err("actions_not_in_kernel");
         };
+        // The output port's number for its counters (0, uncounted, beyond
+        // what the op's 16 bits hold).
+        let counted = u16::try_from(*port).unwrap_or(0);
         let mut flow = Flow::default();
         let n = vlan_edits(key, edits, &mut flow.ops)?;
         let out = &mut flow.ops[n];
@@ -571,6 +574,7 @@ impl Kernel {
                     } else {
                         km::OP_OUTPUT_DEV
                     },
+                    arg16: counted,
                     arg: ifindex,
                     ..km::Op::default()
                 };
@@ -578,6 +582,7 @@ impl Kernel {
             Some(Target::Qinq { ifindex }) if !from_tunnel => {
                 *out = km::Op {
                     kind: km::OP_OUTPUT_DEV,
+                    arg16: counted,
                     arg: ifindex,
                     ..km::Op::default()
                 };
@@ -592,6 +597,7 @@ impl Kernel {
                 let i = self.dp.template(&t).map_err(|_| "templates_full")?;
                 *out = km::Op {
                     kind: km::OP_OUTPUT_TUNNEL,
+                    arg16: counted,
                     arg: i,
                     ..km::Op::default()
                 };
@@ -629,6 +635,7 @@ impl Dpif for Kernel {
     /// A port leaves: its programs, map entries and devices go.
     fn port_del(&mut self, ofport: u32, cfg: Option<&Port>) {
         self.targets.remove(&ofport);
+        self.dp.forget_port_stats(ofport);
         if let Some(i) = self
             .qinqs
             .iter()
@@ -869,6 +876,10 @@ impl Dpif for Kernel {
 
     fn sweeper(&self) -> Result<Option<tunlab_ebpf::datapath::FlowSweeper>, String> {
         self.dp.sweeper().map(Some).map_err(|e| e.to_string())
+    }
+
+    fn port_stats(&self) -> Vec<(u32, km::PortCounters)> {
+        self.dp.port_stats().unwrap_or_default()
     }
 
     /// Counters of the kernel datapath, with the install counts.

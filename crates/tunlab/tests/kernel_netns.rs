@@ -297,6 +297,31 @@ fn iperf3_intervals(l: &Lab, secs: u32) -> std::thread::JoinHandle<Vec<u64>> {
     })
 }
 
+/// The indices of iperf3's 100-ms intervals that carried no data (each
+/// asserted empty-free by the caller, with its own context).
+fn empty_intervals(intervals: &[u64]) -> Vec<usize> {
+    intervals
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == 0)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The restarted switch's word on its adopted flows (`N, deleted M`),
+/// asserting that some were kept and none deleted.
+fn kept_every_adopted_flow(err: &str) -> String {
+    let kept = err
+        .lines()
+        .find_map(|l| l.split("revalidated the adopted flows: kept ").nth(1))
+        .unwrap_or_else(|| panic!("no per-flow revalidation: {err}"));
+    assert!(
+        kept.ends_with("deleted 0") && !kept.starts_with("0,"),
+        "{kept}"
+    );
+    kept.to_string()
+}
+
 /// `kill -9` of a kernel-datapath switch under a TCP stream, then a
 /// restart: the pinned programs and maps forward the cached flow while the
 /// switch is down, the new process adopts them (its program swapped into
@@ -327,12 +352,7 @@ fn restart_after_kill_keeps_the_stream() {
     let intervals = stream.join().expect("the TCP connection survived");
     let total: u64 = intervals.iter().sum();
     // iperf3's own 100-ms interval reports: none without data.
-    let empty: Vec<usize> = intervals
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| **b == 0)
-        .map(|(i, _)| i)
-        .collect();
+    let empty = empty_intervals(&intervals);
     eprintln!(
         "restart: iperf3 moved {} MB in 5 s, {} intervals of 100 ms, without data: {empty:?}; while down the kernel carried {down} packets",
         total >> 20,
@@ -352,14 +372,7 @@ fn restart_after_kill_keeps_the_stream() {
     );
     // The adopted flows were checked one by one against the same rules:
     // the stream's flows kept, none turned into misses.
-    let kept = err
-        .lines()
-        .find_map(|l| l.split("revalidated the adopted flows: kept ").nth(1))
-        .unwrap_or_else(|| panic!("no per-flow revalidation: {err}"));
-    assert!(
-        kept.ends_with("deleted 0") && !kept.starts_with("0,"),
-        "{kept}"
-    );
+    let kept = kept_every_adopted_flow(&err);
     eprintln!("adopted flows: kept {kept}");
     // The killed switch's upcall TAP went with it; its entry too.
     assert!(
@@ -447,12 +460,7 @@ fn restart_with_rules_added_later_waits_for_them() {
         "{out}{err}"
     );
     let intervals = stream.join().expect("the TCP connection survived");
-    let empty: Vec<usize> = intervals
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| **b == 0)
-        .map(|(i, _)| i)
-        .collect();
+    let empty = empty_intervals(&intervals);
     assert!(intervals.len() >= 45, "{intervals:?}");
     assert!(
         empty.is_empty(),
@@ -461,15 +469,7 @@ fn restart_with_rules_added_later_waits_for_them() {
     traffic_both_ways(&l, "after the restore");
     let (ok, _, err) = ctl(&sock, &["flow-restore-wait", "on"]);
     assert!(!ok && err.contains("only at start"), "{err}");
-    let err = s1.stop();
-    let kept = err
-        .lines()
-        .find_map(|l| l.split("revalidated the adopted flows: kept ").nth(1))
-        .unwrap_or_else(|| panic!("no per-flow revalidation: {err}"));
-    assert!(
-        kept.ends_with("deleted 0") && !kept.starts_with("0,"),
-        "{kept}"
-    );
+    kept_every_adopted_flow(&s1.stop());
     s2.stop();
 }
 
@@ -491,13 +491,7 @@ fn pins_of_another_build_are_not_adopted() {
         .status()
         .unwrap();
     assert!(made.success(), "bpftool map create");
-    let (c1, c2) = pair_configs(&l, "geneve");
-    let c1 = on_kernel(&c1).replacen(
-        "[switch]\n",
-        &format!("[switch]\nbpf_pin_dir = \"{}\"\n", fs.0.display()),
-        1,
-    );
-    let (s1, s2) = start_pair(&l, &c1, &on_kernel(&c2));
+    let (_, s1, s2) = pinned_pair(&l, &fs);
     traffic_both_ways(&l, "over another build's pins");
     let err = s1.stop();
     assert!(

@@ -483,6 +483,32 @@ pub fn assert_kernel_carried(dir: &std::path::Path, node: &str, what: &str) {
     assert!(counter(&st, "kernel_installed") > 0, "{what} {node}: {st}");
     assert!(counter(&st, "kernel_encap") > 20, "{what} {node}: {st}");
     assert!(counter(&st, "kernel_decap") > 20, "{what} {node}: {st}");
+    // The port lines include what the kernel carried: at least as many
+    // frames in and out over the ports as it encapsulated and
+    // decapsulated.
+    let (rx, tx) = port_totals(&st);
+    let kernel = counter(&st, "kernel_encap") + counter(&st, "kernel_decap");
+    assert!(
+        rx >= kernel && tx >= kernel,
+        "{what} {node}: rx {rx}, tx {tx}, kernel {kernel}: {st}"
+    );
+}
+
+/// Packets received and sent over every port of a `ctl stats` text.
+pub fn port_totals(stats: &str) -> (u64, u64) {
+    let after = |l: &str, w: &str| -> u64 {
+        l.split(w)
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    stats
+        .lines()
+        .filter(|l| l.starts_with("port "))
+        .fold((0, 0), |(rx, tx), l| {
+            (rx + after(l, ": rx "), tx + after(l, ", tx "))
+        })
 }
 
 /// `bpftool net show [ARGS]` in namespace `ns`: the programs attached to

@@ -525,14 +525,19 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             for p in &st.ports {
                 let (name, ofport, kind, st) = (&p.name, p.ofport, p.kind, p.stats);
                 let k = fast.get(&ofport).copied().unwrap_or_default();
+                // The kernel's receive drops only when there are some:
+                // "dropped" in the stats means something was.
+                let drops = match k.rx_dropped {
+                    0 => String::new(),
+                    n => format!(", rx dropped {n} (kernel)"),
+                };
                 s.push_str(&format!(
-                    "port {ofport} {name} ({kind}): rx {} pkts {} bytes, tx {} pkts {} bytes, tx errors {}, rx dropped {}\n",
+                    "port {ofport} {name} ({kind}): rx {} pkts {} bytes, tx {} pkts {} bytes, tx errors {}{drops}\n",
                     st.rx_packets + k.rx_packets,
                     st.rx_bytes + k.rx_bytes,
                     st.tx_packets + k.tx_packets,
                     st.tx_bytes + k.tx_bytes,
                     st.tx_errors,
-                    k.rx_dropped
                 ));
                 if p.queue_rx.len() > 1 {
                     let per: Vec<String> = p.queue_rx.iter().map(u64::to_string).collect();

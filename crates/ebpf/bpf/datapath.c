@@ -44,12 +44,13 @@ static __always_inline int to_tenant(struct __sk_buff *skb, __u32 ifindex, int i
 	return ip ? bpf_redirect_peer(ifindex, 0) : bpf_redirect(ifindex, 0);
 }
 
-/* A flow whose actions are drop (or that no rule matched), in from
- * `in_port`. */
-static __always_inline int drop(struct tl_flow *f, struct __sk_buff *skb, __u32 in_port)
+/* A flow whose actions are drop (or that no rule matched): a tenant
+ * frame of `len` bytes in from `in_port`. */
+static __always_inline int drop(struct tl_flow *f, struct __sk_buff *skb, __u32 in_port,
+				__u32 len)
 {
-	account(f, skb, skb->len);
-	port_rx(in_port, skb->len, 1);
+	account(f, skb, len);
+	port_rx(in_port, len, 1);
 	count(TL_STAT_DROP_ACTION);
 	return TC_ACT_SHOT;
 }
@@ -147,7 +148,7 @@ int tl_from_tenant(struct __sk_buff *skb)
 	if (!f)
 		goto up;
 	if (f->n_ops == 0)
-		return drop(f, skb, in_port);
+		return drop(f, skb, in_port, skb->len);
 	struct tl_op op = f->ops[0];
 	if (op.kind == TL_OP_OUTPUT_TUNNEL) {
 		__u32 idx = op.arg;
@@ -214,7 +215,7 @@ __attribute__((noinline)) int tl_from_qinq(struct __sk_buff *skb)
 	if (!f)
 		goto up;
 	if (f->n_ops == 0)
-		return drop(f, skb, port->ofport);
+		return drop(f, skb, port->ofport, skb->len);
 	count(TL_STAT_DECAP);
 	return output(skb, f, skb->len, port->ofport);
 up:
@@ -256,12 +257,8 @@ int tl_from_underlay(struct __sk_buff *skb)
 	struct tl_flow *f = lookup_flow(k);
 	if (!f)
 		goto up;
-	if (f->n_ops == 0) {
-		account(f, skb, inner_len);
-		port_rx(o.ofport, inner_len, 1);
-		count(TL_STAT_DROP_ACTION);
-		return TC_ACT_SHOT;
-	}
+	if (f->n_ops == 0)
+		return drop(f, skb, o.ofport, inner_len);
 	/* A tenant's veth (into its namespace) or a system port's device
 	 * (out through it); anything else is the slow path's. */
 	struct tl_op op = f->ops[0];

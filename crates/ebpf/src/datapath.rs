@@ -551,31 +551,24 @@ impl KernelDatapath {
     }
 
     /// The megaflow mask the programs apply (an adopted one: the previous
-    /// run's).
-    pub fn mask(&self) -> Result<FlowKey, Error> {
-        let m: Array<_, Mask> = self.map("tl_mask")?;
-        m.get(&0, 0)
-            .map(|m| m.flow_key())
-            .map_err(map_err("tl_mask"))
-    }
-
-    /// The current mask's layout (how cache keys are packed).
+    /// run's) and its layout (how cache keys are packed).
     pub fn mask_layout(&self) -> Mask {
         self.mask
     }
 
-    /// `masked` as the cache holds it.
-    fn pack(&self, masked: &FlowKey) -> Result<CKey, Error> {
-        self.mask.pack(masked).ok_or(Error::MaskTooWide {
+    /// `key`, masked, as the cache holds it.
+    fn pack(&self, key: &FlowKey) -> Result<CKey, Error> {
+        self.mask.pack(key).ok_or(Error::MaskTooWide {
             words: self.mask.words(),
             max: crate::maps::CKEY_WORDS,
         })
     }
 
-    /// Delete the entry cached under `masked`, if there is one.
-    pub fn remove_flow(&mut self, masked: &FlowKey) -> Result<(), Error> {
+    /// Delete the entry cached for `key` (under the current mask), if
+    /// there is one.
+    pub fn remove_flow(&mut self, key: &FlowKey) -> Result<(), Error> {
         // Under a mask too wide for the cache nothing is cached.
-        let Some(k) = self.mask.pack(masked) else {
+        let Some(k) = self.mask.pack(key) else {
             return Ok(());
         };
         let mut m: HashMap<_, CKey, Flow> = self.map_mut("tl_flows")?;
@@ -615,6 +608,12 @@ impl KernelDatapath {
         let mut m: Array<_, Mask> = self.map_mut("tl_mask")?;
         m.set(0, layout, 0).map_err(map_err("tl_mask"))?;
         self.mask = layout;
+        self.new_generation()
+    }
+
+    /// A new generation under the same mask: every cached entry is a miss
+    /// once this returns (`ovs-dpctl del-flows`).
+    pub fn new_generation(&mut self) -> Result<(), Error> {
         self.generation += 1;
         let g = self.generation;
         let mut gen: Array<_, u64> = self.map_mut("tl_generation")?;
@@ -668,12 +667,13 @@ impl KernelDatapath {
         Ok(hit.len())
     }
 
-    /// Install a flow under `masked` (the key with the mask of the last
-    /// [`KernelDatapath::revalidate`] applied), at the current generation.
-    pub fn install(&mut self, masked: &FlowKey, mut flow: Flow) -> Result<(), Error> {
+    /// Install a flow for `key` under the mask of the last
+    /// [`KernelDatapath::revalidate`] (applied here, as the key is packed),
+    /// at the current generation.
+    pub fn install(&mut self, key: &FlowKey, mut flow: Flow) -> Result<(), Error> {
         flow.generation = self.generation;
         flow.used = crate::maps::used_now();
-        let k = self.pack(masked)?;
+        let k = self.pack(key)?;
         let mut m: HashMap<_, CKey, Flow> = self.map_mut("tl_flows")?;
         m.insert(k, flow, 0).map_err(|e| match &e {
             aya::maps::MapError::SyscallError(se)

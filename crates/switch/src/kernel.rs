@@ -71,8 +71,6 @@ pub struct Kernel {
     decap_ids: Vec<(u32, km::TunnelIdKey)>,
     /// An adopted datapath's leftover port entries have been removed.
     adoption_swept: bool,
-    /// The megaflow mask of the current generation.
-    mask: FlowKey,
     /// False while any rule uses `normal` (its outputs depend on learned
     /// MACs, not on the key alone).
     cacheable: bool,
@@ -238,7 +236,6 @@ impl Kernel {
             decaps: Vec::new(),
             decap_ids: Vec::new(),
             adoption_swept: false,
-            mask: FlowKey::default(),
             cacheable: true,
             installed: 0,
             not_installed: HashMap::new(),
@@ -703,26 +700,25 @@ impl Dpif for Kernel {
         // this very mask and TLV map, so its flows are checked one by one
         // (as OVS's revalidators do after a restart) instead of all
         // becoming misses at once.
+        let same_mask = self.dp.mask_layout().flow_key() == mask;
         if first_after_adoption
             && cacheable
-            && self.dp.mask().map_err(|e| e.to_string())? == mask
+            && same_mask
             && self.dp.tlv().map_err(|e| e.to_string())? == entries
         {
-            self.mask = mask;
             self.cacheable = cacheable;
             return Ok(Revalidation::EachFlow);
         }
         self.dp.set_tlv(&entries).map_err(|e| e.to_string())?;
         self.dp.revalidate(&mask).map_err(|e| e.to_string())?;
         let layout = self.dp.mask_layout();
-        if layout.too_wide() && cacheable && self.mask != mask {
+        if layout.too_wide() && cacheable && !same_mask {
             eprintln!(
                 "tunlab switch: the rules' megaflow mask keeps {} flow key words, the kernel's flow cache key {}: every packet takes the slow path until the rules match fewer fields (ctl stats: kernel_slow_wide_mask)",
                 layout.words(),
                 tunlab_ebpf::maps::CKEY_WORDS
             );
         }
-        self.mask = mask;
         self.cacheable = cacheable;
         Ok(Revalidation::NewGeneration)
     }
@@ -766,7 +762,7 @@ impl Dpif for Kernel {
             });
         if let Err(e) = walked {
             // Unchecked flows must not forward: a new generation instead.
-            self.dp.revalidate(&self.mask).map_err(|e| e.to_string())?;
+            self.dp.new_generation().map_err(|e| e.to_string())?;
             return Err(format!("{e}; every adopted flow is a miss instead"));
         }
         Ok((kept, deleted))
@@ -774,7 +770,7 @@ impl Dpif for Kernel {
 
     fn flow_flush(&mut self) -> Result<(), String> {
         // A new generation under the same mask: every entry is a miss.
-        self.dp.revalidate(&self.mask).map_err(|e| e.to_string())
+        self.dp.new_generation().map_err(|e| e.to_string())
     }
 
     /// The slow path decided `decision` for a packet with flow key `key`
@@ -783,11 +779,8 @@ impl Dpif for Kernel {
     fn flow_put(&mut self, key: &FlowKey, decision: Result<&[Op], DropReason>, tlv: &TlvMap) {
         match self.compile(key, decision, tlv) {
             Ok(flow) => {
-                let mut masked = *key;
-                for (k, m) in masked.w.iter_mut().zip(self.mask.w) {
-                    *k &= m;
-                }
-                match self.dp.install(&masked, flow) {
+                // Masked by the datapath as it packs the cache key.
+                match self.dp.install(key, flow) {
                     Ok(()) => self.installed += 1,
                     Err(tunlab_ebpf::datapath::Error::MaskTooWide { .. }) => {
                         *self.not_installed.entry("mask_too_wide").or_default() += 1

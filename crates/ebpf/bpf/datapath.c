@@ -24,10 +24,11 @@
 char _license[] SEC("license") = "Dual BSD/GPL";
 
 /* Counted as the tenant frame (before a push, after a pop), as the slow
- * path and OVS count. */
-static __always_inline void account(struct tl_flow *f, struct __sk_buff *skb, __u32 len)
+ * path and OVS count: `n` packets (segs() before any adjust) of `len`
+ * bytes. */
+static __always_inline void account(struct tl_flow *f, __u32 n, __u32 len)
 {
-	__sync_fetch_and_add(&f->packets, skb->gso_segs ? skb->gso_segs : 1);
+	__sync_fetch_and_add(&f->packets, n);
 	__sync_fetch_and_add(&f->bytes, len);
 	__u32 now = (__u32)(bpf_ktime_get_coarse_ns() >> TL_USED_SHIFT);
 	/* A store only when the millisecond changed: the line stays clean
@@ -45,12 +46,11 @@ static __always_inline int to_tenant(struct __sk_buff *skb, __u32 ifindex, int i
 }
 
 /* A flow whose actions are drop (or that no rule matched): a tenant
- * frame of `len` bytes in from `in_port`. */
-static __always_inline int drop(struct tl_flow *f, struct __sk_buff *skb, __u32 in_port,
-				__u32 len)
+ * frame of `n` packets and `len` bytes in from `in_port`. */
+static __always_inline int drop(struct tl_flow *f, __u32 n, __u32 in_port, __u32 len)
 {
-	account(f, skb, len);
-	port_rx(in_port, len, 1);
+	account(f, n, len);
+	port_rx(in_port, n, len, 1);
 	count(TL_STAT_DROP_ACTION);
 	return TC_ACT_SHOT;
 }
@@ -88,18 +88,19 @@ static __always_inline int vlan_ops(struct __sk_buff *skb, struct tl_flow *f)
 static __always_inline int output(struct __sk_buff *skb, struct tl_flow *f, __u32 len,
 				  __u32 in_port)
 {
+	__u32 n = segs(skb);
 	int last = vlan_ops(skb, f);
 	if (last < 0 || last >= TL_MAX_OPS) {
 		count(TL_STAT_ERR_ADJUST);
-		port_rx(in_port, len, 1);
+		port_rx(in_port, n, len, 1);
 		return TC_ACT_SHOT;
 	}
 	struct tl_op op = f->ops[last];
 	__u32 proto = bpf_ntohs(skb->protocol);
-	account(f, skb, len);
+	account(f, n, len);
 	if (op.kind == TL_OP_OUTPUT_PORT || op.kind == TL_OP_OUTPUT_DEV) {
-		port_rx(in_port, len, 0);
-		port_tx(op.arg16, skb->len);
+		port_rx(in_port, n, len, 0);
+		port_tx(op.arg16, n, skb->len);
 	}
 	switch (op.kind) {
 	case TL_OP_OUTPUT_PORT:
@@ -109,7 +110,7 @@ static __always_inline int output(struct __sk_buff *skb, struct tl_flow *f, __u3
 		return bpf_redirect(op.arg, 0);
 	}
 	count(TL_STAT_ERR_ADJUST);
-	port_rx(in_port, len, 1);
+	port_rx(in_port, n, len, 1);
 	return TC_ACT_SHOT;
 }
 
@@ -125,7 +126,7 @@ int tl_from_tenant(struct __sk_buff *skb)
 		struct tl_police *pol = bpf_map_lookup_elem(&tl_police, &ifindex);
 		if (pol && !police(pol, skb->len)) {
 			count(TL_STAT_DROP_POLICED);
-			port_rx(port->ofport, skb->len, 1);
+			port_rx(port->ofport, segs(skb), skb->len, 1);
 			return TC_ACT_SHOT;
 		}
 	}
@@ -147,8 +148,9 @@ int tl_from_tenant(struct __sk_buff *skb)
 	struct tl_flow *f = lookup_flow(k);
 	if (!f)
 		goto up;
+	__u32 n = segs(skb);
 	if (f->n_ops == 0)
-		return drop(f, skb, in_port, skb->len);
+		return drop(f, n, in_port, skb->len);
 	struct tl_op op = f->ops[0];
 	if (op.kind == TL_OP_OUTPUT_TUNNEL) {
 		__u32 idx = op.arg;
@@ -167,13 +169,13 @@ int tl_from_tenant(struct __sk_buff *skb)
 		}
 		if (r != TL_PUSH_OK) {
 			count(TL_STAT_ERR_ADJUST);
-			port_rx(in_port, len, 1);
+			port_rx(in_port, n, len, 1);
 			return TC_ACT_SHOT;
 		}
-		account(f, skb, len);
+		account(f, n, len);
 		/* Tunnel ports count the tenant frame, as the slow path does. */
-		port_rx(in_port, len, 0);
-		port_tx(op.arg16, len);
+		port_rx(in_port, n, len, 0);
+		port_tx(op.arg16, n, len);
 		count(TL_STAT_ENCAP);
 		return bpf_redirect_neigh(out, NULL, 0, 0);
 	}
@@ -215,7 +217,7 @@ __attribute__((noinline)) int tl_from_qinq(struct __sk_buff *skb)
 	if (!f)
 		goto up;
 	if (f->n_ops == 0)
-		return drop(f, skb, port->ofport, skb->len);
+		return drop(f, segs(skb), port->ofport, skb->len);
 	count(TL_STAT_DECAP);
 	return output(skb, f, skb->len, port->ofport);
 up:
@@ -257,8 +259,10 @@ int tl_from_underlay(struct __sk_buff *skb)
 	struct tl_flow *f = lookup_flow(k);
 	if (!f)
 		goto up;
+	/* The packets the frame stands for, before the pop clears it. */
+	__u32 n = segs(skb);
 	if (f->n_ops == 0)
-		return drop(f, skb, o.ofport, inner_len);
+		return drop(f, n, o.ofport, inner_len);
 	/* A tenant's veth (into its namespace) or a system port's device
 	 * (out through it); anything else is the slow path's. */
 	struct tl_op op = f->ops[0];
@@ -284,12 +288,12 @@ int tl_from_underlay(struct __sk_buff *skb)
 	}
 	if (bpf_skb_store_bytes(skb, 0, eth, ETH_HLEN, 0)) {
 		count(TL_STAT_ERR_ADJUST);
-		port_rx(o.ofport, inner_len, 1);
+		port_rx(o.ofport, n, inner_len, 1);
 		return TC_ACT_SHOT;
 	}
-	account(f, skb, skb->len);
-	port_rx(o.ofport, skb->len, 0);
-	port_tx(op.arg16, skb->len);
+	account(f, n, skb->len);
+	port_rx(o.ofport, n, skb->len, 0);
+	port_tx(op.arg16, n, skb->len);
 	count(TL_STAT_DECAP);
 	if (op.kind == TL_OP_OUTPUT_DEV)
 		return bpf_redirect(op.arg, 0);

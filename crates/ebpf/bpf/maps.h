@@ -176,24 +176,33 @@ static __always_inline struct tl_port_stats *port_stats(__u32 ofport)
 	return bpf_map_lookup_elem(&tl_port_stats, &ofport);
 }
 
-/* A frame of `len` bytes in from `ofport`, handled here; dropped or not. */
-static __always_inline void port_rx(__u32 ofport, __u32 len, int dropped)
+/* Packets an skb stands for: a GSO super-frame counts its segments, as
+ * the wire (and the slow path) would see them. Read it before an adjust
+ * of the room: that leaves gso_segs at 0 for the stack to work out. */
+static __always_inline __u32 segs(struct __sk_buff *skb)
+{
+	return skb->gso_segs ? skb->gso_segs : 1;
+}
+
+/* A frame of `n` packets (see segs()) and `len` bytes in from `ofport`,
+ * handled here; dropped or not. */
+static __always_inline void port_rx(__u32 ofport, __u32 n, __u32 len, int dropped)
 {
 	struct tl_port_stats *s = port_stats(ofport);
 	if (!s)
 		return;
-	s->rx_packets += 1;
+	s->rx_packets += n;
 	s->rx_bytes += len;
 	if (dropped)
-		s->rx_dropped += 1;
+		s->rx_dropped += n;
 }
 
-/* A frame of `len` bytes out of `ofport`. */
-static __always_inline void port_tx(__u32 ofport, __u32 len)
+/* A frame of `n` packets and `len` bytes out of `ofport`. */
+static __always_inline void port_tx(__u32 ofport, __u32 n, __u32 len)
 {
 	struct tl_port_stats *s = port_stats(ofport);
 	if (s) {
-		s->tx_packets += 1;
+		s->tx_packets += n;
 		s->tx_bytes += len;
 	}
 }

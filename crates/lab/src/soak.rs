@@ -254,13 +254,6 @@ fn drive(
         std::thread::sleep(Duration::from_secs(1).saturating_sub(tick.elapsed()));
     }
     bar.finish_and_clear();
-    let final_stats: Vec<String> = ctls
-        .iter()
-        .map(|c| match tunlab_switch::ctl::request(c, "stats") {
-            Ok((_, s)) => s,
-            Err(e) => format!("(no answer: {e})"),
-        })
-        .collect();
     let (gen_out, tcp_out) = if interrupted {
         (None, None)
     } else {
@@ -270,6 +263,16 @@ fn drive(
         )
     };
     drop(server);
+    // The counters are read once the traffic has ended and the last
+    // frames have landed, so that each port's sums can be compared.
+    std::thread::sleep(Duration::from_millis(500));
+    let final_stats: Vec<String> = ctls
+        .iter()
+        .map(|c| match tunlab_switch::ctl::request(c, "stats") {
+            Ok((_, s)) => s,
+            Err(e) => format!("(no answer: {e})"),
+        })
+        .collect();
     let gen = match (&gen_out, std::fs::read_to_string(&gen_json)) {
         (Some((true, _, _)), Ok(j)) => parse_gen(&j).map_err(LabError::Setup)?,
         (Some((ok, _, err)), _) => {
@@ -451,6 +454,57 @@ pub fn counters(stats: &str) -> BTreeMap<String, u64> {
     m
 }
 
+/// One port line of `tunlab ctl stats`: its kind and packet counts
+/// (the slow path's and the kernel's together).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PortLine {
+    pub name: String,
+    pub kind: String,
+    pub rx: u64,
+    pub tx: u64,
+    /// Frames the kernel datapath dropped as they came in on this port.
+    pub rx_dropped: u64,
+}
+
+impl PortLine {
+    /// A port toward the underlay (a tunnel or QinQ), not a tenant.
+    pub fn is_underlay(&self) -> bool {
+        !matches!(self.kind.as_str(), "tap" | "veth" | "system")
+    }
+}
+
+/// The port lines of `tunlab ctl stats`:
+/// `port 1 up (geneve): rx 5 pkts 640 bytes, tx 7 pkts 900 bytes, tx
+/// errors 0[, rx dropped 2 (kernel)]`.
+pub fn port_lines(stats: &str) -> Vec<PortLine> {
+    let mut v = Vec::new();
+    for l in stats.lines() {
+        let Some(rest) = l.strip_prefix("port ") else {
+            continue;
+        };
+        let w: Vec<&str> = rest.split_whitespace().collect();
+        let num = |after: &[&str]| -> Option<u64> {
+            let i = w.windows(after.len()).position(|x| x == after)?;
+            w.get(i + after.len())?.trim_end_matches(',').parse().ok()
+        };
+        let (Some(name), Some(kind)) = (w.get(1), w.get(2)) else {
+            continue;
+        };
+        let kind = kind.trim_start_matches('(').trim_end_matches("):");
+        let (Some(rx), Some(tx)) = (num(&["rx"]), num(&["tx"])) else {
+            continue;
+        };
+        v.push(PortLine {
+            name: name.to_string(),
+            kind: kind.to_string(),
+            rx,
+            tx,
+            rx_dropped: num(&["rx", "dropped"]).unwrap_or(0),
+        });
+    }
+    v
+}
+
 /// Drops by reason: the slow path's `dropped WHY` and the kernel
 /// datapath's drop counters, non-zero ones only.
 pub fn drop_counts(stats: &str) -> BTreeMap<String, u64> {
@@ -544,6 +598,7 @@ pub fn checks(s: &Soak) -> Vec<Check> {
         held: g.lost <= counted,
         detail: format!("lost {}, drops counted on the two nodes {counted}", g.lost),
     });
+    c.extend(port_checks(&s.final_stats));
     let t = &s.tcp;
     c.push(Check {
         what: "iperf3: every 1-s interval carried data".into(),
@@ -605,6 +660,53 @@ pub fn checks(s: &Soak) -> Vec<Check> {
                     detail: format!("descriptors {fa} → {fb}, BPF map descriptors {ma} → {mb} (fewest early → late)"),
                 });
             }
+        }
+    }
+    c
+}
+
+/// The per-port sums at the end, in packets (a super-frame counts its
+/// segments): on each node, what came in on its ports went out on its
+/// ports or was dropped (the kernel's per-port drops and the slow path's
+/// drops by reason); between the nodes, what one sent into the underlay
+/// the other received from it.
+pub fn port_checks(final_stats: &[String]) -> Vec<Check> {
+    let nodes: Vec<Vec<PortLine>> = final_stats.iter().map(|s| port_lines(s)).collect();
+    let mut c = Vec::new();
+    for (i, (ports, stats)) in nodes.iter().zip(final_stats).enumerate() {
+        let rx: u64 = ports.iter().map(|p| p.rx).sum();
+        let tx: u64 = ports.iter().map(|p| p.tx).sum();
+        let kernel: u64 = ports.iter().map(|p| p.rx_dropped).sum();
+        let slow: u64 = counters(stats)
+            .iter()
+            .filter(|(k, _)| k.starts_with("dropped "))
+            .map(|(_, v)| v)
+            .sum();
+        let per: Vec<String> = ports
+            .iter()
+            .map(|p| format!("{} rx {} tx {}", p.name, p.rx, p.tx))
+            .collect();
+        c.push(Check {
+            what: format!("h{}: per port, received = sent + dropped", i + 1),
+            held: !ports.is_empty() && rx == tx + kernel + slow,
+            detail: format!(
+                "{}; received {rx}, sent {tx}, dropped {kernel} by the kernel and {slow} by the slow path ({:+})",
+                per.join(", "),
+                rx as i128 - (tx + kernel + slow) as i128
+            ),
+        });
+    }
+    if let [a, b] = &nodes[..] {
+        let under = |n: &[PortLine], f: fn(&PortLine) -> u64| -> u64 {
+            n.iter().filter(|p| p.is_underlay()).map(f).sum()
+        };
+        for (from, to, x, y) in [(1, 2, a, b), (2, 1, b, a)] {
+            let (sent, got) = (under(x, |p| p.tx), under(y, |p| p.rx));
+            c.push(Check {
+                what: format!("underlay: h{from} sent = h{to} received"),
+                held: sent > 0 && sent == got,
+                detail: format!("h{from}'s underlay ports sent {sent}, h{to}'s received {got}"),
+            });
         }
     }
     c
@@ -824,6 +926,37 @@ mod tests {
             d.into_iter().collect::<Vec<_>>(),
             vec![("dropped no_route".into(), 3), ("kernel_too_big".into(), 4)]
         );
+    }
+
+    #[test]
+    fn port_lines_and_their_sums() {
+        let p = port_lines(STATS);
+        assert_eq!(p.len(), 2);
+        assert_eq!((p[0].kind.as_str(), p[0].rx, p[0].tx), ("geneve", 5, 7));
+        assert!(p[0].is_underlay() && !p[1].is_underlay());
+        let with_drops = "port 2 t (veth): rx 9 pkts 1 bytes, tx 4 pkts 1 bytes, tx errors 0, rx dropped 2 (kernel)\n";
+        assert_eq!(port_lines(with_drops)[0].rx_dropped, 2);
+
+        // h1: 100 in from its tenant, 97 into the tunnel, 3 dropped;
+        // h2: the 97 from the tunnel to its tenant, 40 back.
+        let h1 = "port 1 t (geneve): rx 40 pkts 0 bytes, tx 97 pkts 0 bytes, tx errors 0\n\
+            port 2 a (veth): rx 100 pkts 0 bytes, tx 40 pkts 0 bytes, tx errors 0, rx dropped 1 (kernel)\n\
+            dropped policed: 2\n";
+        let h2 = "port 1 t (geneve): rx 97 pkts 0 bytes, tx 40 pkts 0 bytes, tx errors 0\n\
+            port 2 b (veth): rx 40 pkts 0 bytes, tx 97 pkts 0 bytes, tx errors 0\n";
+        let held = |a: &str, b: &str| -> Vec<bool> {
+            port_checks(&[a.to_string(), b.to_string()])
+                .iter()
+                .map(|c| c.held)
+                .collect()
+        };
+        assert_eq!(held(h1, h2), [true; 4]);
+        // A frame lost uncounted on h2's way to its tenant.
+        let lost = h2.replace("tx 97", "tx 96");
+        assert_eq!(held(h1, &lost), [true, false, true, true]);
+        // The underlay lost one on the way to h2.
+        let short = h2.replace("rx 97", "rx 96").replace("tx 97", "tx 96");
+        assert_eq!(held(h1, &short), [true, true, false, true]);
     }
 
     fn soak_with(rss: impl Fn(f64) -> u64, fds: impl Fn(f64) -> u64) -> Soak {

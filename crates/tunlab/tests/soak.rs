@@ -22,9 +22,10 @@ fn three_minutes_of_mixed_traffic_and_flow_changes() {
         serde_json::from_str(&std::fs::read_to_string(out.path().join("soak.json")).unwrap())
             .unwrap();
     let checks = json["checks"].as_array().unwrap();
-    // Nine checks: gen sums, loss counted, iperf3, flow changes, memory
-    // and descriptors per node, the teardown.
-    assert_eq!(checks.len(), 9, "{checks:?}");
+    // Thirteen checks: gen sums, loss counted, the port sums per node and
+    // across the underlay both ways, iperf3, flow changes, memory and
+    // descriptors per node, the teardown.
+    assert_eq!(checks.len(), 13, "{checks:?}");
     assert!(checks.iter().all(|c| c["held"] == true));
     assert!(json["samples"].as_array().unwrap().len() >= 170);
     assert!(json["gen"]["received"].as_u64().unwrap() > 1_000_000);

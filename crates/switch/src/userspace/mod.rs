@@ -59,6 +59,16 @@ pub struct Gso {
     pub partial: bool,
 }
 
+/// How many packets a frame stands for in the port counters: a TCP
+/// super-frame counts the segments its MSS cuts it into (what the
+/// tenant's wire would carry, and what the kernel datapath counts from
+/// `gso_segs`), anything else one. So a port's counts add up whether
+/// the frame crossed whole, joined or cut.
+fn segments(frame: &[u8], gso: Option<Gso>) -> u64 {
+    gso.and_then(|g| TcpSuper::parse(frame, g.mss).ok())
+        .map_or(1, |s| s.segments() as u64)
+}
+
 enum Io {
     /// A tenant TAP: one descriptor per queue.
     Tap(Vec<Tap>),

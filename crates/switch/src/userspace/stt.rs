@@ -4,7 +4,7 @@
 //! interface so that the kernel segments them as TCP. An nftables rule
 //! keeps the host's TCP from resetting STT segments.
 
-use super::{port_error, Gso, Node, Target, HEADROOM};
+use super::{port_error, segments, Gso, Node, Target, HEADROOM};
 use crate::config::{Port, TunnelPort};
 use crate::port::StartError;
 use crate::profile::Stage;
@@ -159,7 +159,7 @@ impl Node {
         // Ports to one remote that differ only in context ID: it decides.
         let in_port = self.keyed_in_port(si, src, in_port);
         let pi = self.by_ofport[&in_port];
-        self.ports[pi].stats.rx_packets += 1;
+        self.ports[pi].stats.rx_packets += segments(frame.data(), gso);
         self.ports[pi].stats.rx_bytes += frame.len() as u64;
         self.forward(in_port, frame, true, gso);
     }
@@ -311,7 +311,7 @@ impl Node {
         match sent {
             Ok(true) => {
                 let p = &mut self.ports[pi];
-                p.stats.tx_packets += segs;
+                p.stats.tx_packets += segments(frame.data(), Some(g));
                 p.stats.tx_bytes += frame.len() as u64;
             }
             Ok(false) => *self.drops.entry("underlay_tx_full").or_insert(0) += segs,

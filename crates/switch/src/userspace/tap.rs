@@ -3,7 +3,7 @@
 //! virtio-net header, so TCP super-frames and partial checksums cross
 //! whole. The kernel datapath's upcall TAPs are read the same way.
 
-use super::{port_error, Gso, Io, Node, FRAME_MAX, HEADROOM};
+use super::{port_error, segments, Gso, Io, Node, FRAME_MAX, HEADROOM};
 use crate::config::{Port, PortKind};
 use crate::port::{default_tenant_mtu, StartError};
 use crate::profile::Stage;
@@ -61,7 +61,7 @@ impl Node {
                 }
             };
             let ofport = self.ports[pi].ofport;
-            self.ports[pi].stats.rx_packets += 1;
+            self.ports[pi].stats.rx_packets += segments(frame.data(), gso);
             self.ports[pi].stats.rx_bytes += frame.len() as u64;
             if self.ports[pi].police.is_some() {
                 let (now, len) = (self.now(), frame.len() as u64);
@@ -103,7 +103,7 @@ impl Node {
             1 => &qs[0],
             n => &qs[tunlab_wire::flowhash::hash_frame(frame.data()) as usize % n],
         };
-        let len = frame.len();
+        let (len, segs) = (frame.len(), segments(frame.data(), gso));
         let ok = match frame.push(VNET_HDR_LEN) {
             Ok(d) => {
                 vh.emit(d);
@@ -117,7 +117,7 @@ impl Node {
             Err(_) => false,
         };
         if ok {
-            p.stats.tx_packets += 1;
+            p.stats.tx_packets += segs;
             p.stats.tx_bytes += len as u64;
         } else {
             p.stats.tx_errors += 1;
@@ -318,6 +318,43 @@ mod tests {
         b.extend_from_slice(&csum.to_be_bytes());
         b.extend_from_slice(&[1, 2, 3, 4]);
         b
+    }
+
+    /// Ethernet + IPv4 + TCP (no options) with `payload` bytes.
+    fn tcp_frame(payload: usize) -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+        let ip = tunlab_wire::ipv4::Repr {
+            src: "10.0.0.1".parse().unwrap(),
+            dst: "10.0.0.2".parse().unwrap(),
+            protocol: tunlab_wire::ipv4::IpProtocol::Tcp,
+            payload_len: 20 + payload,
+            tos: 0,
+            ident: 1,
+            dont_frag: true,
+            ttl: 64,
+        };
+        let mut h = [0u8; 20];
+        ip.emit(&mut h);
+        f.extend_from_slice(&h);
+        let mut tcp = [0u8; 20];
+        tcp[12] = 5 << 4;
+        tcp[13] = 0x10;
+        f.extend_from_slice(&tcp);
+        f.resize(f.len() + payload, 7);
+        f
+    }
+
+    #[test]
+    fn a_super_frame_counts_its_segments() {
+        let gso = |mss| Some(Gso { mss, partial: true });
+        // 3 full segments and a short one; exactly 2; none but the headers.
+        assert_eq!(segments(&tcp_frame(3 * 1448 + 100), gso(1448)), 4);
+        assert_eq!(segments(&tcp_frame(2 * 1000), gso(1000)), 2);
+        assert_eq!(segments(&tcp_frame(0), gso(1448)), 1);
+        // Not a super-frame, or not one that can be cut: one packet.
+        assert_eq!(segments(&tcp_frame(5000), None), 1);
+        assert_eq!(segments(&tcp_frame(5000), gso(0)), 1);
+        assert_eq!(segments(&[0u8; 20], gso(1448)), 1);
     }
 
     #[test]

@@ -92,7 +92,9 @@ pub struct Soak {
     /// Drops by reason per node at the end (`dropped WHY: N` and the
     /// kernel's drop counters).
     pub drops: Vec<BTreeMap<String, u64>>,
-    /// `tunlab ctl stats` of each node at the end, as printed.
+    /// `tunlab ctl stats` of each node before the traffic and at the end,
+    /// as printed.
+    pub baseline_stats: Vec<String>,
     pub final_stats: Vec<String>,
     pub samples: Vec<Sample>,
     pub checks: Vec<Check>,
@@ -167,6 +169,9 @@ fn drive(
     let ctls: Vec<PathBuf> = (1..=2)
         .map(|i| PathBuf::from(variant::ctl_path(&format!("bench{i}"))))
         .collect();
+    // Before any traffic: what the underlay carried while the nodes came
+    // up (one node may send before the other listens) is not the soak's.
+    let baseline = node_stats(&ctls);
     let server = Daemon::new(topo.t[1].spawn(&["iperf3", "-s", "-1", "-p", IPERF_PORT])?);
     std::thread::sleep(Duration::from_millis(300));
     let t_arg = format!("{}", secs.ceil() as u64);
@@ -266,13 +271,7 @@ fn drive(
     // The counters are read once the traffic has ended and the last
     // frames have landed, so that each port's sums can be compared.
     std::thread::sleep(Duration::from_millis(500));
-    let final_stats: Vec<String> = ctls
-        .iter()
-        .map(|c| match tunlab_switch::ctl::request(c, "stats") {
-            Ok((_, s)) => s,
-            Err(e) => format!("(no answer: {e})"),
-        })
-        .collect();
+    let final_stats = node_stats(&ctls);
     let gen = match (&gen_out, std::fs::read_to_string(&gen_json)) {
         (Some((true, _, _)), Ok(j)) => parse_gen(&j).map_err(LabError::Setup)?,
         (Some((ok, _, err)), _) => {
@@ -301,6 +300,7 @@ fn drive(
         gen,
         tcp,
         drops,
+        baseline_stats: baseline,
         final_stats,
         samples,
         checks: Vec::new(),
@@ -310,6 +310,16 @@ fn drive(
         soak.checks = checks(&soak);
     }
     Ok(soak)
+}
+
+/// `tunlab ctl stats` of each node, as printed.
+fn node_stats(ctls: &[PathBuf]) -> Vec<String> {
+    ctls.iter()
+        .map(|c| match tunlab_switch::ctl::request(c, "stats") {
+            Ok((_, s)) => s,
+            Err(e) => format!("(no answer: {e})"),
+        })
+        .collect()
 }
 
 /// A child whose output is read as it comes (a full pipe would stop it)
@@ -598,7 +608,7 @@ pub fn checks(s: &Soak) -> Vec<Check> {
         held: g.lost <= counted,
         detail: format!("lost {}, drops counted on the two nodes {counted}", g.lost),
     });
-    c.extend(port_checks(&s.final_stats));
+    c.extend(port_checks(&s.baseline_stats, &s.final_stats));
     let t = &s.tcp;
     c.push(Check {
         what: "iperf3: every 1-s interval carried data".into(),
@@ -669,9 +679,10 @@ pub fn checks(s: &Soak) -> Vec<Check> {
 /// segments): on each node, what came in on its ports went out on its
 /// ports or was dropped (the kernel's per-port drops and the slow path's
 /// drops by reason); between the nodes, what one sent into the underlay
-/// the other received from it.
-pub fn port_checks(final_stats: &[String]) -> Vec<Check> {
+/// the other received from it since `baseline` (before the traffic).
+pub fn port_checks(baseline: &[String], final_stats: &[String]) -> Vec<Check> {
     let nodes: Vec<Vec<PortLine>> = final_stats.iter().map(|s| port_lines(s)).collect();
+    let before: Vec<Vec<PortLine>> = baseline.iter().map(|s| port_lines(s)).collect();
     let mut c = Vec::new();
     for (i, (ports, stats)) in nodes.iter().zip(final_stats).enumerate() {
         let rx: u64 = ports.iter().map(|p| p.rx).sum();
@@ -696,16 +707,26 @@ pub fn port_checks(final_stats: &[String]) -> Vec<Check> {
             ),
         });
     }
-    if let [a, b] = &nodes[..] {
-        let under = |n: &[PortLine], f: fn(&PortLine) -> u64| -> u64 {
-            n.iter().filter(|p| p.is_underlay()).map(f).sum()
-        };
-        for (from, to, x, y) in [(1, 2, a, b), (2, 1, b, a)] {
-            let (sent, got) = (under(x, |p| p.tx), under(y, |p| p.rx));
+    let under = |n: Option<&Vec<PortLine>>, f: fn(&PortLine) -> u64| -> u64 {
+        n.into_iter()
+            .flatten()
+            .filter(|p| p.is_underlay())
+            .map(f)
+            .sum()
+    };
+    if nodes.len() == 2 {
+        for (from, to) in [(0, 1), (1, 0)] {
+            let sent =
+                under(nodes.get(from), |p| p.tx).saturating_sub(under(before.get(from), |p| p.tx));
+            let got =
+                under(nodes.get(to), |p| p.rx).saturating_sub(under(before.get(to), |p| p.rx));
+            let (from, to) = (from + 1, to + 1);
             c.push(Check {
                 what: format!("underlay: h{from} sent = h{to} received"),
                 held: sent > 0 && sent == got,
-                detail: format!("h{from}'s underlay ports sent {sent}, h{to}'s received {got}"),
+                detail: format!(
+                    "since the traffic started, h{from}'s underlay ports sent {sent}, h{to}'s received {got}"
+                ),
             });
         }
     }
@@ -945,7 +966,7 @@ mod tests {
         let h2 = "port 1 t (geneve): rx 97 pkts 0 bytes, tx 40 pkts 0 bytes, tx errors 0\n\
             port 2 b (veth): rx 40 pkts 0 bytes, tx 97 pkts 0 bytes, tx errors 0\n";
         let held = |a: &str, b: &str| -> Vec<bool> {
-            port_checks(&[a.to_string(), b.to_string()])
+            port_checks(&[], &[a.to_string(), b.to_string()])
                 .iter()
                 .map(|c| c.held)
                 .collect()
@@ -957,6 +978,24 @@ mod tests {
         // The underlay lost one on the way to h2.
         let short = h2.replace("rx 97", "rx 96").replace("tx 97", "tx 96");
         assert_eq!(held(h1, &short), [true, true, false, true]);
+        // One lost on the underlay before the traffic (the far node not
+        // yet listening): not the soak's.
+        let early = |h1: &str, h2: &str| -> Vec<bool> {
+            let base = [
+                "port 1 t (geneve): rx 0 pkts 0 bytes, tx 1 pkts 0 bytes, tx errors 0\n"
+                    .to_string(),
+                String::new(),
+            ];
+            port_checks(&base, &[h1.to_string(), h2.to_string()])
+                .iter()
+                .map(|c| c.held)
+                .collect()
+        };
+        let h1_more = h1
+            .replace("tx 97 pkts", "tx 98 pkts")
+            .replace("rx 100 pkts", "rx 101 pkts");
+        assert_eq!(early(&h1_more, h2), [true; 4]);
+        assert_eq!(held(&h1_more, h2), [true, true, false, true]);
     }
 
     fn soak_with(rss: impl Fn(f64) -> u64, fds: impl Fn(f64) -> u64) -> Soak {
@@ -980,6 +1019,7 @@ mod tests {
                 ..TcpTotals::default()
             },
             drops: vec![BTreeMap::from([("dropped no_route".to_string(), 3)])],
+            baseline_stats: vec![],
             final_stats: vec![],
             samples: (0..100)
                 .map(|t| Sample {

@@ -1038,12 +1038,23 @@ impl FlowBatch {
     /// deleting entries already read does not move, and memory stays one
     /// batch.
     pub fn sweep(&mut self, doomed: &mut impl FnMut(&CKey, &Flow) -> bool) -> std::io::Result<()> {
+        self.sweep_at_most(u64::MAX, doomed).map(|_| ())
+    }
+
+    /// [`FlowBatch::sweep`], stopping after the batch in which `max`
+    /// entries have been read: true if it read them all.
+    pub fn sweep_at_most(
+        &mut self,
+        max: u64,
+        doomed: &mut impl FnMut(&CKey, &Flow) -> bool,
+    ) -> std::io::Result<bool> {
         use std::os::fd::AsRawFd;
         const BPF_MAP_LOOKUP_BATCH: libc::c_long = 24;
         // The position between calls: a bucket number for hash maps.
         let mut token = [0u64; 2];
         let mut first = true;
         let mut gone = Vec::with_capacity(BATCH);
+        let mut read = 0u64;
         loop {
             let mut attr = BatchAttr {
                 in_batch: if first { 0 } else { token.as_ptr() as u64 },
@@ -1070,8 +1081,12 @@ impl FlowBatch {
             }
             self.delete(&gone);
             self.walked += n as u64;
+            read += n as u64;
             if end {
-                return Ok(());
+                return Ok(true);
+            }
+            if read >= max {
+                return Ok(false);
             }
             first = false;
         }

@@ -43,8 +43,10 @@ pub enum Upcalls {
 pub enum Revalidation {
     /// A new generation: every cached flow is a miss from now on.
     NewGeneration,
-    /// Adopted flows stand until [`Dpif::revalidate_each`] checks them.
-    EachFlow,
+    /// The cached flows (adopted from a previous run, or cached before a
+    /// change that kept the megaflow mask and TLV map) stand until
+    /// [`Dpif::revalidate_each`] checks them.
+    EachFlow { adopted: bool },
 }
 
 /// A flow-caching datapath under the switch.
@@ -63,9 +65,10 @@ pub trait Dpif: std::fmt::Debug + Send {
 
     /// The flow table, the TLV map or the ports changed: once this returns
     /// no flow cached before it forwards a packet — unless it returns
-    /// [`Revalidation::EachFlow`]: the cache was adopted from a previous
-    /// run under the same mask and TLV map, and the caller must now call
-    /// [`Dpif::revalidate_each`], which keeps what the rules still decide.
+    /// [`Revalidation::EachFlow`]: the cache was built under the same mask
+    /// and TLV map (adopted from a previous run, or before this change),
+    /// and the caller must now call [`Dpif::revalidate_each`], which keeps
+    /// what the rules still decide.
     fn revalidate(&mut self, rules: &Classifier, tlv: &TlvMap) -> Result<Revalidation, String>;
 
     /// Check each cached flow against `decide` (the slow path's decision

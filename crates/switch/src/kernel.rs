@@ -74,6 +74,12 @@ pub struct Kernel {
     /// False while any rule uses `normal` (its outputs depend on learned
     /// MACs, not on the key alone).
     cacheable: bool,
+    /// How rule changes reached the cache: flow by flow, or as a new
+    /// generation (every flow a miss).
+    each_flow_changes: u64,
+    new_generations: u64,
+    /// A walk flow by flow stops after this many (then a new generation).
+    each_flow_limit: u64,
     /// Flows installed, and why others were not.
     pub installed: u64,
     pub not_installed: HashMap<&'static str, u64>,
@@ -237,6 +243,9 @@ impl Kernel {
             decap_ids: Vec::new(),
             adoption_swept: false,
             cacheable: true,
+            each_flow_changes: 0,
+            new_generations: 0,
+            each_flow_limit: u64::MAX,
             installed: 0,
             not_installed: HashMap::new(),
             _pin_lock: lock,
@@ -696,19 +705,30 @@ impl Dpif for Kernel {
             .filter_map(|n| tlv.option(n).map(|(c, t, _)| (c, t, n as u32)))
             .collect();
         entries.sort_unstable();
-        // A restart with the same rules: the adopted cache was built under
-        // this very mask and TLV map, so its flows are checked one by one
-        // (as OVS's revalidators do after a restart) instead of all
-        // becoming misses at once.
+        // The cache was built under this very mask and TLV map (a restart
+        // with the same rules, or a change that keeps the rules' shape:
+        // an output, a tun_dst, a drop): its flows are checked one by one,
+        // as OVS's revalidators do, and only those whose actions changed
+        // go, instead of every flow missing at once (a burst of slow-path
+        // packets that the reinstalled flows overtake: TCP sees
+        // reordering and retransmits). A large cache after a change is
+        // checked up to a limit, then flushed (a new generation).
         let same_mask = self.dp.mask_layout().flow_key() == mask;
-        if first_after_adoption
-            && cacheable
+        if cacheable
+            && self.cacheable
             && same_mask
             && self.dp.tlv().map_err(|e| e.to_string())? == entries
         {
-            self.cacheable = cacheable;
-            return Ok(Revalidation::EachFlow);
+            self.each_flow_limit = if first_after_adoption {
+                u64::MAX
+            } else {
+                EACH_FLOW_LIMIT
+            };
+            return Ok(Revalidation::EachFlow {
+                adopted: first_after_adoption,
+            });
         }
+        self.new_generations += 1;
         self.dp.set_tlv(&entries).map_err(|e| e.to_string())?;
         self.dp.revalidate(&mask).map_err(|e| e.to_string())?;
         let layout = self.dp.mask_layout();
@@ -734,12 +754,13 @@ impl Dpif for Kernel {
         // Walked in batches on a descriptor of its own, each batch's
         // changed flows deleted before the next: a million cached flows
         // are never all in memory at once.
+        let limit = self.each_flow_limit;
         let walked = self
             .dp
             .flow_batch()
             .map_err(|e| e.to_string())
             .and_then(|mut b| {
-                b.sweep(&mut |k, cached| {
+                b.sweep_at_most(limit, &mut |k, cached| {
                     // Older generations are the revalidator thread's to sweep.
                     if cached.generation != generation {
                         return false;
@@ -760,12 +781,24 @@ impl Dpif for Kernel {
                 })
                 .map_err(|e| format!("walking the adopted flows: {e}"))
             });
-        if let Err(e) = walked {
-            // Unchecked flows must not forward: a new generation instead.
-            self.dp.new_generation().map_err(|e| e.to_string())?;
-            return Err(format!("{e}; every adopted flow is a miss instead"));
+        match walked {
+            Ok(true) => {
+                self.each_flow_changes += 1;
+                Ok((kept, deleted))
+            }
+            // Too many to check now: none may forward unchecked.
+            Ok(false) => {
+                self.new_generations += 1;
+                self.dp.new_generation().map_err(|e| e.to_string())?;
+                Ok((0, kept + deleted))
+            }
+            Err(e) => {
+                // Unchecked flows must not forward: a new generation instead.
+                self.new_generations += 1;
+                self.dp.new_generation().map_err(|e| e.to_string())?;
+                Err(format!("{e}; every cached flow is a miss instead"))
+            }
         }
-        Ok((kept, deleted))
     }
 
     fn flow_flush(&mut self) -> Result<(), String> {
@@ -885,6 +918,11 @@ impl Dpif for Kernel {
             .map(|(n, v)| (format!("kernel_{n}"), v))
             .collect();
         out.push(("kernel_installed".into(), self.installed));
+        out.push((
+            "kernel_changes_revalidated_each_flow".into(),
+            self.each_flow_changes,
+        ));
+        out.push(("kernel_changes_new_generation".into(), self.new_generations));
         let mut why: Vec<_> = self.not_installed.iter().collect();
         why.sort();
         for (w, n) in why {
@@ -901,6 +939,12 @@ impl Drop for Kernel {
         }
     }
 }
+
+/// After a rule change, at most this many cached flows are checked one by
+/// one (a few hundred milliseconds of the slow path's thread); a larger
+/// cache takes a new generation instead. A restart's adopted cache is
+/// always checked whole.
+const EACH_FLOW_LIMIT: u64 = 100_000;
 
 /// The VLAN edits in front of a flow's output, as the kernel applies them:
 /// a push (with the TCI the pipeline gives the new tag: the frame's, for

@@ -421,7 +421,7 @@ impl Node {
             // Adopted flows: each one's key through the pipeline as a
             // packet would go (no rule counts it), kept where the actions
             // are unchanged.
-            Ok(Revalidation::EachFlow) => {
+            Ok(Revalidation::EachFlow { adopted }) => {
                 let (pipeline, classifier) = (&mut self.pipeline, &mut self.classifier);
                 let mut ops = Vec::new();
                 let r = d.revalidate_each(
@@ -434,10 +434,12 @@ impl Node {
                 );
                 match r {
                     Ok((kept, deleted)) => {
-                        eprintln!(
-                            "tunlab switch {}: revalidated the adopted flows: kept {kept}, deleted {deleted}",
-                            self.name
-                        );
+                        if adopted {
+                            eprintln!(
+                                "tunlab switch {}: revalidated the adopted flows: kept {kept}, deleted {deleted}",
+                                self.name
+                            );
+                        }
                         return;
                     }
                     Err(e) => Err(e),

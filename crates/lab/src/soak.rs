@@ -31,6 +31,47 @@ pub struct Plan {
     /// count).
     pub streams: u32,
     pub stream_mbps: u32,
+    pub change: FlowChange,
+}
+
+/// The flow change made every second, on h1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowChange {
+    /// A rule matching one generator flow by its UDP ports, added and
+    /// taken away: the megaflow mask widens and narrows each time, so
+    /// every cached flow is a miss after each change.
+    Mask,
+    /// A rule of the shape the rules already have (in_port), with the
+    /// same output as the rule under it: revalidated flow by flow, every
+    /// cached flow kept.
+    Actions,
+}
+
+impl FlowChange {
+    pub fn parse(s: &str) -> Result<FlowChange, String> {
+        match s {
+            "mask" => Ok(FlowChange::Mask),
+            "actions" => Ok(FlowChange::Actions),
+            _ => Err(format!("'{s}' is not a flow change (mask, actions)")),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FlowChange::Mask => "mask",
+            FlowChange::Actions => "actions",
+        }
+    }
+
+    /// The rule it adds and deletes (without actions).
+    fn rule(self) -> String {
+        match self {
+            FlowChange::Mask => {
+                format!("priority=200,in_port=2,udp,tp_src=10000,tp_dst={GEN_PORT}")
+            }
+            FlowChange::Actions => "priority=200,in_port=2".into(),
+        }
+    }
 }
 
 /// One node at one moment.
@@ -85,6 +126,8 @@ pub struct Soak {
     pub gen_flows: u32,
     pub streams: u32,
     pub stream_mbps: u32,
+    /// Which flow change (`mask`, `actions`).
+    pub change: String,
     pub flow_changes: u64,
     pub flow_change_errors: Vec<String>,
     pub gen: GenTotals,
@@ -215,10 +258,11 @@ fn drive(
     let mut changes = 0u64;
     let mut change_errors = Vec::new();
     let mut interrupted = false;
-    // It matches one generator flow by its source port, so while it is
-    // in, every UDP flow's cached entry holds its source port (one entry
-    // per flow, as a megaflow mask does), and out, they fold into one.
-    let rule = format!("priority=200,in_port=2,udp,tp_src=10000,tp_dst={GEN_PORT}");
+    // `mask`: it matches one generator flow by its source port, so while
+    // it is in, every UDP flow's cached entry holds its source port (one
+    // entry per flow, as a megaflow mask does), and out, they fold into
+    // one. `actions`: the rules keep their shape.
+    let rule = plan.change.rule();
     while start.elapsed() < plan.duration {
         if INTERRUPTED.load(Ordering::SeqCst) {
             interrupted = true;
@@ -295,6 +339,7 @@ fn drive(
         gen_flows: plan.gen_flows,
         streams: plan.streams,
         stream_mbps: plan.stream_mbps,
+        change: plan.change.name().into(),
         flow_changes: changes,
         flow_change_errors: change_errors,
         gen,
@@ -1006,6 +1051,7 @@ mod tests {
             gen_flows: 10,
             streams: 1,
             stream_mbps: 100,
+            change: "mask".into(),
             flow_changes: 100,
             flow_change_errors: vec![],
             gen: GenTotals {

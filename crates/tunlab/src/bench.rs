@@ -285,6 +285,11 @@ pub struct SoakArgs {
     /// Each iperf3 stream's limit, Mbit/s.
     #[arg(long, default_value_t = 200)]
     pub stream_mbps: u32,
+    /// The flow change every second: mask (a rule on UDP ports, added and
+    /// deleted: the megaflow mask changes, every cached flow misses) or
+    /// actions (a rule of the rules' own shape: revalidated flow by flow).
+    #[arg(long, default_value = "mask")]
+    pub change: String,
     /// The results folder (default tunlab-results/UNIX-TIME).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -319,6 +324,8 @@ fn soak_plan(a: &SoakArgs) -> Result<tunlab_lab::soak::Plan, String> {
         gen_flows: a.flows,
         streams: a.streams,
         stream_mbps: a.stream_mbps,
+        change: tunlab_lab::soak::FlowChange::parse(&a.change)
+            .map_err(|e| format!("--change: {e}"))?,
     })
 }
 
@@ -336,13 +343,14 @@ pub fn soak(a: SoakArgs) -> ExitCode {
     };
     let out = a.out.clone().unwrap_or_else(run::default_out);
     println!(
-        "soak: {} for {:.0} s; the generator at {} frames/s over {} flows, {} iperf3 stream(s) of {} Mbit/s, a flow change every second",
+        "soak: {} for {:.0} s; the generator at {} frames/s over {} flows, {} iperf3 stream(s) of {} Mbit/s, a flow change ({}) every second",
         plan.variant.name(),
         plan.duration.as_secs_f64(),
         plan.gen_pps,
         plan.gen_flows,
         plan.streams,
-        plan.stream_mbps
+        plan.stream_mbps,
+        plan.change.name()
     );
     let s = match tunlab_lab::soak::run(&plan, &tunlab, &out) {
         Ok(s) => s,

@@ -1,8 +1,9 @@
 //! Sending and counting: sender threads, each with its own AF_PACKET TX
-//! ring on the transmit interface, copy templates from the [`Pool`] into
-//! their ring and write the signature; a receiver thread reads an RX ring
-//! on the receive interface and feeds a [`Counter`]. Each thread enters
-//! its interface's network namespace before opening its socket.
+//! ring (`--io packet`) or AF_XDP socket and UMEM (`--io xdp`, on queue
+//! `thread`) on the transmit interface, copy templates from the [`Pool`]
+//! into their frames and write the signature; a receiver thread reads an
+//! RX ring on the receive interface and feeds a [`Counter`]. Each thread
+//! enters its interface's network namespace before opening its socket.
 //!
 //! Frames are stamped once per [`BATCH`] frames as they are written:
 //! latency includes the time a frame waits in the ring, as it would on a
@@ -16,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tunlab_netio::cpu;
-use tunlab_netio::{netns, RxRing, TxRing};
+use tunlab_netio::{netns, RxRing, TxRing, XdpTx};
 
 /// Frames stamped with one clock reading.
 pub const BATCH: usize = 64;
@@ -24,6 +25,8 @@ pub const BATCH: usize = 64;
 /// cache (measured against trafgen: 4096 slots sent 20 % fewer frames
 /// than 256).
 const TX_SLOTS: usize = 256;
+/// Frames of each sender's UMEM (and slots of its AF_XDP TX ring).
+const XDP_FRAMES: usize = 2048;
 /// How long the receiver keeps reading after the last frame was sent.
 const DRAIN: Duration = Duration::from_millis(300);
 
@@ -119,6 +122,90 @@ impl Rate {
     }
 }
 
+/// Which socket the senders send through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Io {
+    /// AF_PACKET with a TX ring (TPACKET_V2, qdisc bypassed).
+    Packet,
+    /// AF_XDP: a UMEM per thread, zero-copy where the driver offers it.
+    Xdp,
+    /// AF_XDP if the interface takes it, AF_PACKET otherwise (saying why).
+    Auto,
+}
+
+impl Io {
+    pub fn parse(s: &str) -> Result<Io, String> {
+        match s {
+            "packet" => Ok(Io::Packet),
+            "xdp" => Ok(Io::Xdp),
+            "auto" => Ok(Io::Auto),
+            _ => Err(format!("'{s}' is not an I/O mode (packet, xdp, auto)")),
+        }
+    }
+}
+
+/// A sender's transmit path.
+enum Tx {
+    Packet(TxRing),
+    Xdp(XdpTx),
+}
+
+impl Tx {
+    #[inline]
+    fn push(&mut self, fill: impl FnOnce(usize, &mut [u8]) -> usize) -> bool {
+        match self {
+            Tx::Packet(r) => r.push(fill),
+            Tx::Xdp(x) => x.push(fill),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Tx::Packet(r) => r.flush(),
+            Tx::Xdp(x) => x.flush(),
+        }
+    }
+
+    fn drain(&mut self, timeout: Duration) -> std::io::Result<bool> {
+        match self {
+            Tx::Packet(r) => r.drain(timeout),
+            Tx::Xdp(x) => x.drain(timeout),
+        }
+    }
+
+    fn slots(&self) -> usize {
+        match self {
+            Tx::Packet(r) => r.slots(),
+            Tx::Xdp(x) => x.slots(),
+        }
+    }
+
+    /// Sender thread `t`'s transmit path on `spec.tx` (already entered),
+    /// and what it is, for the results: `packet`, `xdp (copy)`, or the
+    /// fallback with its reason.
+    fn open(spec: &Spec, t: usize, max_len: usize) -> Result<(Tx, String), String> {
+        let packet = || {
+            TxRing::open(&spec.tx.ifname, max_len, TX_SLOTS)
+                .map(Tx::Packet)
+                .map_err(|e| format!("TX ring on {}: {e}", spec.tx))
+        };
+        let xdp = || {
+            XdpTx::open(&spec.tx.ifname, t as u32, max_len, XDP_FRAMES).map(|x| {
+                let mode = format!("xdp ({})", x.mode().name());
+                (Tx::Xdp(x), mode)
+            })
+        };
+        match spec.io {
+            Io::Packet => Ok((packet()?, "packet".into())),
+            Io::Xdp => xdp().map_err(|e| format!("--io xdp on {}: {e}", spec.tx)),
+            Io::Auto => match xdp() {
+                Ok(x) => Ok(x),
+                Err(e) => Ok((packet()?, format!("packet (AF_XDP refused: {e})"))),
+            },
+        }
+    }
+}
+
 /// How long to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Limit {
@@ -136,6 +223,7 @@ pub struct Spec {
     /// Frames per second, all threads together; `None`: as fast as possible.
     pub rate_pps: Option<f64>,
     pub limit: Limit,
+    pub io: Io,
 }
 
 /// What one run measured. Rates are over the sending time; L1 counts 20
@@ -143,6 +231,9 @@ pub struct Spec {
 /// counts the FCS.
 #[derive(Debug, Clone, Serialize)]
 pub struct Measured {
+    /// How the frames left: `packet`, `xdp (copy)`, `xdp (zero-copy)`, or
+    /// `packet (AF_XDP refused: why)` under `--io auto`.
+    pub io: String,
     /// False when nothing was counted (`--rx none`): the receive figures
     /// are then zero and mean nothing.
     pub counted: bool,
@@ -195,6 +286,7 @@ fn now_ns() -> u64 {
 struct Sent {
     packets: u64,
     secs: f64,
+    io: String,
 }
 
 fn sender(
@@ -207,10 +299,10 @@ fn sender(
 ) -> Result<Sent, String> {
     // Every thread reaches the barrier, even one that failed, so that no
     // other thread waits for it forever.
-    let opened = spec.tx.enter().and_then(|_| {
-        TxRing::open(&spec.tx.ifname, pool.max_len(), TX_SLOTS)
-            .map_err(|e| format!("TX ring on {}: {e}", spec.tx))
-    });
+    let opened = spec
+        .tx
+        .enter()
+        .and_then(|_| Tx::open(spec, t, pool.max_len()));
     let mine: Vec<usize> = pool.of_thread(t).collect();
     let threads = pool.threads();
     let quota = match spec.limit {
@@ -231,7 +323,7 @@ fn sender(
         }
     }
     start.wait();
-    let mut ring = opened?;
+    let (mut ring, io) = opened?;
     // Which template each ring slot holds.
     let mut held = vec![u32::MAX; ring.slots()];
     let t0 = Instant::now();
@@ -314,6 +406,7 @@ fn sender(
     Ok(Sent {
         packets: sent,
         secs,
+        io,
     })
 }
 
@@ -416,6 +509,11 @@ pub fn run(pool: &Pool, spec: &Spec, stop: &AtomicBool, live: &Live) -> Result<M
     };
     let gbps = |bytes: u64| bytes as f64 * 8.0 / secs / 1e9;
     Ok(Measured {
+        io: {
+            let mut ios: Vec<&str> = sent.iter().map(|s| s.io.as_str()).collect();
+            ios.dedup();
+            ios.join("; ")
+        },
         counted,
         duration_s: secs,
         tx_packets,

@@ -59,6 +59,11 @@ impl Wire {
                 "tlg0",
                 "mtu",
                 &mtu,
+                // A queue per sender thread, for AF_XDP (one socket a queue).
+                "numtxqueues",
+                "8",
+                "numrxqueues",
+                "8",
                 "type",
                 "veth",
                 "peer",
@@ -66,6 +71,10 @@ impl Wire {
                 "tlg1",
                 "mtu",
                 &mtu,
+                "numtxqueues",
+                "8",
+                "numrxqueues",
+                "8",
                 "netns",
                 rx_ns.name(),
             ])

@@ -63,6 +63,12 @@ fn namespaces_left(prefix: &str) -> Vec<String> {
 
 #[test]
 fn a_counted_run_reports_every_frame_in_table_and_json() {
+    for io in ["packet", "xdp"] {
+        counted_run(io);
+    }
+}
+
+fn counted_run(io: &str) {
     let (stdout, report) = run_json(&[
         "gen",
         "Ether()/IP(src=10.0.0.1-10.0.0.4)/UDP(dport=[53,54])",
@@ -72,7 +78,12 @@ fn a_counted_run_reports_every_frame_in_table_and_json() {
         "4000",
         "--rate",
         "20kpps",
+        "--io",
+        io,
     ]);
+    // How the frames left, in the table and the JSON (veth: copy mode).
+    let how = if io == "xdp" { "xdp (copy)" } else { "packet" };
+    assert!(stdout.contains(&format!("sent through: {how}")), "{stdout}");
     // One row per frame size, the article's columns.
     assert!(
         stdout.contains("Tx L1") && stdout.contains("Rx Mpps") && stdout.contains("Drop %"),
@@ -83,6 +94,7 @@ fn a_counted_run_reports_every_frame_in_table_and_json() {
     for (row, size) in rows.iter().zip([64u64, 1518]) {
         let m = &row["measured"];
         assert_eq!(row["frame_size"], size.to_string());
+        assert_eq!(m["io"], how);
         assert_eq!(m["tx_packets"], 4000);
         assert_eq!(m["rx_packets"], 4000, "{m}");
         assert_eq!(m["lost"], 0);
@@ -98,8 +110,14 @@ fn a_counted_run_reports_every_frame_in_table_and_json() {
 
 #[test]
 fn pvp_frames_go_through_the_switch_and_come_back() {
+    for io in ["packet", "xdp"] {
+        pvp_run(io);
+    }
+}
+
+fn pvp_run(io: &str) {
     let (_, report) = run_json(&[
-        "gen", "--pvp", "--size", "256", "--count", "3000", "--rate", "5kpps",
+        "gen", "--pvp", "--size", "256", "--count", "3000", "--rate", "5kpps", "--io", io,
     ]);
     let m = &report["rows"][0]["measured"];
     assert_eq!(m["tx_packets"], 3000);
@@ -150,6 +168,7 @@ fn bad_input_names_what_is_wrong() {
         (udp, &["--size", "46"], "--size: '46'"),
         (udp, &["--tx", "a@", "--rx", "b"], "--tx: 'a@'"),
         (udp, &["--threads", "0"], "--threads"),
+        (udp, &["--io", "dpdk"], "--io: 'dpdk'"),
         (udp, &["--pdr", "200"], "--pdr: 200"),
         (udp, &["--duration", "0"], "--duration: 0"),
         (

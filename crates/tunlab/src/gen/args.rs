@@ -48,6 +48,12 @@ pub struct Args {
     /// Sending threads, each with its own TX ring and its share of the flows.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// How frames leave: packet (AF_PACKET TX ring), xdp (AF_XDP, a UMEM
+    /// per thread on queue THREAD; zero-copy where the driver offers it,
+    /// copy mode otherwise: the mode is printed) or auto (xdp if the
+    /// interface takes it, else packet, saying why).
+    #[arg(long, default_value = "packet")]
+    pub io: String,
     /// Search for the highest rate with zero loss (RFC 2544 binary search).
     #[arg(long, conflicts_with = "pdr")]
     pub ndr: bool,

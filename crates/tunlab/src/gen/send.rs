@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tunlab_gen::ndr::{self, Found, Outcome, Phase, Step};
 use tunlab_gen::pool::Pool;
-use tunlab_gen::send::{self, Endpoint, Limit, Live, Measured, Rate, Spec};
+use tunlab_gen::send::{self, Endpoint, Io, Limit, Live, Measured, Rate, Spec};
 use tunlab_gen::topo::Wire;
 use tunlab_gen::{Builder, Sizes};
 
@@ -140,6 +140,9 @@ fn print_table(rows: &[Row]) {
             m.system_cpu_pct,
         );
     }
+    if let Some(r) = rows.first() {
+        println!("  sent through: {}", r.measured.io);
+    }
     for r in rows {
         let m = &r.measured;
         if m.flows_with_loss > 0 || m.rx_ring_drops > 0 || m.rx_foreign > 0 {
@@ -189,6 +192,7 @@ fn print_step(size: &str, st: &Step) {
 struct Plan {
     rate: Rate,
     limit: Limit,
+    io: Io,
     /// The search's settings, with --ndr or --pdr.
     search: Option<ndr::Settings>,
 }
@@ -198,6 +202,7 @@ fn plan(a: &Args) -> Result<Plan, String> {
         return Err(format!("--threads: {} is not between 1 and 64", a.threads));
     }
     let rate = Rate::parse(&a.rate)?;
+    let io = Io::parse(&a.io).map_err(|e| format!("--io: {e}"))?;
     let limit = match a.count {
         Some(0) => return Err("--count: 0 frames would send nothing".into()),
         Some(n) => Limit::Count(n),
@@ -230,6 +235,7 @@ fn plan(a: &Args) -> Result<Plan, String> {
     Ok(Plan {
         rate,
         limit,
+        io,
         search,
     })
 }
@@ -243,6 +249,7 @@ fn one_size(plan: &Plan, pool: &Pool, tx: &Endpoint, rx: &Option<Endpoint>) -> R
             rx: rx.clone(),
             rate_pps: rate,
             limit: plan.limit,
+            io: plan.io,
         };
         let m = trial(pool, &spec, &format!("{size} B"))?;
         return Ok(Row {
@@ -265,6 +272,7 @@ fn one_size(plan: &Plan, pool: &Pool, tx: &Endpoint, rx: &Option<Endpoint>) -> R
                 rx: rx.clone(),
                 rate_pps: r,
                 limit: Limit::Time(d),
+                io: plan.io,
             };
             let label = format!(
                 "{size} B {} {}",
@@ -310,6 +318,7 @@ fn warm_up(pool: &Pool, tx: &Endpoint, rx: &Option<Endpoint>) -> Result<(), Stri
         rx: rx.clone(),
         rate_pps: Some(10_000.0),
         limit: Limit::Count(64),
+        io: Io::Packet,
     };
     let started = std::time::Instant::now();
     loop {

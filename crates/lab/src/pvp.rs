@@ -2,7 +2,9 @@
 //! node: the generator sends Geneve with OVN's option straight at the
 //! node; the switch decapsulates to the tenant, which sends every frame
 //! back with its MAC addresses swapped (testpmd's macswap); the switch
-//! encapsulates it back to the generator, which counts it.
+//! encapsulates it back to the generator, which counts it. The node runs
+//! either datapath: userspace (the tenant on a TAP) or the kernel's eBPF
+//! one (the tenant on a veth; the slow path only sees first packets).
 //!
 //! ```text
 //!  netns TG (generator)           netns H1 (compute node)                 netns T1 (tenant)
@@ -43,11 +45,39 @@ pub struct Pvp {
     tenant: Host,
 }
 
-fn config(tenant_ns: &str) -> String {
+/// Which datapath the PVP node runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Node {
+    Userspace,
+    Ebpf,
+}
+
+impl Node {
+    pub fn parse(s: &str) -> Result<Node, String> {
+        match s {
+            "userspace" => Ok(Node::Userspace),
+            "ebpf" => Ok(Node::Ebpf),
+            _ => Err(format!("'{s}' is not a datapath (userspace, ebpf)")),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Node::Userspace => "userspace",
+            Node::Ebpf => "ebpf",
+        }
+    }
+}
+
+fn config(tenant_ns: &str, node: Node) -> String {
+    let (datapath, tenant) = match node {
+        Node::Userspace => ("", "tap"),
+        Node::Ebpf => ("datapath = \"ebpf\"\n", "veth"),
+    };
     format!(
         r#"[switch]
 name = "pvp"
-control_socket = "{ctl}"
+{datapath}control_socket = "{ctl}"
 underlay_mtu = 9000
 tlv_map = ["{{class=0x0102,type=0x80,len=4}}->tun_metadata0"]
 flows = [
@@ -66,7 +96,7 @@ key = 6
 [[port]]
 name = "tap0"
 ofport = 2
-type = "tap"
+type = "{tenant}"
 netns = "{tenant_ns}"
 address = "192.168.2.181/24"
 mtu = 8900
@@ -76,9 +106,10 @@ mtu = 8900
 }
 
 impl Pvp {
-    /// Build the namespaces, start the switch (`tunlab` is its binary;
-    /// its configuration goes to `dir`) and the reflector.
-    pub fn start(tunlab: &Path, dir: &Path) -> Result<Pvp, LabError> {
+    /// Build the namespaces, start the switch on `node`'s datapath
+    /// (`tunlab` is its binary; its configuration goes to `dir`) and the
+    /// reflector.
+    pub fn start(tunlab: &Path, dir: &Path, node_dp: Node) -> Result<Pvp, LabError> {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = 1000 + 3 * NEXT.fetch_add(1, Ordering::Relaxed);
         let tg = Host::create("tg", n)?;
@@ -133,7 +164,7 @@ impl Pvp {
             err,
         })?;
         let path = dir.join("pvp-node.toml");
-        std::fs::write(&path, config(tenant.name())).map_err(|err| LabError::Io {
+        std::fs::write(&path, config(tenant.name(), node_dp)).map_err(|err| LabError::Io {
             path: path.display().to_string(),
             err,
         })?;

@@ -87,7 +87,9 @@ enum Command {
         /// Run the TRex article's PVP test instead: `tunlab gen --pvp`'s
         /// zero-loss search per frame size (quick: 128, 512, 1500 bytes,
         /// 2 s trials, 5 s validation; full: the article's six sizes and
-        /// trafficgen's 30 s and 30 s), results in OUT/pvp.json.
+        /// trafficgen's 30 s and 30 s), the node on the eBPF datapath and
+        /// then on the userspace one, side by side; results in
+        /// OUT/pvp-ebpf.json and OUT/pvp-userspace.json.
         #[arg(long, conflicts_with_all = ["variants", "tests", "samples", "seconds"])]
         pvp: bool,
         /// Measure the flow set-up rate instead: the highest rate of new

@@ -110,15 +110,21 @@ fn counted_run(io: &str) {
 
 #[test]
 fn pvp_frames_go_through_the_switch_and_come_back() {
-    for io in ["packet", "xdp"] {
-        pvp_run(io);
+    for (io, node) in [
+        ("packet", "userspace"),
+        ("xdp", "userspace"),
+        ("packet", "ebpf"),
+    ] {
+        pvp_run(io, node);
     }
 }
 
-fn pvp_run(io: &str) {
+fn pvp_run(io: &str, node: &str) {
     let (_, report) = run_json(&[
-        "gen", "--pvp", "--size", "256", "--count", "3000", "--rate", "5kpps", "--io", io,
+        "gen", "--pvp", "--node", node, "--size", "256", "--count", "3000", "--rate", "5kpps",
+        "--io", io,
     ]);
+    assert_eq!(report["pvp_node"], node);
     let m = &report["rows"][0]["measured"];
     assert_eq!(m["tx_packets"], 3000);
     // Decapsulated, reflected by the tenant, encapsulated back: at 5 kfps
@@ -169,6 +175,7 @@ fn bad_input_names_what_is_wrong() {
         (udp, &["--tx", "a@", "--rx", "b"], "--tx: 'a@'"),
         (udp, &["--threads", "0"], "--threads"),
         (udp, &["--io", "dpdk"], "--io: 'dpdk'"),
+        (udp, &["--pvp", "--node", "dpdk"], "--node: 'dpdk'"),
         (udp, &["--pdr", "200"], "--pdr: 200"),
         (udp, &["--duration", "0"], "--duration: 0"),
         (

@@ -78,6 +78,10 @@ pub struct Args {
     /// Without a description, the article's packet addressed to the node.
     #[arg(long, conflicts_with_all = ["tx", "rx"])]
     pub pvp: bool,
+    /// The PVP node's datapath: userspace (the tenant on a TAP) or ebpf
+    /// (the kernel's TC programs forward cached flows, the tenant on a veth).
+    #[arg(long, default_value = "userspace", requires = "pvp")]
+    pub node: String,
 }
 
 pub fn fail(msg: impl std::fmt::Display) -> ExitCode {

@@ -95,7 +95,9 @@ pub fn run(a: Args) -> ExitCode {
 }
 
 /// `tunlab bench --pvp`: the PVP zero-loss search with the profile's trial
-/// lengths, through the same path as `tunlab gen --pvp --ndr`.
+/// lengths, through the same path as `tunlab gen --pvp --ndr`, once with
+/// the node on the kernel (eBPF) datapath and once on the userspace one,
+/// then the two side by side.
 pub fn bench_pvp(profile: &str, out: Option<PathBuf>) -> ExitCode {
     #[derive(Debug, clap::Parser)]
     struct Wrap {
@@ -113,22 +115,67 @@ pub fn bench_pvp(profile: &str, out: Option<PathBuf>) -> ExitCode {
     if let Err(e) = std::fs::create_dir_all(&out) {
         return fail(format!("{}: {e}", out.display()));
     }
-    let json = out.join("pvp.json");
-    let argv = [
-        "gen",
-        "--pvp",
-        "--ndr",
-        "--size",
-        sizes,
-        "--trial",
-        trial,
-        "--validation",
-        validation,
-        "--json",
-        json.to_str().unwrap_or("pvp.json"),
-    ];
-    match Wrap::try_parse_from(argv) {
-        Ok(w) => run(w.args),
-        Err(e) => fail(e),
+    let mut found: Vec<(&str, Vec<(String, Option<f64>)>)> = Vec::new();
+    for node in ["ebpf", "userspace"] {
+        let json = out.join(format!("pvp-{node}.json"));
+        let argv = [
+            "gen",
+            "--pvp",
+            "--node",
+            node,
+            "--ndr",
+            "--size",
+            sizes,
+            "--trial",
+            trial,
+            "--validation",
+            validation,
+            "--json",
+            json.to_str().unwrap_or("pvp.json"),
+        ];
+        println!("PVP, the node on the {node} datapath:");
+        let code = match Wrap::try_parse_from(argv) {
+            Ok(w) => run(w.args),
+            Err(e) => return fail(e),
+        };
+        if code != ExitCode::SUCCESS {
+            return code;
+        }
+        match zero_loss_rates(&json) {
+            Ok(r) => found.push((node, r)),
+            Err(e) => return fail(format!("{}: {e}", json.display())),
+        }
     }
+    println!("\nPVP zero-loss rate, side by side (kfps):");
+    println!(
+        "{:>10} {:>12} {:>12} {:>8}",
+        "Frame (B)", "ebpf", "userspace", "ratio"
+    );
+    if let [(_, k), (_, u)] = &found[..] {
+        for ((size, a), (_, b)) in k.iter().zip(u) {
+            let kfps = |r: &Option<f64>| r.map_or("none".into(), |r| format!("{:.1}", r / 1e3));
+            let ratio = match (a, b) {
+                (Some(a), Some(b)) if *b > 0.0 => format!("{:.2}x", a / b),
+                _ => "-".into(),
+            };
+            println!("{size:>10} {:>12} {:>12} {ratio:>8}", kfps(a), kfps(b));
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Each row's frame size and zero-loss rate from `tunlab gen --json`.
+fn zero_loss_rates(json: &std::path::Path) -> Result<Vec<(String, Option<f64>)>, String> {
+    let text = std::fs::read_to_string(json).map_err(|e| e.to_string())?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let rows = v["rows"].as_array().ok_or("no rows")?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            (
+                r["frame_size"].as_str().unwrap_or("?").to_string(),
+                r["search"]["rate_pps"].as_f64(),
+            )
+        })
+        .collect())
 }

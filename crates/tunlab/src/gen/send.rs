@@ -35,6 +35,9 @@ struct Report<'a> {
     description: &'a str,
     tx: String,
     rx: String,
+    /// The PVP node's datapath (`userspace`, `ebpf`), with --pvp.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pvp_node: Option<&'a str>,
     threads: usize,
     interrupted: bool,
     rows: Vec<Row>,
@@ -203,6 +206,9 @@ fn plan(a: &Args) -> Result<Plan, String> {
     }
     let rate = Rate::parse(&a.rate)?;
     let io = Io::parse(&a.io).map_err(|e| format!("--io: {e}"))?;
+    if a.pvp {
+        tunlab_lab::pvp::Node::parse(&a.node).map_err(|e| format!("--node: {e}"))?;
+    }
     let limit = match a.count {
         Some(0) => return Err("--count: 0 frames would send nothing".into()),
         Some(n) => Limit::Count(n),
@@ -369,10 +375,14 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
                 .and_then(|exe| {
                     let dir =
                         std::env::temp_dir().join(format!("tunlab-pvp-{}", std::process::id()));
-                    let started = tunlab_lab::pvp::Pvp::start(&exe, &dir);
+                    let node =
+                        tunlab_lab::pvp::Node::parse(&a.node).map_err(|e| format!("--node: {e}"));
+                    let started = node.and_then(|n| {
+                        tunlab_lab::pvp::Pvp::start(&exe, &dir, n).map_err(|e| e.to_string())
+                    });
                     // The switch has read its configuration by now.
                     let _ = std::fs::remove_dir_all(&dir);
-                    started.map_err(|e| e.to_string())
+                    started
                 });
             pvp = match started {
                 Ok(p) => p,
@@ -416,8 +426,13 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
     let rx_name = rx
         .as_ref()
         .map_or("none (sending only)".into(), |r| r.to_string());
+    let node = if a.pvp {
+        format!(", PVP node on the {} datapath", a.node)
+    } else {
+        String::new()
+    };
     eprintln!(
-        "tunlab gen: {tx} -> {rx_name}, {} thread(s), rate {}",
+        "tunlab gen: {tx} -> {rx_name}, {} thread(s), rate {}{node}",
         a.threads, a.rate
     );
     let mut rows = Vec::new();
@@ -443,6 +458,7 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
             description: text,
             tx: tx.to_string(),
             rx: rx_name,
+            pvp_node: a.pvp.then_some(a.node.as_str()),
             threads: a.threads,
             interrupted,
             rows,

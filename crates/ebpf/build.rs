@@ -17,20 +17,29 @@ fn main() {
     ] {
         println!("cargo:rerun-if-changed=bpf/{f}");
     }
+    println!("cargo:rerun-if-changed=bpf/count.c");
+    // The generator's XDP counter uses atomic exchange and
+    // compare-and-swap: BPF ISA v3 (Linux 5.12).
+    build("datapath.c", &[], &obj);
+    build("count.c", &["-mcpu=v3"], &out.join("count.o"));
+}
+
+fn build(src: &str, extra: &[&str], obj: &std::path::Path) {
     let clang = std::env::var("CLANG").unwrap_or_else(|_| "clang".into());
     let status = Command::new(&clang)
         .args(["-O2", "-g", "-target", "bpf", "-Wall", "-Werror"])
+        .args(extra)
         // Debian keeps asm/types.h under the multiarch directory.
         .arg(format!(
             "-I/usr/include/{}-linux-gnu",
             std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_else(|_| "x86_64".into())
         ))
-        .args(["-c", "bpf/datapath.c", "-o"])
-        .arg(&obj)
+        .args(["-c", &format!("bpf/{src}"), "-o"])
+        .arg(obj)
         .status();
     match status {
         Ok(s) if s.success() => {}
-        Ok(s) => panic!("{clang} failed to build bpf/datapath.c ({s})"),
+        Ok(s) => panic!("{clang} failed to build bpf/{src} ({s})"),
         Err(e) => panic!(
             "cannot run {clang} ({e}): the kernel datapath is C built by clang; \
              install clang and libbpf-dev (scripts/install-deps does)"

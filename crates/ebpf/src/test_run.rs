@@ -80,3 +80,34 @@ pub fn run_tc(prog: BorrowedFd<'_>, packet: &[u8], ifindex: u32) -> std::io::Res
         packet: out,
     })
 }
+
+/// XDP verdicts.
+pub const XDP_DROP: u32 = 1;
+pub const XDP_PASS: u32 = 2;
+
+/// Run an XDP program on `packet` (on the loopback device); its verdict.
+pub fn run_xdp(prog: BorrowedFd<'_>, packet: &[u8]) -> std::io::Result<u32> {
+    let mut out = vec![0u8; packet.len() + 512];
+    let mut attr = TestAttr {
+        prog_fd: prog.as_raw_fd() as u32,
+        data_size_in: packet.len() as u32,
+        data_size_out: out.len() as u32,
+        data_in: packet.as_ptr() as u64,
+        data_out: out.as_mut_ptr() as u64,
+        repeat: 1,
+        ..TestAttr::default()
+    };
+    // SAFETY: as in run_tc: buffers that live across the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_PROG_TEST_RUN,
+            &mut attr as *mut TestAttr,
+            std::mem::size_of::<TestAttr>(),
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(attr.retval)
+}

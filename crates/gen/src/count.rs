@@ -109,6 +109,20 @@ fn bucket_floor(b: usize) -> u64 {
 }
 
 impl Histogram {
+    /// A histogram counted elsewhere (the XDP counter), in this one's
+    /// buckets: `buckets` of them, `n` samples summing to `sum` ns.
+    pub fn from_parts(buckets: &[u64], n: u64, sum: u64, min: u32, max: u32) -> Histogram {
+        let mut h = Histogram::default();
+        for (b, c) in h.buckets.iter_mut().zip(buckets) {
+            *b = *c;
+        }
+        h.n = n;
+        h.sum = u128::from(sum);
+        h.min = if n == 0 { u32::MAX } else { min };
+        h.max = max;
+        h
+    }
+
     pub fn record(&mut self, ns: u32) {
         self.buckets[bucket(ns)] += 1;
         self.n += 1;

@@ -16,6 +16,7 @@ use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tunlab_ebpf::count::XdpCounter;
 use tunlab_netio::cpu;
 use tunlab_netio::{netns, RxRing, TxRing, XdpTx};
 
@@ -234,6 +235,10 @@ pub struct Measured {
     /// How the frames left: `packet`, `xdp (copy)`, `xdp (zero-copy)`, or
     /// `packet (AF_XDP refused: why)` under `--io auto`.
     pub io: String,
+    /// How they were counted: `packet` (an RX ring), `xdp (driver)` or
+    /// `xdp (generic)` (the XDP counter), `packet (XDP refused: why)`;
+    /// empty when nothing was counted.
+    pub rx_io: String,
     /// False when nothing was counted (`--rx none`): the receive figures
     /// are then zero and mean nothing.
     pub counted: bool,
@@ -268,6 +273,12 @@ pub struct Measured {
     pub flows_with_loss: u32,
     /// Per flow (first 4096 flows): frames sent, frames received.
     pub per_flow: Vec<(u64, u64)>,
+}
+
+/// How the receiver counted: `packet` (a TPACKET_V3 ring: each frame
+/// copied to user space) or `xdp (driver|generic)` (the XDP counter).
+fn rx_io_name(mode: &str) -> String {
+    format!("xdp ({mode})")
 }
 
 /// A live view for progress bars.
@@ -410,18 +421,43 @@ fn sender(
     })
 }
 
+/// The receiving side: an RX ring (`--io packet`), or the XDP counter
+/// (`--io xdp`; `--io auto` falls back to the ring, saying why). Returns
+/// the frames the ring dropped and how it counted.
 fn receiver(
     at: &Endpoint,
+    io: Io,
+    streams: usize,
     counter: &mut Counter,
     ready: &Barrier,
     done: &AtomicBool,
     live: &Live,
-) -> Result<u64, String> {
-    let opened = at.enter().and_then(|_| {
-        RxRing::open(&at.ifname, 1 << 20, 64, 10).map_err(|e| format!("RX ring on {at}: {e}"))
+) -> Result<(u64, String), String> {
+    let flows = counter.per_flow.len() as u32;
+    let xdp = || -> Result<(XdpCounter, &'static str), String> {
+        let mut c = XdpCounter::load(flows, streams as u32, false)
+            .map_err(|e| format!("the XDP counter: {e}"))?;
+        let mode = c
+            .attach(&at.ifname)
+            .map_err(|e| format!("the XDP counter on {at}: {e}"))?;
+        Ok((c, mode))
+    };
+    let ring =
+        || RxRing::open(&at.ifname, 1 << 20, 64, 10).map_err(|e| format!("RX ring on {at}: {e}"));
+    let opened = at.enter().and_then(|_| match io {
+        Io::Packet => ring().map(|r| (Err(r), "packet".to_string())),
+        Io::Xdp => xdp().map(|(c, m)| (Ok(c), rx_io_name(m))),
+        Io::Auto => match xdp() {
+            Ok((c, m)) => Ok((Ok(c), rx_io_name(m))),
+            Err(e) => ring().map(|r| (Err(r), format!("packet (XDP refused: {e})"))),
+        },
     });
     ready.wait();
-    let mut ring = opened?;
+    let (how, name) = opened?;
+    let mut ring = match how {
+        Ok(c) => return count_xdp(&c, at, counter, done, live).map(|()| (0, name)),
+        Err(r) => r,
+    };
     // Counters of the socket so far (frames before the run) are not ours.
     let _ = ring.stats();
     let mut quiet_since: Option<Instant> = None;
@@ -440,7 +476,54 @@ fn receiver(
             }
         }
     }
-    Ok(ring.stats().map_or(0, |s| s.drops))
+    Ok((ring.stats().map_or(0, |s| s.drops), name))
+}
+
+/// Wait for the run to end and the counter to go quiet, then take its
+/// counts into `counter`.
+fn count_xdp(
+    c: &XdpCounter,
+    at: &Endpoint,
+    counter: &mut Counter,
+    done: &AtomicBool,
+    live: &Live,
+) -> Result<(), String> {
+    let err = |e: tunlab_ebpf::Error| format!("reading the XDP counter on {at}: {e}");
+    let mut quiet_since: Option<Instant> = None;
+    let mut last = 0;
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let rx = c.rx().map_err(err)?;
+        live.rx.store(rx, Ordering::Relaxed);
+        if done.load(Ordering::Relaxed) {
+            if rx != last {
+                quiet_since = None;
+            }
+            let q = *quiet_since.get_or_insert_with(Instant::now);
+            if q.elapsed() >= DRAIN {
+                break;
+            }
+        }
+        last = rx;
+    }
+    let n = c.read().map_err(err)?;
+    let t = n.totals;
+    counter.rx = t.rx;
+    counter.rx_bytes = t.rx_bytes;
+    counter.dups = t.dups;
+    counter.reordered = t.reordered;
+    counter.foreign = t.foreign;
+    for (mine, theirs) in counter.per_flow.iter_mut().zip(&n.per_flow) {
+        *mine = *theirs;
+    }
+    counter.latency = crate::count::Histogram::from_parts(
+        &n.latency,
+        t.lat_n,
+        t.lat_sum,
+        t.lat_min as u32,
+        t.lat_max as u32,
+    );
+    Ok(())
 }
 
 /// Send `pool` as `spec` says and count what arrives. `stop` ends the run
@@ -455,7 +538,7 @@ pub fn run(pool: &Pool, spec: &Spec, stop: &AtomicBool, live: &Live) -> Result<M
         let rx = spec.rx.as_ref().map(|at| {
             s.spawn(|| {
                 let mut c = counter.lock().map_err(|_| "counter poisoned".to_string())?;
-                receiver(at, &mut c, &start, &sending_done, live)
+                receiver(at, spec.io, threads, &mut c, &start, &sending_done, live)
             })
         });
         let txs: Vec<_> = (0..threads)
@@ -473,14 +556,14 @@ pub fn run(pool: &Pool, spec: &Spec, stop: &AtomicBool, live: &Live) -> Result<M
             })
             .collect();
         sending_done.store(true, Ordering::Relaxed);
-        let rx = rx.map_or(Ok(0), |h| {
+        let rx = rx.map_or(Ok((0, String::new())), |h| {
             h.join()
                 .unwrap_or_else(|_| Err("the receiver thread panicked".into()))
         });
         (sent, rx)
     });
     let usage = cpu0.usage();
-    let rx_ring_drops = rx_drops?;
+    let (rx_ring_drops, rx_io) = rx_drops?;
     let sent: Vec<Sent> = sent.into_iter().collect::<Result<_, _>>()?;
     let c = counter
         .into_inner()
@@ -514,6 +597,7 @@ pub fn run(pool: &Pool, spec: &Spec, stop: &AtomicBool, live: &Live) -> Result<M
             ios.dedup();
             ios.join("; ")
         },
+        rx_io,
         counted,
         duration_s: secs,
         tx_packets,

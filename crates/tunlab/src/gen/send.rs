@@ -145,6 +145,9 @@ fn print_table(rows: &[Row]) {
     }
     if let Some(r) = rows.first() {
         println!("  sent through: {}", r.measured.io);
+        if r.measured.counted {
+            println!("  counted through: {}", r.measured.rx_io);
+        }
     }
     for r in rows {
         let m = &r.measured;

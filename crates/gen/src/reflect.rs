@@ -1,11 +1,12 @@
 //! The tenant side of a PVP test: every frame received on an interface
 //! goes back out of it with its Ethernet addresses swapped, as testpmd's
-//! `macswap` forwarding mode does in the TRex article's VM. An RX ring in,
-//! a TX ring out, a batch per ring block.
+//! `macswap` forwarding mode does in the TRex article's VM. A `TPACKET_V2`
+//! RX ring in (each frame handed over as it arrives: no 1-ms block
+//! hand-over in the latency), a TX ring out, a batch per poll.
 
 use crate::send::Endpoint;
 use std::sync::atomic::{AtomicBool, Ordering};
-use tunlab_netio::{RxRing, TxRing};
+use tunlab_netio::{FrameRxRing, TxRing};
 
 /// The largest frame reflected (jumbo frames included).
 const MAX_FRAME: usize = 9018;
@@ -18,7 +19,7 @@ pub fn run(
     ready: impl FnOnce(Result<(), String>),
 ) -> Result<u64, String> {
     let opened = at.enter().and_then(|_| {
-        let rx = RxRing::open(&at.ifname, 1 << 20, 16, 1)
+        let rx = FrameRxRing::open(&at.ifname, MAX_FRAME, 2048)
             .map_err(|e| format!("reflector RX ring on {at}: {e}"))?;
         // Frames sent into a TAP hold their slot until the switch reads
         // them: a deep ring (2048 slots, the most 32 MiB of jumbo slots

@@ -16,7 +16,7 @@ pub mod xdp;
 
 pub use packet::PacketSocket;
 pub use poll::Poller;
-pub use ring::{RxFrame, RxRing, TxRing};
+pub use ring::{FrameRxRing, RxFrame, RxRing, TxRing};
 pub use rst_guard::RstGuard;
 pub use tap::{Tap, TapError, TapOptions};
 pub use udp::{RecvBatch, Underlay};

@@ -9,6 +9,8 @@
 //! - [`RxRing`]: `PACKET_RX_RING` with `TPACKET_V3` blocks: the kernel
 //!   fills a block with many frames and hands the whole block over; frames
 //!   this host sent are not seen (`PACKET_IGNORE_OUTGOING`).
+//! - [`FrameRxRing`]: `PACKET_RX_RING` with `TPACKET_V2` frames, each
+//!   handed over as soon as it arrives (no block to fill or time out).
 //!
 //! Layout of one TX frame (`TPACKET_V2`, no `PACKET_TX_HAS_OFF`):
 //!
@@ -491,6 +493,124 @@ impl RxRing {
             packets: s.tp_packets as u64,
             drops: s.tp_drops as u64,
         })
+    }
+}
+
+/// A receive ring of single frames (`TPACKET_V2`): each frame is handed
+/// over as soon as it is written, where a `TPACKET_V3` block waits until
+/// it is full or its timeout (1 ms at the least) passes. For a reflector,
+/// whose latency is the test's.
+#[derive(Debug)]
+pub struct FrameRxRing {
+    fd: OwnedFd,
+    map: Map,
+    slot: usize,
+    slots: usize,
+    next: usize,
+}
+
+impl FrameRxRing {
+    /// `slots` frames of up to `max_frame` bytes each on `ifname`.
+    pub fn open(ifname: &str, max_frame: usize, slots: usize) -> io::Result<FrameRxRing> {
+        let ifi = ifindex(ifname)?;
+        let proto = libc::ETH_P_ALL as u16;
+        let fd = packet_socket(proto)?;
+        set_int_opt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_VERSION,
+            libc::tpacket_versions::TPACKET_V2 as libc::c_int,
+        )?;
+        set_int_opt(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)?;
+        // The frame starts after the header and the address the kernel
+        // writes (TPACKET2_HDRLEN), aligned; a slot is a power of two.
+        let slot = (libc::TPACKET2_HDRLEN + 16 + max_frame)
+            .next_power_of_two()
+            .max(2048);
+        let page = 4096usize;
+        let block = slot.max(page) * 16;
+        let per_block = block / slot;
+        let slots = slots.min((64 << 20) / slot).max(per_block);
+        let slots = slots.div_ceil(per_block) * per_block;
+        let req = libc::tpacket_req {
+            tp_block_size: block as u32,
+            tp_block_nr: (slots / per_block) as u32,
+            tp_frame_size: slot as u32,
+            tp_frame_nr: slots as u32,
+        };
+        set_opt(&fd, libc::PACKET_RX_RING, &req)?;
+        let map = Map::new(&fd, slot * slots)?;
+        bind(&fd, ifi, proto)?;
+        Ok(FrameRxRing {
+            fd,
+            map,
+            slot,
+            slots,
+            next: 0,
+        })
+    }
+
+    /// Wait up to `timeout_ms` for a frame, then call `each` for every
+    /// frame the kernel has handed over, giving each slot back. Returns
+    /// the frames seen.
+    pub fn poll(
+        &mut self,
+        timeout_ms: i32,
+        mut each: impl FnMut(RxFrame<'_>),
+    ) -> io::Result<usize> {
+        let mut seen = 0;
+        let mut waited = false;
+        loop {
+            let off = self.next * self.slot;
+            let status = self.map.status(off);
+            if status.load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
+                if waited || seen > 0 {
+                    return Ok(seen);
+                }
+                let mut pfd = libc::pollfd {
+                    fd: self.fd.as_raw_fd(),
+                    events: libc::POLLIN | libc::POLLERR,
+                    revents: 0,
+                };
+                // SAFETY: one pollfd, alive for the call.
+                let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+                if r < 0 {
+                    let e = io::Error::last_os_error();
+                    if e.raw_os_error() != Some(libc::EINTR) {
+                        return Err(e);
+                    }
+                }
+                waited = true;
+                continue;
+            }
+            // SAFETY: the slot at `off` is ours (TP_STATUS_USER) and lies
+            // inside the mapping; the kernel wrote its tpacket2_hdr.
+            let h = unsafe { &*(self.map.ptr.add(off) as *const libc::tpacket2_hdr) };
+            let start = h.tp_mac as usize;
+            let len = h.tp_snaplen as usize;
+            if start + len <= self.slot {
+                // SAFETY: the frame lies inside this slot (checked).
+                let data =
+                    unsafe { std::slice::from_raw_parts(self.map.ptr.add(off + start), len) };
+                let vlan = (h.tp_status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
+                    let tpid = if h.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+                        h.tp_vlan_tpid
+                    } else {
+                        0x8100
+                    };
+                    (tpid, h.tp_vlan_tci)
+                });
+                each(RxFrame {
+                    data,
+                    wire_len: h.tp_len as usize + if vlan.is_some() { 4 } else { 0 },
+                    vlan,
+                    ts_ns: h.tp_sec as u64 * 1_000_000_000 + h.tp_nsec as u64,
+                });
+            }
+            status.store(libc::TP_STATUS_KERNEL, Ordering::Release);
+            self.next = (self.next + 1) % self.slots;
+            seen += 1;
+        }
     }
 }
 

@@ -80,7 +80,7 @@ fn realtime_minus_tai() -> i64 {
         };
         // SAFETY: clock_gettime writes one timespec.
         unsafe { libc::clock_gettime(clock, &mut ts) };
-        ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
+        ts.tv_sec * 1_000_000_000 + ts.tv_nsec
     };
     read(libc::CLOCK_REALTIME) - read(libc::CLOCK_TAI)
 }

@@ -148,7 +148,8 @@ impl Io {
 /// A sender's transmit path.
 enum Tx {
     Packet(TxRing),
-    Xdp(XdpTx),
+    // Boxed: the AF_XDP socket's rings make it ten times the other's size.
+    Xdp(Box<XdpTx>),
 }
 
 impl Tx {
@@ -193,7 +194,7 @@ impl Tx {
         let xdp = || {
             XdpTx::open(&spec.tx.ifname, t as u32, max_len, XDP_FRAMES).map(|x| {
                 let mode = format!("xdp ({})", x.mode().name());
-                (Tx::Xdp(x), mode)
+                (Tx::Xdp(Box::new(x)), mode)
             })
         };
         match spec.io {

@@ -115,7 +115,7 @@ pub fn bench_pvp(profile: &str, out: Option<PathBuf>) -> ExitCode {
     if let Err(e) = std::fs::create_dir_all(&out) {
         return fail(format!("{}: {e}", out.display()));
     }
-    let mut found: Vec<(&str, Vec<(String, Option<f64>)>)> = Vec::new();
+    let mut found: Vec<(&str, Vec<SizeRate>)> = Vec::new();
     for node in ["ebpf", "userspace"] {
         let json = out.join(format!("pvp-{node}.json"));
         let argv = [
@@ -164,8 +164,11 @@ pub fn bench_pvp(profile: &str, out: Option<PathBuf>) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// A frame size and its zero-loss rate (frames/s), if one passed.
+type SizeRate = (String, Option<f64>);
+
 /// Each row's frame size and zero-loss rate from `tunlab gen --json`.
-fn zero_loss_rates(json: &std::path::Path) -> Result<Vec<(String, Option<f64>)>, String> {
+fn zero_loss_rates(json: &std::path::Path) -> Result<Vec<SizeRate>, String> {
     let text = std::fs::read_to_string(json).map_err(|e| e.to_string())?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     let rows = v["rows"].as_array().ok_or("no rows")?;

@@ -45,40 +45,9 @@ pub const TC_ACT_REDIRECT: u32 = 7;
 /// Run a TC program on `packet` as if it arrived on device `ifindex`
 /// (0: the loopback device).
 pub fn run_tc(prog: BorrowedFd<'_>, packet: &[u8], ifindex: u32) -> std::io::Result<Outcome> {
-    let mut out = vec![0u8; packet.len() + 512];
     let mut ctx = [0u8; SKB_CTX_LEN];
     ctx[SKB_IFINDEX_AT..SKB_IFINDEX_AT + 4].copy_from_slice(&ifindex.to_ne_bytes());
-    let mut attr = TestAttr {
-        prog_fd: prog.as_raw_fd() as u32,
-        data_size_in: packet.len() as u32,
-        data_size_out: out.len() as u32,
-        data_in: packet.as_ptr() as u64,
-        data_out: out.as_mut_ptr() as u64,
-        repeat: 1,
-        ..TestAttr::default()
-    };
-    if ifindex != 0 {
-        attr.ctx_size_in = SKB_CTX_LEN as u32;
-        attr.ctx_in = ctx.as_ptr() as u64;
-    }
-    // SAFETY: attr points at buffers that live across the call, with their
-    // sizes; the kernel writes at most data_size_out bytes to data_out.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_PROG_TEST_RUN,
-            &mut attr as *mut TestAttr,
-            std::mem::size_of::<TestAttr>(),
-        )
-    };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    out.truncate(attr.data_size_out as usize);
-    Ok(Outcome {
-        verdict: attr.retval,
-        packet: out,
-    })
+    run(prog, packet, (ifindex != 0).then_some(&ctx[..]))
 }
 
 /// XDP verdicts.
@@ -87,6 +56,12 @@ pub const XDP_PASS: u32 = 2;
 
 /// Run an XDP program on `packet` (on the loopback device); its verdict.
 pub fn run_xdp(prog: BorrowedFd<'_>, packet: &[u8]) -> std::io::Result<u32> {
+    run(prog, packet, None).map(|o| o.verdict)
+}
+
+/// Run `prog` on `packet` with context `ctx` (the kernel's default if
+/// none).
+fn run(prog: BorrowedFd<'_>, packet: &[u8], ctx: Option<&[u8]>) -> std::io::Result<Outcome> {
     let mut out = vec![0u8; packet.len() + 512];
     let mut attr = TestAttr {
         prog_fd: prog.as_raw_fd() as u32,
@@ -97,17 +72,34 @@ pub fn run_xdp(prog: BorrowedFd<'_>, packet: &[u8]) -> std::io::Result<u32> {
         repeat: 1,
         ..TestAttr::default()
     };
-    // SAFETY: as in run_tc: buffers that live across the call.
+    if let Some(ctx) = ctx {
+        attr.ctx_size_in = ctx.len() as u32;
+        attr.ctx_in = ctx.as_ptr() as u64;
+    }
+    test_run(&mut attr)?;
+    out.truncate(attr.data_size_out as usize);
+    Ok(Outcome {
+        verdict: attr.retval,
+        packet: out,
+    })
+}
+
+/// The BPF_PROG_TEST_RUN call itself. The caller's `attr` points at
+/// buffers that live across the call, with their sizes; the kernel writes
+/// at most `data_size_out` bytes to `data_out`.
+fn test_run(attr: &mut TestAttr) -> std::io::Result<()> {
+    // SAFETY: `attr` is a bpf_attr test member whose pointers the caller
+    // keeps valid for the call (see above).
     let r = unsafe {
         libc::syscall(
             libc::SYS_bpf,
             BPF_PROG_TEST_RUN,
-            &mut attr as *mut TestAttr,
+            attr as *mut TestAttr,
             std::mem::size_of::<TestAttr>(),
         )
     };
     if r < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(attr.retval)
+    Ok(())
 }

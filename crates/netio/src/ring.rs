@@ -104,6 +104,107 @@ fn bind(fd: &OwnedFd, ifindex: i32, proto: u16) -> io::Result<()> {
     Ok(())
 }
 
+/// A packet socket for every protocol, in ring version `version`, that
+/// ignores what this host sends, with the RX ring `req` mapped
+/// (`len` bytes) and bound to `ifname`.
+fn rx_socket<T>(
+    ifname: &str,
+    version: libc::c_int,
+    req: &T,
+    len: usize,
+) -> io::Result<(OwnedFd, Map)> {
+    let ifi = ifindex(ifname)?;
+    let proto = libc::ETH_P_ALL as u16;
+    let fd = packet_socket(proto)?;
+    set_int_opt(
+        fd.as_raw_fd(),
+        libc::SOL_PACKET,
+        libc::PACKET_VERSION,
+        version,
+    )?;
+    set_int_opt(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)?;
+    set_opt(&fd, libc::PACKET_RX_RING, req)?;
+    let map = Map::new(&fd, len)?;
+    bind(&fd, ifi, proto)?;
+    Ok((fd, map))
+}
+
+/// Hand the ring's ready slots (from `*next`, of `n`) to `take` until one
+/// is not ready, waiting up to `timeout_ms` once if the first is not; each
+/// slot goes back to the kernel after `take`. `status(i)` is slot `i`'s
+/// status word; `take(i)` returns the frames slot `i` held.
+fn drain_ready<'m>(
+    fd: &OwnedFd,
+    timeout_ms: i32,
+    next: &mut usize,
+    n: usize,
+    status: impl Fn(usize) -> &'m AtomicU32,
+    mut take: impl FnMut(usize) -> usize,
+) -> io::Result<usize> {
+    let mut seen = 0;
+    let mut waited = false;
+    loop {
+        let st = status(*next);
+        if st.load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
+            if waited || seen > 0 {
+                return Ok(seen);
+            }
+            wait_readable(fd, timeout_ms)?;
+            waited = true;
+            continue;
+        }
+        seen += take(*next);
+        st.store(libc::TP_STATUS_KERNEL, Ordering::Release);
+        *next = (*next + 1) % n;
+    }
+}
+
+/// Wait up to `timeout_ms` for `fd` to have something to read (an
+/// interrupted wait counts as a wait).
+fn wait_readable(fd: &OwnedFd, timeout_ms: i32) -> io::Result<()> {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN | libc::POLLERR,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, alive for the call.
+    let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// A received frame from its ring header's fields (V2 and V3 name them
+/// alike): the tag the kernel took off, the length on the wire, the time.
+fn rx_frame(
+    data: &[u8],
+    status: u32,
+    tpid: u16,
+    tci: u16,
+    len: u32,
+    sec: u32,
+    nsec: u32,
+) -> RxFrame<'_> {
+    let vlan = (status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
+        let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+            tpid
+        } else {
+            0x8100
+        };
+        (tpid, tci)
+    });
+    RxFrame {
+        data,
+        wire_len: len as usize + if vlan.is_some() { 4 } else { 0 },
+        vlan,
+        ts_ns: sec as u64 * 1_000_000_000 + nsec as u64,
+    }
+}
+
 /// A shared mapping of a ring, unmapped on drop.
 #[derive(Debug)]
 struct Map {
@@ -354,16 +455,6 @@ impl RxRing {
     /// `blocks` blocks of `block` bytes (a power of two, at least a page),
     /// handed over at the latest `timeout_ms` after their first frame.
     pub fn open(ifname: &str, block: usize, blocks: usize, timeout_ms: u32) -> io::Result<RxRing> {
-        let ifi = ifindex(ifname)?;
-        let proto = libc::ETH_P_ALL as u16;
-        let fd = packet_socket(proto)?;
-        set_int_opt(
-            fd.as_raw_fd(),
-            libc::SOL_PACKET,
-            libc::PACKET_VERSION,
-            libc::tpacket_versions::TPACKET_V3 as libc::c_int,
-        )?;
-        set_int_opt(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)?;
         let block = block.next_power_of_two().max(4096);
         let frame = 2048usize;
         let req = libc::tpacket_req3 {
@@ -375,9 +466,8 @@ impl RxRing {
             tp_sizeof_priv: 0,
             tp_feature_req_word: 0,
         };
-        set_opt(&fd, libc::PACKET_RX_RING, &req)?;
-        let map = Map::new(&fd, block * blocks)?;
-        bind(&fd, ifi, proto)?;
+        let v3 = libc::tpacket_versions::TPACKET_V3 as libc::c_int;
+        let (fd, map) = rx_socket(ifname, v3, &req, block * blocks)?;
         Ok(RxRing {
             fd,
             map,
@@ -395,72 +485,54 @@ impl RxRing {
         timeout_ms: i32,
         mut each: impl FnMut(RxFrame<'_>),
     ) -> io::Result<usize> {
-        let mut seen = 0;
-        let mut waited = false;
-        loop {
-            let off = self.next * self.block;
-            let status = self.map.status(off + block_status_offset());
-            if status.load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
-                if waited || seen > 0 {
-                    return Ok(seen);
-                }
-                let mut pfd = libc::pollfd {
-                    fd: self.fd.as_raw_fd(),
-                    events: libc::POLLIN | libc::POLLERR,
-                    revents: 0,
-                };
-                // SAFETY: one pollfd, alive for the call.
-                let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-                if r < 0 {
-                    let e = io::Error::last_os_error();
-                    if e.raw_os_error() != Some(libc::EINTR) {
-                        return Err(e);
-                    }
-                }
-                waited = true;
-                continue;
-            }
-            seen += self.walk_block(off, &mut each);
-            status.store(libc::TP_STATUS_KERNEL, Ordering::Release);
-            self.next = (self.next + 1) % self.blocks;
-        }
+        let (map, block) = (&self.map, self.block);
+        let mut next = self.next;
+        let r = drain_ready(
+            &self.fd,
+            timeout_ms,
+            &mut next,
+            self.blocks,
+            |i| map.status(i * block + block_status_offset()),
+            |i| Self::walk_block(map, block, i * block, &mut each),
+        );
+        self.next = next;
+        r
     }
 
-    fn walk_block(&self, off: usize, each: &mut impl FnMut(RxFrame<'_>)) -> usize {
+    fn walk_block(
+        map: &Map,
+        block: usize,
+        off: usize,
+        each: &mut impl FnMut(RxFrame<'_>),
+    ) -> usize {
         // SAFETY: the block at `off` was handed to us (TP_STATUS_USER) and
         // lies inside the mapping; the kernel wrote its descriptor.
-        let desc = unsafe { &*(self.map.ptr.add(off) as *const libc::tpacket_block_desc) };
+        let desc = unsafe { &*(map.ptr.add(off) as *const libc::tpacket_block_desc) };
         // SAFETY: bh1 is the only member of the header union for V3.
         let bh = unsafe { desc.hdr.bh1 };
         let n = bh.num_pkts as usize;
         let mut p = bh.offset_to_first_pkt as usize;
         for _ in 0..n {
-            if p + size_of::<libc::tpacket3_hdr>() > self.block {
+            if p + size_of::<libc::tpacket3_hdr>() > block {
                 break;
             }
             // SAFETY: `p` is inside this block (checked above); the kernel
             // wrote a tpacket3_hdr there.
-            let h = unsafe { &*(self.map.ptr.add(off + p) as *const libc::tpacket3_hdr) };
+            let h = unsafe { &*(map.ptr.add(off + p) as *const libc::tpacket3_hdr) };
             let start = p + h.tp_mac as usize;
             let len = h.tp_snaplen as usize;
-            if start + len <= self.block {
+            if start + len <= block {
                 // SAFETY: the frame lies inside this block (checked).
-                let data =
-                    unsafe { std::slice::from_raw_parts(self.map.ptr.add(off + start), len) };
-                let vlan = (h.tp_status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
-                    let tpid = if h.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
-                        h.hv1.tp_vlan_tpid
-                    } else {
-                        0x8100
-                    };
-                    (tpid, h.hv1.tp_vlan_tci as u16)
-                });
-                each(RxFrame {
+                let data = unsafe { std::slice::from_raw_parts(map.ptr.add(off + start), len) };
+                each(rx_frame(
                     data,
-                    wire_len: h.tp_len as usize + if vlan.is_some() { 4 } else { 0 },
-                    vlan,
-                    ts_ns: h.tp_sec as u64 * 1_000_000_000 + h.tp_nsec as u64,
-                });
+                    h.tp_status,
+                    h.hv1.tp_vlan_tpid,
+                    h.hv1.tp_vlan_tci as u16,
+                    h.tp_len,
+                    h.tp_sec,
+                    h.tp_nsec,
+                ));
             }
             if h.tp_next_offset == 0 {
                 break;
@@ -512,16 +584,6 @@ pub struct FrameRxRing {
 impl FrameRxRing {
     /// `slots` frames of up to `max_frame` bytes each on `ifname`.
     pub fn open(ifname: &str, max_frame: usize, slots: usize) -> io::Result<FrameRxRing> {
-        let ifi = ifindex(ifname)?;
-        let proto = libc::ETH_P_ALL as u16;
-        let fd = packet_socket(proto)?;
-        set_int_opt(
-            fd.as_raw_fd(),
-            libc::SOL_PACKET,
-            libc::PACKET_VERSION,
-            libc::tpacket_versions::TPACKET_V2 as libc::c_int,
-        )?;
-        set_int_opt(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)?;
         // The frame starts after the header and the address the kernel
         // writes (TPACKET2_HDRLEN), aligned; a slot is a power of two.
         let slot = (libc::TPACKET2_HDRLEN + 16 + max_frame)
@@ -538,9 +600,8 @@ impl FrameRxRing {
             tp_frame_size: slot as u32,
             tp_frame_nr: slots as u32,
         };
-        set_opt(&fd, libc::PACKET_RX_RING, &req)?;
-        let map = Map::new(&fd, slot * slots)?;
-        bind(&fd, ifi, proto)?;
+        let v2 = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
+        let (fd, map) = rx_socket(ifname, v2, &req, slot * slots)?;
         Ok(FrameRxRing {
             fd,
             map,
@@ -558,59 +619,38 @@ impl FrameRxRing {
         timeout_ms: i32,
         mut each: impl FnMut(RxFrame<'_>),
     ) -> io::Result<usize> {
-        let mut seen = 0;
-        let mut waited = false;
-        loop {
-            let off = self.next * self.slot;
-            let status = self.map.status(off);
-            if status.load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
-                if waited || seen > 0 {
-                    return Ok(seen);
+        let (map, slot) = (&self.map, self.slot);
+        let mut next = self.next;
+        let r = drain_ready(
+            &self.fd,
+            timeout_ms,
+            &mut next,
+            self.slots,
+            |i| map.status(i * slot),
+            |i| {
+                let off = i * slot;
+                // SAFETY: the slot at `off` is ours (TP_STATUS_USER) and
+                // lies inside the mapping; the kernel wrote its header.
+                let h = unsafe { &*(map.ptr.add(off) as *const libc::tpacket2_hdr) };
+                let (start, len) = (h.tp_mac as usize, h.tp_snaplen as usize);
+                if start + len <= slot {
+                    // SAFETY: the frame lies inside this slot (checked).
+                    let data = unsafe { std::slice::from_raw_parts(map.ptr.add(off + start), len) };
+                    each(rx_frame(
+                        data,
+                        h.tp_status,
+                        h.tp_vlan_tpid,
+                        h.tp_vlan_tci,
+                        h.tp_len,
+                        h.tp_sec,
+                        h.tp_nsec,
+                    ));
                 }
-                let mut pfd = libc::pollfd {
-                    fd: self.fd.as_raw_fd(),
-                    events: libc::POLLIN | libc::POLLERR,
-                    revents: 0,
-                };
-                // SAFETY: one pollfd, alive for the call.
-                let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-                if r < 0 {
-                    let e = io::Error::last_os_error();
-                    if e.raw_os_error() != Some(libc::EINTR) {
-                        return Err(e);
-                    }
-                }
-                waited = true;
-                continue;
-            }
-            // SAFETY: the slot at `off` is ours (TP_STATUS_USER) and lies
-            // inside the mapping; the kernel wrote its tpacket2_hdr.
-            let h = unsafe { &*(self.map.ptr.add(off) as *const libc::tpacket2_hdr) };
-            let start = h.tp_mac as usize;
-            let len = h.tp_snaplen as usize;
-            if start + len <= self.slot {
-                // SAFETY: the frame lies inside this slot (checked).
-                let data =
-                    unsafe { std::slice::from_raw_parts(self.map.ptr.add(off + start), len) };
-                let vlan = (h.tp_status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
-                    let tpid = if h.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
-                        h.tp_vlan_tpid
-                    } else {
-                        0x8100
-                    };
-                    (tpid, h.tp_vlan_tci)
-                });
-                each(RxFrame {
-                    data,
-                    wire_len: h.tp_len as usize + if vlan.is_some() { 4 } else { 0 },
-                    vlan,
-                    ts_ns: h.tp_sec as u64 * 1_000_000_000 + h.tp_nsec as u64,
-                });
-            }
-            status.store(libc::TP_STATUS_KERNEL, Ordering::Release);
-            self.next = (self.next + 1) % self.slots;
-            seen += 1;
-        }
+                1
+            },
+        );
+        self.next = next;
+        r
     }
 }
 

@@ -295,17 +295,15 @@ fn tap_vnet_header(frame: &[u8], gso: Option<Gso>) -> Result<virtio_net::Repr, &
 mod tests {
     use super::*;
 
-    /// A virtio-net header (12 bytes) in front of Ethernet + IPv4 + UDP
-    /// with 4 bytes of payload, the UDP checksum field holding `csum`.
-    fn udp_frame(vh: virtio_net::Repr, csum: u16) -> Vec<u8> {
-        let mut b = vec![0u8; VNET_HDR_LEN];
-        vh.emit(&mut b[..virtio_net::HEADER_LEN]);
-        b.extend_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00]);
+    /// Ethernet + an IPv4 header (10.0.0.1 to 10.0.0.2) for `payload_len`
+    /// bytes of `protocol`.
+    fn eth_ipv4(protocol: tunlab_wire::ipv4::IpProtocol, payload_len: usize) -> Vec<u8> {
+        let mut b = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
         let ip = tunlab_wire::ipv4::Repr {
             src: "10.0.0.1".parse().unwrap(),
             dst: "10.0.0.2".parse().unwrap(),
-            protocol: tunlab_wire::ipv4::IpProtocol::Udp,
-            payload_len: 12,
+            protocol,
+            payload_len,
             tos: 0,
             ident: 1,
             dont_frag: true,
@@ -314,6 +312,15 @@ mod tests {
         let mut h = [0u8; 20];
         ip.emit(&mut h);
         b.extend_from_slice(&h);
+        b
+    }
+
+    /// A virtio-net header (12 bytes) in front of Ethernet + IPv4 + UDP
+    /// with 4 bytes of payload, the UDP checksum field holding `csum`.
+    fn udp_frame(vh: virtio_net::Repr, csum: u16) -> Vec<u8> {
+        let mut b = vec![0u8; VNET_HDR_LEN];
+        vh.emit(&mut b[..virtio_net::HEADER_LEN]);
+        b.extend(eth_ipv4(tunlab_wire::ipv4::IpProtocol::Udp, 12));
         b.extend_from_slice(&[0x13, 0x88, 0x17, 0x70, 0, 12]);
         b.extend_from_slice(&csum.to_be_bytes());
         b.extend_from_slice(&[1, 2, 3, 4]);
@@ -322,20 +329,7 @@ mod tests {
 
     /// Ethernet + IPv4 + TCP (no options) with `payload` bytes.
     fn tcp_frame(payload: usize) -> Vec<u8> {
-        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
-        let ip = tunlab_wire::ipv4::Repr {
-            src: "10.0.0.1".parse().unwrap(),
-            dst: "10.0.0.2".parse().unwrap(),
-            protocol: tunlab_wire::ipv4::IpProtocol::Tcp,
-            payload_len: 20 + payload,
-            tos: 0,
-            ident: 1,
-            dont_frag: true,
-            ttl: 64,
-        };
-        let mut h = [0u8; 20];
-        ip.emit(&mut h);
-        f.extend_from_slice(&h);
+        let mut f = eth_ipv4(tunlab_wire::ipv4::IpProtocol::Tcp, 20 + payload);
         let mut tcp = [0u8; 20];
         tcp[12] = 5 << 4;
         tcp[13] = 0x10;

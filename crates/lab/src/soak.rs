@@ -1000,8 +1000,9 @@ mod tests {
         assert_eq!(p.len(), 2);
         assert_eq!((p[0].kind.as_str(), p[0].rx, p[0].tx), ("geneve", 5, 7));
         assert!(p[0].is_underlay() && !p[1].is_underlay());
-        let with_drops = "port 2 t (veth): rx 9 pkts 1 bytes, tx 4 pkts 1 bytes, tx errors 0, rx dropped 2 (kernel)\n";
-        assert_eq!(port_lines(with_drops)[0].rx_dropped, 2);
+        let with_drops = "port 2 t (veth): rx 9 pkts 1 bytes, tx 4 pkts 1 bytes, tx errors 0, rx dropped 2 (kernel), slow path frames rx 3 tx 1\n";
+        let p = &port_lines(with_drops)[0];
+        assert_eq!((p.rx, p.tx, p.rx_dropped), (9, 4, 2), "packets, not frames");
 
         // h1: 100 in from its tenant, 97 into the tunnel, 3 dropped;
         // h2: the 97 from the tunnel to its tenant, 40 back.

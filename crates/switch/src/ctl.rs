@@ -531,8 +531,15 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
                     0 => String::new(),
                     n => format!(", rx dropped {n} (kernel)"),
                 };
+                // Packets count segments; where the slow path moved
+                // super-frames, how many frames it read and wrote.
+                let frames = if (st.rx_frames, st.tx_frames) != (st.rx_packets, st.tx_packets) {
+                    format!(", slow path frames rx {} tx {}", st.rx_frames, st.tx_frames)
+                } else {
+                    String::new()
+                };
                 s.push_str(&format!(
-                    "port {ofport} {name} ({kind}): rx {} pkts {} bytes, tx {} pkts {} bytes, tx errors {}{drops}\n",
+                    "port {ofport} {name} ({kind}): rx {} pkts {} bytes, tx {} pkts {} bytes, tx errors {}{drops}{frames}\n",
                     st.rx_packets + k.rx_packets,
                     st.rx_bytes + k.rx_bytes,
                     st.tx_packets + k.tx_packets,

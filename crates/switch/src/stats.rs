@@ -6,11 +6,16 @@ use std::collections::HashMap;
 /// Per-port counters (`tunlab ctl stats` shows them).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PortStats {
+    /// Packets as the wire carries them: a super-frame counts its segments.
     pub rx_packets: u64,
     pub rx_bytes: u64,
     pub tx_packets: u64,
     pub tx_bytes: u64,
     pub tx_errors: u64,
+    /// Frames the slow path read and wrote, a super-frame once (fewer
+    /// than the packets when super-frames crossed whole or were joined).
+    pub rx_frames: u64,
+    pub tx_frames: u64,
 }
 
 /// One port's counters at one moment.
@@ -66,6 +71,8 @@ impl NodeStats {
                     t.stats.tx_packets += p.stats.tx_packets;
                     t.stats.tx_bytes += p.stats.tx_bytes;
                     t.stats.tx_errors += p.stats.tx_errors;
+                    t.stats.rx_frames += p.stats.rx_frames;
+                    t.stats.tx_frames += p.stats.tx_frames;
                 }
             }
             for (k, v) in &w.drops {

@@ -76,6 +76,7 @@ impl Node {
         let in_port = self.keyed_in_port(si, src, in_port);
         let pi = self.by_ofport[&in_port];
         self.ports[pi].stats.rx_packets += 1;
+        self.ports[pi].stats.rx_frames += 1;
         self.ports[pi].stats.rx_bytes += frame.len() as u64;
         self.forward(in_port, frame, true, None);
     }
@@ -121,6 +122,7 @@ impl Node {
             tunlab_wire::gre::fill_checksum(buf);
         }
         self.ports[pi].stats.tx_packets += 1;
+        self.ports[pi].stats.tx_frames += 1;
         self.ports[pi].stats.tx_bytes += frame.len() as u64;
     }
 }

@@ -77,6 +77,7 @@ impl Node {
             }
             let ofport = self.ports[pi].ofport;
             self.ports[pi].stats.rx_packets += 1;
+            self.ports[pi].stats.rx_frames += 1;
             self.ports[pi].stats.rx_bytes += len as u64;
             let mut frame = std::mem::replace(&mut self.frame, PacketBuf::new(Vec::new(), 0));
             frame.reset(HEADROOM);
@@ -104,6 +105,7 @@ impl Node {
         let Io::Qinq(q) = &p.io else { return };
         if q.send(frame.data()).is_ok() {
             p.stats.tx_packets += 1;
+            p.stats.tx_frames += 1;
             p.stats.tx_bytes += frame.len() as u64;
         } else {
             p.stats.tx_errors += 1;

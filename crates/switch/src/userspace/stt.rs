@@ -160,6 +160,7 @@ impl Node {
         let in_port = self.keyed_in_port(si, src, in_port);
         let pi = self.by_ofport[&in_port];
         self.ports[pi].stats.rx_packets += segments(frame.data(), gso);
+        self.ports[pi].stats.rx_frames += 1;
         self.ports[pi].stats.rx_bytes += frame.len() as u64;
         self.forward(in_port, frame, true, gso);
     }
@@ -221,6 +222,7 @@ impl Node {
         let p = &mut self.ports[pi];
         if ok {
             p.stats.tx_packets += 1;
+            p.stats.tx_frames += 1;
             p.stats.tx_bytes += tenant_len;
         } else {
             p.stats.tx_errors += 1;
@@ -312,6 +314,7 @@ impl Node {
             Ok(true) => {
                 let p = &mut self.ports[pi];
                 p.stats.tx_packets += segments(frame.data(), Some(g));
+                p.stats.tx_frames += 1;
                 p.stats.tx_bytes += frame.len() as u64;
             }
             Ok(false) => *self.drops.entry("underlay_tx_full").or_insert(0) += segs,

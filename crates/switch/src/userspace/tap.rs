@@ -62,6 +62,7 @@ impl Node {
             };
             let ofport = self.ports[pi].ofport;
             self.ports[pi].stats.rx_packets += segments(frame.data(), gso);
+            self.ports[pi].stats.rx_frames += 1;
             self.ports[pi].stats.rx_bytes += frame.len() as u64;
             if self.ports[pi].police.is_some() {
                 let (now, len) = (self.now(), frame.len() as u64);
@@ -118,6 +119,7 @@ impl Node {
         };
         if ok {
             p.stats.tx_packets += segs;
+            p.stats.tx_frames += 1;
             p.stats.tx_bytes += len as u64;
         } else {
             p.stats.tx_errors += 1;

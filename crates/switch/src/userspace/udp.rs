@@ -140,6 +140,7 @@ impl Node {
             };
             let pi = self.by_ofport[&in_port];
             self.ports[pi].stats.rx_packets += 1;
+            self.ports[pi].stats.rx_frames += 1;
             self.ports[pi].stats.rx_bytes += (dg.len() - at) as u64;
             // TCP segments of one flow are joined (software GRO) and
             // go on as one frame; anything else goes on as it is,
@@ -243,6 +244,7 @@ impl Node {
                 buf.truncate(n);
                 buf.extend_from_slice(frame.data());
                 self.ports[pi].stats.tx_packets += 1;
+                self.ports[pi].stats.tx_frames += 1;
                 self.ports[pi].stats.tx_bytes += frame.len() as u64;
             }
             Err(_) => {
@@ -342,6 +344,8 @@ impl Node {
         }
         let p = &mut self.ports[pi];
         p.stats.tx_packets += sent;
+        // One super-frame written, through UDP GSO.
+        p.stats.tx_frames += u64::from(sent > 0);
         p.stats.tx_bytes += (frame.len() as u64).saturating_sub(hl as u64 * lost);
         true
     }

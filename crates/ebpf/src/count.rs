@@ -3,8 +3,8 @@
 //! read back into per-flow counts, totals and latency buckets. The
 //! figures mean what `tunlab_gen::count::Counter`'s do.
 
-use crate::datapath::Error;
-use aya::maps::{Array, PerCpuArray};
+use crate::datapath::{map_err, Error};
+use aya::maps::{Array, MapData, PerCpuArray};
 use aya::programs::xdp::XdpMode;
 use aya::programs::Xdp;
 use aya::{Ebpf, EbpfLoader};
@@ -161,41 +161,31 @@ impl XdpCounter {
         Ok(p.fd().map_err(load_err("tl_count"))?.as_fd())
     }
 
-    /// Frames counted so far (cheap: no per-flow read), all CPUs.
-    pub fn rx(&self) -> Result<u64, Error> {
-        let m = self.ebpf.map("cnt_totals").ok_or(Error::Map {
-            map: "cnt_totals",
+    /// The per-CPU array `name` of the counter.
+    fn per_cpu<T: aya::Pod>(&self, name: &'static str) -> Result<PerCpuArray<&MapData, T>, Error> {
+        let m = self.ebpf.map(name).ok_or(Error::Map {
+            map: name,
             msg: "not in the counter".into(),
         })?;
-        let totals: PerCpuArray<_, Totals> = PerCpuArray::try_from(m).map_err(|e| Error::Map {
-            map: "cnt_totals",
-            msg: e.to_string(),
-        })?;
-        let v = totals.get(&0, 0).map_err(|e| Error::Map {
-            map: "cnt_totals",
-            msg: e.to_string(),
-        })?;
-        Ok(v.iter().map(|c| c.rx).sum())
+        PerCpuArray::try_from(m).map_err(map_err(name))
+    }
+
+    /// Each CPU's totals.
+    fn totals(&self) -> Result<Vec<Totals>, Error> {
+        let m: PerCpuArray<_, Totals> = self.per_cpu("cnt_totals")?;
+        let v = m.get(&0, 0).map_err(map_err("cnt_totals"))?;
+        Ok(v.iter().copied().collect())
+    }
+
+    /// Frames counted so far (cheap: no per-flow read), all CPUs.
+    pub fn rx(&self) -> Result<u64, Error> {
+        Ok(self.totals()?.iter().map(|c| c.rx).sum())
     }
 
     /// Everything counted so far, summed over CPUs.
     pub fn read(&self) -> Result<Counts, Error> {
-        let get = |name: &'static str| {
-            self.ebpf.map(name).ok_or(Error::Map {
-                map: name,
-                msg: "not in the counter".into(),
-            })
-        };
-        let m = |name: &'static str| {
-            move |e: aya::maps::MapError| Error::Map {
-                map: name,
-                msg: e.to_string(),
-            }
-        };
-        let totals: PerCpuArray<_, Totals> =
-            PerCpuArray::try_from(get("cnt_totals")?).map_err(m("cnt_totals"))?;
         let mut t = Totals::default();
-        for c in totals.get(&0, 0).map_err(m("cnt_totals"))?.iter() {
+        for c in self.totals()? {
             t.rx += c.rx;
             t.rx_bytes += c.rx_bytes;
             t.dups += c.dups;
@@ -209,9 +199,9 @@ impl XdpCounter {
             t.lat_max = t.lat_max.max(c.lat_max);
         }
         let sum = |name: &'static str, n: u32| -> Result<Vec<u64>, Error> {
-            let a: PerCpuArray<_, u64> = PerCpuArray::try_from(get(name)?).map_err(m(name))?;
+            let a: PerCpuArray<_, u64> = self.per_cpu(name)?;
             (0..n)
-                .map(|i| a.get(&i, 0).map(|v| v.iter().sum()).map_err(m(name)))
+                .map(|i| a.get(&i, 0).map(|v| v.iter().sum()).map_err(map_err(name)))
                 .collect()
         };
         Ok(Counts {

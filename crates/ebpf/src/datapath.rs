@@ -44,7 +44,7 @@ pub enum Error {
     MaskTooWide { words: usize, max: usize },
 }
 
-fn map_err(map: &'static str) -> impl Fn(aya::maps::MapError) -> Error {
+pub(crate) fn map_err(map: &'static str) -> impl Fn(aya::maps::MapError) -> Error {
     move |e| Error::Map {
         map,
         msg: e.to_string(),

@@ -276,10 +276,11 @@ pub struct Measured {
     pub per_flow: Vec<(u64, u64)>,
 }
 
-/// How the receiver counted: `packet` (a TPACKET_V3 ring: each frame
-/// copied to user space) or `xdp (driver|generic)` (the XDP counter).
-fn rx_io_name(mode: &str) -> String {
-    format!("xdp ({mode})")
+/// How the receiver counts: a TPACKET_V3 ring (each frame copied to
+/// user space) or the XDP counter (nothing copied).
+enum Rx {
+    Ring(RxRing),
+    Xdp(XdpCounter),
 }
 
 /// A live view for progress bars.
@@ -446,18 +447,18 @@ fn receiver(
     let ring =
         || RxRing::open(&at.ifname, 1 << 20, 64, 10).map_err(|e| format!("RX ring on {at}: {e}"));
     let opened = at.enter().and_then(|_| match io {
-        Io::Packet => ring().map(|r| (Err(r), "packet".to_string())),
-        Io::Xdp => xdp().map(|(c, m)| (Ok(c), rx_io_name(m))),
+        Io::Packet => ring().map(|r| (Rx::Ring(r), "packet".to_string())),
+        Io::Xdp => xdp().map(|(c, m)| (Rx::Xdp(c), format!("xdp ({m})"))),
         Io::Auto => match xdp() {
-            Ok((c, m)) => Ok((Ok(c), rx_io_name(m))),
-            Err(e) => ring().map(|r| (Err(r), format!("packet (XDP refused: {e})"))),
+            Ok((c, m)) => Ok((Rx::Xdp(c), format!("xdp ({m})"))),
+            Err(e) => ring().map(|r| (Rx::Ring(r), format!("packet (XDP refused: {e})"))),
         },
     });
     ready.wait();
-    let (how, name) = opened?;
-    let mut ring = match how {
-        Ok(c) => return count_xdp(&c, at, counter, done, live).map(|()| (0, name)),
-        Err(r) => r,
+    let (rx, name) = opened?;
+    let mut ring = match rx {
+        Rx::Xdp(c) => return count_xdp(&c, at, counter, done, live).map(|()| (0, name)),
+        Rx::Ring(r) => r,
     };
     // Counters of the socket so far (frames before the run) are not ours.
     let _ = ring.stats();

@@ -16,9 +16,11 @@
  *     sender's CLOCK_REALTIME by the loader), in the receiver's
  *     histogram buckets: 16 per power of two.
  *
- * Then the frame is dropped, or passed on (cfg.pass).
+ * Then the frame is dropped, or passed on (cfg.pass). The same count
+ * runs in XDP (tl_count) or on TC ingress (tl_count_tc).
  */
 #include <linux/bpf.h>
+#include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
 
 char _license[] SEC("license") = "Dual BSD/GPL";
@@ -120,38 +122,32 @@ static __always_inline __u32 bucket(__u32 ns)
 	return (exp - 3) * 16 + sub;
 }
 
-SEC("xdp")
-int tl_count(struct xdp_md *ctx)
+/* What count() made of a frame. */
+enum cnt_result { CNT_FOREIGN, CNT_COUNTED };
+
+/* Count one frame of `len` bytes whose signature (its last SIG_LEN
+ * bytes) is `s`, or say it is not the run's. */
+static __always_inline enum cnt_result count(const __u8 *s, __u32 len)
 {
 	__u32 zero = 0;
 	struct cnt_cfg *cfg = bpf_map_lookup_elem(&cnt_cfg, &zero);
 	struct cnt_totals *t = bpf_map_lookup_elem(&cnt_totals, &zero);
 	if (!cfg || !t)
-		return XDP_PASS;
-	int verdict = cfg->pass ? XDP_PASS : XDP_DROP;
-	__u32 len = ctx->data_end - ctx->data;
-	__u8 s[SIG_LEN];
-	if (len < SIG_LEN || bpf_xdp_load_bytes(ctx, len - SIG_LEN, s, SIG_LEN) ||
-	    (((__u32)s[0] << 8) | s[1]) != SIG_MAGIC) {
-		t->foreign += 1;
-		return XDP_PASS;
-	}
+		return CNT_FOREIGN;
+	if ((((__u32)s[0] << 8) | s[1]) != SIG_MAGIC)
+		goto foreign;
 	__u32 id = be32(s + 4), seq = be32(s + 8), ts = be32(s + 12);
 	__u32 stream = id >> 24, flow = id & 0xffffff;
-	if (stream >= cfg->streams || flow >= cfg->flows) {
-		t->foreign += 1;
-		return XDP_PASS;
-	}
+	if (stream >= cfg->streams || flow >= cfg->flows)
+		goto foreign;
 	__u32 *next = bpf_map_lookup_elem(&cnt_next, &stream);
 	__u32 slot_key = stream * CNT_WINDOW + (seq & (CNT_WINDOW - 1));
 	__u32 *slot = bpf_map_lookup_elem(&cnt_seen, &slot_key);
-	if (!next || !slot) {
-		t->foreign += 1;
-		return XDP_PASS;
-	}
+	if (!next || !slot)
+		goto foreign;
 	if (__sync_lock_test_and_set(slot, seq + 1) == seq + 1) {
 		t->dups += 1;
-		return verdict;
+		return CNT_COUNTED;
 	}
 	/* Raise the stream's high mark, or count the frame as late. */
 	__u32 seen = *next;
@@ -187,5 +183,81 @@ int tl_count(struct xdp_md *ctx)
 		if (lat > t->lat_max)
 			t->lat_max = lat;
 	}
-	return verdict;
+	return CNT_COUNTED;
+foreign:
+	t->foreign += 1;
+	return CNT_FOREIGN;
+}
+
+/* A frame too short to carry a signature. */
+static __always_inline void count_foreign(void)
+{
+	__u32 zero = 0;
+	struct cnt_totals *t = bpf_map_lookup_elem(&cnt_totals, &zero);
+	if (t)
+		t->foreign += 1;
+}
+
+/* Drop counted frames unless the loader asked to pass them. */
+static __always_inline int passing(void)
+{
+	__u32 zero = 0;
+	struct cnt_cfg *cfg = bpf_map_lookup_elem(&cnt_cfg, &zero);
+	return cfg && cfg->pass;
+}
+
+/* The largest frame whose signature is read in place (beyond it, or in
+ * a frame that is not linear, it is copied out). */
+#define MAX_IN_PLACE 16384
+
+/* In XDP: where a NIC's driver runs it, before any socket buffer. */
+SEC("xdp")
+int tl_count(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	__u32 len = end - data;
+	__u8 copy[SIG_LEN];
+	const __u8 *s = copy;
+	if (len < SIG_LEN) {
+		count_foreign();
+		return XDP_PASS;
+	}
+	__u32 off = len - SIG_LEN;
+	if (off < MAX_IN_PLACE && data + off + SIG_LEN <= end)
+		s = data + off;
+	else if (bpf_xdp_load_bytes(ctx, off, copy, SIG_LEN)) {
+		count_foreign();
+		return XDP_PASS;
+	}
+	if (count(s, len) == CNT_FOREIGN || passing())
+		return XDP_PASS;
+	return XDP_DROP;
+}
+
+/* On TC ingress: the socket buffer as it arrived. On veth, whose XDP
+ * first copies a frame that lacks XDP's 256 bytes of headroom into a page
+ * of its own, this is the cheaper hook. */
+SEC("classifier")
+int tl_count_tc(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	__u32 len = skb->len;
+	__u8 copy[SIG_LEN];
+	const __u8 *s = copy;
+	if (len < SIG_LEN) {
+		count_foreign();
+		return TC_ACT_OK;
+	}
+	__u32 off = len - SIG_LEN;
+	if (off < MAX_IN_PLACE && data + off + SIG_LEN <= end)
+		s = data + off;
+	else if (bpf_skb_load_bytes(skb, off, copy, SIG_LEN)) {
+		count_foreign();
+		return TC_ACT_OK;
+	}
+	/* The stack took the outer 802.1Q tag out of the frame before TC:
+	 * count the bytes the wire carried. */
+	if (count(s, len + (skb->vlan_present ? 4 : 0)) == CNT_FOREIGN || passing())
+		return TC_ACT_OK;
+	return TC_ACT_SHOT;
 }

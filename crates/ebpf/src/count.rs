@@ -6,7 +6,7 @@
 use crate::datapath::{map_err, Error};
 use aya::maps::{Array, MapData, PerCpuArray};
 use aya::programs::xdp::XdpMode;
-use aya::programs::Xdp;
+use aya::programs::{SchedClassifier, TcAttachType, Xdp};
 use aya::{Ebpf, EbpfLoader};
 use std::os::fd::AsFd;
 
@@ -55,6 +55,34 @@ pub struct Counts {
     pub totals: Totals,
     pub per_flow: Vec<u64>,
     pub latency: Vec<u64>,
+}
+
+/// Where the counter runs on the receiving interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    /// XDP: in the driver where it has XDP, generic XDP otherwise.
+    Xdp,
+    /// TC ingress (tcx), on the socket buffer as it arrived.
+    Tc,
+}
+
+impl Hook {
+    /// The cheaper hook for `ifname`: XDP on a NIC (a device with a
+    /// bus behind it), TC on a virtual device. veth's XDP copies every
+    /// frame that lacks XDP's 256 bytes of headroom (as every frame a
+    /// socket sends does) into a page of its own, and generic XDP
+    /// reallocates its head; TC reads the buffer in place.
+    pub fn for_device(ifname: &str) -> Hook {
+        if std::path::Path::new("/sys/class/net")
+            .join(ifname)
+            .join("device")
+            .exists()
+        {
+            Hook::Xdp
+        } else {
+            Hook::Tc
+        }
+    }
 }
 
 /// The loaded counter; detached and unloaded on drop.
@@ -110,6 +138,12 @@ impl XdpCounter {
                 .try_into()
                 .map_err(load_err("tl_count"))?;
             p.load().map_err(load_err("loading tl_count"))?;
+            let p: &mut SchedClassifier = ebpf
+                .program_mut("tl_count_tc")
+                .ok_or_else(|| Error::Load("no program tl_count_tc in the counter".into()))?
+                .try_into()
+                .map_err(load_err("tl_count_tc"))?;
+            p.load().map_err(load_err("loading tl_count_tc"))?;
         }
         let mut cfg: Array<_, Cfg> = Array::try_from(
             ebpf.map_mut("cnt_cfg")
@@ -131,10 +165,27 @@ impl XdpCounter {
         Ok(XdpCounter { ebpf, flows })
     }
 
-    /// Attach to `ifname` (in the calling thread's network namespace):
-    /// the driver's XDP if it has one, else generic XDP (which it says:
-    /// `driver`, `generic`). Detached when the counter is dropped.
-    pub fn attach(&mut self, ifname: &str) -> Result<&'static str, Error> {
+    /// Attach to `ifname` (in the calling thread's network namespace)
+    /// at `hook`, and say where it runs: `driver` or `generic` (XDP: the
+    /// driver's if it has one), `tc`. Detached when the counter is
+    /// dropped.
+    pub fn attach(&mut self, ifname: &str, hook: Hook) -> Result<&'static str, Error> {
+        if hook == Hook::Tc {
+            // Kernels before 6.6 attach through clsact; it may exist.
+            if !crate::datapath::tcx() {
+                let _ = aya::programs::tc::qdisc_add_clsact(ifname);
+            }
+            let p: &mut SchedClassifier = self
+                .ebpf
+                .program_mut("tl_count_tc")
+                .ok_or_else(|| Error::Load("no program tl_count_tc".into()))?
+                .try_into()
+                .map_err(load_err("tl_count_tc"))?;
+            return p
+                .attach(ifname, TcAttachType::Ingress)
+                .map(|_| "tc")
+                .map_err(load_err(&format!("attaching the TC counter to {ifname}")));
+        }
         let p: &mut Xdp = self
             .ebpf
             .program_mut("tl_count")
@@ -215,7 +266,7 @@ impl XdpCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_run::{run_xdp, XDP_DROP, XDP_PASS};
+    use crate::test_run::{run_tc, run_xdp, TC_ACT_OK, TC_ACT_SHOT, XDP_DROP, XDP_PASS};
 
     /// A 64-byte frame whose last 16 bytes are the generator's signature
     /// (crates/gen/src/sig.rs; the fix-up word left 0: the counter does
@@ -269,6 +320,29 @@ mod tests {
         assert_eq!(t.lat_n, 6);
         assert_eq!(n.latency.iter().sum::<u64>(), 6);
         assert!(t.lat_min >= 50_000 && t.lat_max < 50_000_000, "{t:?}");
+    }
+
+    /// The TC program counts as the XDP one does: the same body.
+    #[test]
+    fn the_tc_hook_counts_alike() {
+        let c = XdpCounter::load(2, 1, false).expect("load the counter (needs root)");
+        let p: &SchedClassifier = c.ebpf.program("tl_count_tc").unwrap().try_into().unwrap();
+        let fd = p.fd().unwrap().as_fd();
+        let run = |f: &[u8]| run_tc(fd, f, 0).unwrap().verdict;
+        assert_eq!(run(&frame(0, 0, 0, 50_000)), TC_ACT_SHOT);
+        assert_eq!(run(&frame(0, 1, 2, 50_000)), TC_ACT_SHOT);
+        assert_eq!(run(&frame(0, 1, 2, 50_000)), TC_ACT_SHOT, "a duplicate");
+        assert_eq!(run(&frame(0, 0, 1, 50_000)), TC_ACT_SHOT, "reordered");
+        assert_eq!(run(&frame(0, 2, 3, 0)), TC_ACT_OK, "an unknown flow");
+        let n = c.read().unwrap();
+        let t = n.totals;
+        assert_eq!(
+            (t.rx, t.dups, t.reordered, t.foreign),
+            (3, 1, 1, 1),
+            "{t:?}"
+        );
+        assert_eq!(n.per_flow, vec![2, 1]);
+        assert_eq!(t.rx_bytes, 3 * 68);
     }
 
     #[test]

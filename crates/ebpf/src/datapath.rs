@@ -1167,7 +1167,7 @@ impl Drop for KernelDatapath {
 }
 
 /// Whether programs attach through tcx (kernel 6.6 and later).
-fn tcx() -> bool {
+pub(crate) fn tcx() -> bool {
     aya::util::KernelVersion::current().is_ok_and(|v| v >= aya::util::KernelVersion::new(6, 6, 0))
 }
 

@@ -16,6 +16,7 @@ use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+pub use tunlab_ebpf::count::Hook;
 use tunlab_ebpf::count::XdpCounter;
 use tunlab_netio::cpu;
 use tunlab_netio::{netns, RxRing, TxRing, XdpTx};
@@ -226,6 +227,9 @@ pub struct Spec {
     pub rate_pps: Option<f64>,
     pub limit: Limit,
     pub io: Io,
+    /// Where the in-kernel counter runs under `--io xdp`; `None`: the
+    /// interface's cheaper hook ([`Hook::for_device`]).
+    pub count_hook: Option<Hook>,
 }
 
 /// What one run measured. Rates are over the sending time; L1 counts 20
@@ -236,9 +240,9 @@ pub struct Measured {
     /// How the frames left: `packet`, `xdp (copy)`, `xdp (zero-copy)`, or
     /// `packet (AF_XDP refused: why)` under `--io auto`.
     pub io: String,
-    /// How they were counted: `packet` (an RX ring), `xdp (driver)` or
-    /// `xdp (generic)` (the XDP counter), `packet (XDP refused: why)`;
-    /// empty when nothing was counted.
+    /// How they were counted: `packet` (an RX ring), `xdp (driver)`,
+    /// `xdp (generic)` or `tc` (the in-kernel counter at that hook),
+    /// `packet (XDP refused: why)`; empty when nothing was counted.
     pub rx_io: String,
     /// False when nothing was counted (`--rx none`): the receive figures
     /// are then zero and mean nothing.
@@ -429,6 +433,7 @@ fn sender(
 fn receiver(
     at: &Endpoint,
     io: Io,
+    hook: Option<Hook>,
     streams: usize,
     counter: &mut Counter,
     ready: &Barrier,
@@ -436,21 +441,29 @@ fn receiver(
     live: &Live,
 ) -> Result<(u64, String), String> {
     let flows = counter.per_flow.len() as u32;
-    let xdp = || -> Result<(XdpCounter, &'static str), String> {
+    let xdp = || -> Result<(XdpCounter, String), String> {
         let mut c = XdpCounter::load(flows, streams as u32, false)
             .map_err(|e| format!("the XDP counter: {e}"))?;
+        let hook = hook.unwrap_or_else(|| Hook::for_device(&at.ifname));
         let mode = c
-            .attach(&at.ifname)
+            .attach(&at.ifname, hook)
             .map_err(|e| format!("the XDP counter on {at}: {e}"))?;
-        Ok((c, mode))
+        Ok((
+            c,
+            if hook == Hook::Tc {
+                mode.to_string()
+            } else {
+                format!("xdp ({mode})")
+            },
+        ))
     };
     let ring =
         || RxRing::open(&at.ifname, 1 << 20, 64, 10).map_err(|e| format!("RX ring on {at}: {e}"));
     let opened = at.enter().and_then(|_| match io {
         Io::Packet => ring().map(|r| (Rx::Ring(r), "packet".to_string())),
-        Io::Xdp => xdp().map(|(c, m)| (Rx::Xdp(c), format!("xdp ({m})"))),
+        Io::Xdp => xdp().map(|(c, m)| (Rx::Xdp(c), m)),
         Io::Auto => match xdp() {
-            Ok((c, m)) => Ok((Rx::Xdp(c), format!("xdp ({m})"))),
+            Ok((c, m)) => Ok((Rx::Xdp(c), m)),
             Err(e) => ring().map(|r| (Rx::Ring(r), format!("packet (XDP refused: {e})"))),
         },
     });
@@ -540,7 +553,16 @@ pub fn run(pool: &Pool, spec: &Spec, stop: &AtomicBool, live: &Live) -> Result<M
         let rx = spec.rx.as_ref().map(|at| {
             s.spawn(|| {
                 let mut c = counter.lock().map_err(|_| "counter poisoned".to_string())?;
-                receiver(at, spec.io, threads, &mut c, &start, &sending_done, live)
+                receiver(
+                    at,
+                    spec.io,
+                    spec.count_hook,
+                    threads,
+                    &mut c,
+                    &start,
+                    &sending_done,
+                    live,
+                )
             })
         });
         let txs: Vec<_> = (0..threads)

@@ -8,12 +8,25 @@
 
 use std::sync::atomic::AtomicBool;
 use tunlab_gen::pool::Pool;
-use tunlab_gen::send::{self, Endpoint, Io, Limit, Live, Measured, Spec};
+use tunlab_gen::send::{self, Endpoint, Hook, Io, Limit, Live, Measured, Spec};
 use tunlab_gen::topo::Wire;
 use tunlab_gen::Sizes;
 
 fn try_send(
     io: Io,
+    desc: &str,
+    sizes: Sizes,
+    threads: usize,
+    rate: f64,
+    n: u64,
+) -> (Pool, Result<Measured, String>) {
+    try_send_hooked(io, None, desc, sizes, threads, rate, n)
+}
+
+/// As [`try_send`], with the in-kernel counter at `hook`.
+fn try_send_hooked(
+    io: Io,
+    hook: Option<Hook>,
     desc: &str,
     sizes: Sizes,
     threads: usize,
@@ -29,6 +42,7 @@ fn try_send(
         rate_pps: Some(rate),
         limit: Limit::Count(n),
         io,
+        count_hook: hook,
     };
     let m = send::run(&pool, &spec, &AtomicBool::new(false), &Live::default());
     (pool, m)
@@ -41,31 +55,41 @@ fn send(io: Io, desc: &str, sizes: Sizes, threads: usize, rate: f64, n: u64) -> 
 
 #[test]
 fn every_frame_sent_at_a_low_rate_arrives_once_in_its_flow() {
-    for io in [Io::Packet, Io::Xdp] {
-        every_frame_arrives_once(io);
+    // The ring; the in-kernel counter where veth has it cheapest (TC),
+    // and in veth's XDP.
+    for (io, hook) in [
+        (Io::Packet, None),
+        (Io::Xdp, None),
+        (Io::Xdp, Some(Hook::Xdp)),
+    ] {
+        every_frame_arrives_once(io, hook);
     }
 }
 
-fn every_frame_arrives_once(io: Io) {
+fn every_frame_arrives_once(io: Io, hook: Option<Hook>) {
     // 4 x 3 x 2 = 24 flows, two sending threads.
-    let (_, m) = send(
+    let (_, m) = try_send_hooked(
         io,
+        hook,
         "Ether()/IP(src=10.0.0.1-10.0.0.4,dst=[10.1.0.1,10.1.0.2,10.1.0.3])/UDP(dport=1000-1001)",
         Sizes::Fixed(64),
         2,
         20_000.0,
         12_000,
     );
+    let m = m.unwrap();
     // veth has no zero-copy AF_XDP: copy mode, and it says so.
     let expect = match io {
         Io::Xdp => "xdp (copy)",
         _ => "packet",
     };
     assert_eq!(m.io, expect);
-    // Counted in XDP (veth has the driver's) or through the RX ring; the
-    // figures below are the same either way.
-    let counted = match io {
-        Io::Xdp => "xdp (driver)",
+    // Counted in the kernel (TC on veth unless XDP is asked for; veth has
+    // the driver's XDP) or through the RX ring; the figures below are the
+    // same every way.
+    let counted = match (io, hook) {
+        (Io::Xdp, None) => "tc",
+        (Io::Xdp, Some(_)) => "xdp (driver)",
         _ => "packet",
     };
     assert_eq!(m.rx_io, counted);
@@ -156,6 +180,7 @@ fn a_missing_interface_is_named_and_nothing_hangs() {
         rate_pps: None,
         limit: Limit::Count(10),
         io: Io::Packet,
+        count_hook: None,
     };
     let e = send::run(&pool, &spec, &AtomicBool::new(false), &Live::default()).unwrap_err();
     assert!(e.contains("tl-nope0"), "{e}");
@@ -168,6 +193,7 @@ fn a_missing_interface_is_named_and_nothing_hangs() {
         rate_pps: None,
         limit: Limit::Count(10),
         io: Io::Packet,
+        count_hook: None,
     };
     let e = send::run(&pool, &spec, &AtomicBool::new(false), &Live::default()).unwrap_err();
     assert!(e.contains("tl-no-such-netns"), "{e}");

@@ -33,6 +33,40 @@ const NODE_IP: &str = "172.31.0.1";
 /// 8 flows from the inner source address and 8 outer source ports.
 pub const DESCRIPTION: &str = "Ether(src=02:00:00:00:00:02,dst=02:00:00:00:00:01)/IP(src=172.31.0.2,dst=172.31.0.1)/UDP(sport=[49152,49153,49154,49155,49156,49157,49158,49159],dport=6081)/GENEVE(vni=6,opt=ovn(ingress=3,egress=2))/Ether(src=fa:16:3e:7f:a1:49,dst=fa:16:3e:a0:1f:28)/IP(src=192.168.2.1-192.168.2.8,dst=192.168.2.181)/UDP(sport=2000,dport=1000)/pad";
 
+/// The same frames in VXLAN (`--tunnel vxlan`): the tunnel the
+/// generator's kernel also has, so that sockperf can cross the same node.
+pub const DESCRIPTION_VXLAN: &str = "Ether(src=02:00:00:00:00:02,dst=02:00:00:00:00:01)/IP(src=172.31.0.2,dst=172.31.0.1)/UDP(sport=[49152,49153,49154,49155,49156,49157,49158,49159],dport=4789)/VXLAN(vni=6)/Ether(src=fa:16:3e:7f:a1:49,dst=fa:16:3e:a0:1f:28)/IP(src=192.168.2.1-192.168.2.8,dst=192.168.2.181)/UDP(sport=2000,dport=1000)/pad";
+
+/// The tenant's address; sockperf's client side is 192.168.2.1.
+const TENANT_IP: &str = "192.168.2.181";
+
+/// The tunnel between the generator and the node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tunnel {
+    /// The article's: Geneve with OVN's option, matched by the node.
+    Geneve,
+    /// VXLAN, VNI 6: the kernel has it, so sockperf can cross the node.
+    Vxlan,
+}
+
+impl Tunnel {
+    pub fn parse(s: &str) -> Result<Tunnel, String> {
+        match s {
+            "geneve" => Ok(Tunnel::Geneve),
+            "vxlan" => Ok(Tunnel::Vxlan),
+            _ => Err(format!("'{s}' is not a PVP tunnel (geneve, vxlan)")),
+        }
+    }
+
+    /// The generator's frames through this tunnel.
+    pub fn description(self) -> &'static str {
+        match self {
+            Tunnel::Geneve => DESCRIPTION,
+            Tunnel::Vxlan => DESCRIPTION_VXLAN,
+        }
+    }
+}
+
 /// The PVP set-up; everything is stopped and removed on drop.
 #[derive(Debug)]
 pub struct Pvp {
@@ -43,6 +77,7 @@ pub struct Pvp {
     tg: Host,
     _node: Host,
     tenant: Host,
+    tunnel: Tunnel,
 }
 
 /// Which datapath the PVP node runs.
@@ -69,26 +104,39 @@ impl Node {
     }
 }
 
-fn config(tenant_ns: &str, node: Node) -> String {
+fn config(tenant_ns: &str, node: Node, tunnel: Tunnel) -> String {
     let (datapath, tenant) = match node {
         Node::Userspace => ("", "tap"),
         Node::Ebpf => ("datapath = \"ebpf\"\n", "veth"),
+    };
+    let (kind, flows) = match tunnel {
+        Tunnel::Geneve => (
+            "geneve",
+            r#"tlv_map = ["{class=0x0102,type=0x80,len=4}->tun_metadata0"]
+flows = [
+  "in_port=1,tun_metadata0=0x30002 actions=output:2",
+  "in_port=2 actions=set_field:0x20003->tun_metadata0,output:1",
+]"#,
+        ),
+        Tunnel::Vxlan => (
+            "vxlan",
+            r#"flows = [
+  "in_port=1 actions=output:2",
+  "in_port=2 actions=output:1",
+]"#,
+        ),
     };
     format!(
         r#"[switch]
 name = "pvp"
 {datapath}control_socket = "{ctl}"
 underlay_mtu = 9000
-tlv_map = ["{{class=0x0102,type=0x80,len=4}}->tun_metadata0"]
-flows = [
-  "in_port=1,tun_metadata0=0x30002 actions=output:2",
-  "in_port=2 actions=set_field:0x20003->tun_metadata0,output:1",
-]
+{flows}
 
 [[port]]
 name = "up"
 ofport = 1
-type = "geneve"
+type = "{kind}"
 local_ip = "{NODE_IP}"
 remote_ip = "{TG_IP}"
 key = 6
@@ -98,7 +146,7 @@ name = "tap0"
 ofport = 2
 type = "{tenant}"
 netns = "{tenant_ns}"
-address = "192.168.2.181/24"
+address = "{TENANT_IP}/24"
 mtu = 8900
 "#,
         ctl = ctl_path("pvp")
@@ -106,10 +154,15 @@ mtu = 8900
 }
 
 impl Pvp {
-    /// Build the namespaces, start the switch on `node`'s datapath
-    /// (`tunlab` is its binary; its configuration goes to `dir`) and the
-    /// reflector.
-    pub fn start(tunlab: &Path, dir: &Path, node_dp: Node) -> Result<Pvp, LabError> {
+    /// Build the namespaces, start the switch on `node`'s datapath with
+    /// `tunnel` to the generator (`tunlab` is its binary; its
+    /// configuration goes to `dir`) and the reflector.
+    pub fn start(
+        tunlab: &Path,
+        dir: &Path,
+        node_dp: Node,
+        tunnel: Tunnel,
+    ) -> Result<Pvp, LabError> {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = 1000 + 3 * NEXT.fetch_add(1, Ordering::Relaxed);
         let tg = Host::create("tg", n)?;
@@ -164,9 +217,11 @@ impl Pvp {
             err,
         })?;
         let path = dir.join("pvp-node.toml");
-        std::fs::write(&path, config(tenant.name(), node_dp)).map_err(|err| LabError::Io {
-            path: path.display().to_string(),
-            err,
+        std::fs::write(&path, config(tenant.name(), node_dp, tunnel)).map_err(|err| {
+            LabError::Io {
+                path: path.display().to_string(),
+                err,
+            }
         })?;
         let exe = tunlab.display().to_string();
         let p = path.display().to_string();
@@ -179,6 +234,7 @@ impl Pvp {
             tg,
             _node: node,
             tenant,
+            tunnel,
         };
         let switch = &mut pvp.switch;
         crate::variant::wait_for_ctl(&ctl_path("pvp"), Duration::from_secs(20), || {
@@ -211,6 +267,54 @@ impl Pvp {
         }
     }
 
+    /// Stop the reflector (frames to the tenant then go unanswered but
+    /// by whatever else listens there); returns how many it reflected.
+    pub fn stop_reflector(&mut self) -> Result<u64, String> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.reflector.take() {
+            Some(h) => h.join().map_err(|_| "the reflector panicked".to_string())?,
+            None => Ok(0),
+        }
+    }
+
+    /// sockperf's UDP ping-pong through the same node: a kernel VXLAN
+    /// device in the generator's namespace (192.168.2.1, VNI 6, to the
+    /// node) is the client's side, a sockperf server in the tenant
+    /// answers. `size`-byte messages at `mps` a second for `secs`. The
+    /// reflector is stopped first (it would answer sockperf's messages
+    /// too); the VXLAN device is removed after.
+    pub fn sockperf(
+        &mut self,
+        size: usize,
+        mps: u32,
+        secs: u32,
+    ) -> Result<crate::traffic::Sockperf, String> {
+        if self.tunnel != Tunnel::Vxlan {
+            return Err(
+                "sockperf crosses the node only in a tunnel the generator's kernel has: \
+                 --tunnel vxlan (this kernel has no Geneve device)"
+                    .into(),
+            );
+        }
+        self.stop_reflector()?;
+        let e = |e: LabError| e.to_string();
+        self.tg
+            .ip(&[
+                "link", "add", "tlvx0", "mtu", "8900", "type", "vxlan", "id", "6", "local", TG_IP,
+                "remote", NODE_IP, "dstport", "4789", "dev", "tg0",
+            ])
+            .map_err(e)?;
+        let r = (|| {
+            self.tg
+                .ip(&["addr", "add", "192.168.2.1/24", "dev", "tlvx0"])
+                .map_err(e)?;
+            self.tg.ip(&["link", "set", "tlvx0", "up"]).map_err(e)?;
+            crate::traffic::ping_pong(&self.tg, &self.tenant, TENANT_IP, size, mps, secs)
+        })();
+        let _ = self.tg.ip(&["link", "del", "tlvx0"]);
+        r
+    }
+
     /// The switch's process id (for its CPU).
     pub fn switch_pid(&self) -> u32 {
         self.switch.id()
@@ -219,10 +323,7 @@ impl Pvp {
 
 impl Drop for Pvp {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(h) = self.reflector.take() {
-            let _ = h.join();
-        }
+        let _ = self.stop_reflector();
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(self.switch.id() as i32),
             nix::sys::signal::Signal::SIGTERM,

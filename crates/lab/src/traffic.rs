@@ -532,6 +532,42 @@ pub fn parse_iperf3(json: &str, kind: Kind) -> Result<Iperf3, String> {
     })
 }
 
+/// One sockperf UDP ping-pong of `size`-byte messages at `mps` messages
+/// a second for `secs` seconds, from `client` to a server on `server` at
+/// `ip` (the PVP test's latency reference, through the same node).
+pub fn ping_pong(
+    client: &Host,
+    server: &Host,
+    ip: &str,
+    size: usize,
+    mps: u32,
+    secs: u32,
+) -> Result<Sockperf, String> {
+    let test = Test {
+        kind: Kind::UdpRr,
+        size,
+        instances: 1,
+        rate_gbit: None,
+    };
+    let port = take_ports(1);
+    let p = port.to_string();
+    let sa = server_args(&test, ip, &p);
+    let sa: Vec<&str> = sa.iter().map(String::as_str).collect();
+    let mut srv = server.spawn(&sa).map_err(|e| e.to_string())?;
+    let result = (|| {
+        wait_listening(server, &test, port)?;
+        let mut ca = client_args(&test, ip, &p, secs);
+        ca.extend(["--mps".into(), mps.to_string()]);
+        let ca: Vec<&str> = ca.iter().map(String::as_str).collect();
+        let c = client.spawn(&ca).map_err(|e| e.to_string())?;
+        let out = wait_output(c, Instant::now(), Duration::from_secs(secs as u64 + 20))?;
+        parse_sockperf(&out)
+    })();
+    let _ = srv.kill();
+    let _ = srv.wait();
+    result
+}
+
 /// What one sockperf ping-pong run reported (latencies as round trips).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sockperf {

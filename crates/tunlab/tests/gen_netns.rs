@@ -139,6 +139,43 @@ fn pvp_run(io: &str, node: &str) {
     );
 }
 
+/// The node in VXLAN, and sockperf's ping-pong through it beside the
+/// generator's round trips: both cross the node and come back.
+#[test]
+fn sockperf_crosses_the_same_pvp_node() {
+    let (out, report) = run_json(&[
+        "gen",
+        "--pvp",
+        "--node",
+        "ebpf",
+        "--tunnel",
+        "vxlan",
+        "--size",
+        "128",
+        "--rate",
+        "5kpps",
+        "--duration",
+        "2",
+        "--sockperf",
+    ]);
+    assert_eq!(report["pvp_tunnel"], "vxlan");
+    let m = &report["rows"][0]["measured"];
+    assert_eq!(m["lost"], 0, "{m}");
+    assert!(m["rx_packets"].as_u64().unwrap() > 9000, "{m}");
+    let s = &report["sockperf"][0];
+    // 128-byte frames: 36 bytes of UDP payload in VXLAN's 92 of headers.
+    assert_eq!(s["message_bytes"], 36);
+    let t = s["trans_s"].as_f64().unwrap();
+    assert!(t > 1000.0, "{s}");
+    let (p50, p99) = (
+        s["rtt_p50_us"].as_f64().unwrap(),
+        s["rtt_p99_us"].as_f64().unwrap(),
+    );
+    assert!(p50 > 0.0 && p50 <= p99, "{s}");
+    assert!(out.contains("tunlab gen beside sockperf"), "{out}");
+    assert!(namespaces_left("tl-bench").is_empty());
+}
+
 #[test]
 fn a_short_zero_loss_search_ends_with_a_validated_rate() {
     let (_, report) = run_json(&[
@@ -176,6 +213,17 @@ fn bad_input_names_what_is_wrong() {
         (udp, &["--threads", "0"], "--threads"),
         (udp, &["--io", "dpdk"], "--io: 'dpdk'"),
         (udp, &["--pvp", "--node", "dpdk"], "--node: 'dpdk'"),
+        (udp, &["--pvp", "--tunnel", "gre"], "--tunnel: 'gre'"),
+        (
+            udp,
+            &["--pvp", "--sockperf", "--rate", "10kpps"],
+            "add --tunnel vxlan",
+        ),
+        (
+            udp,
+            &["--pvp", "--sockperf", "--tunnel", "vxlan"],
+            "--rate max is not a fixed",
+        ),
         (udp, &["--pdr", "200"], "--pdr: 200"),
         (udp, &["--duration", "0"], "--duration: 0"),
         (

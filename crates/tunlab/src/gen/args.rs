@@ -54,6 +54,11 @@ pub struct Args {
     /// interface takes it, else packet, saying why).
     #[arg(long, default_value = "packet")]
     pub io: String,
+    /// Where --io xdp counts in the kernel: xdp or tc (ingress). Default:
+    /// XDP on a NIC, TC on a virtual device such as veth, whose XDP
+    /// copies every frame a socket sent (too little headroom).
+    #[arg(long, value_parser = ["xdp", "tc"])]
+    pub count_hook: Option<String>,
     /// Search for the highest rate with zero loss (RFC 2544 binary search).
     #[arg(long, conflicts_with = "pdr")]
     pub ndr: bool,
@@ -82,6 +87,16 @@ pub struct Args {
     /// (the kernel's TC programs forward cached flows, the tenant on a veth).
     #[arg(long, default_value = "userspace", requires = "pvp")]
     pub node: String,
+    /// The PVP tunnel between generator and node: geneve (the article's,
+    /// with OVN's option) or vxlan (which this kernel also has, so that
+    /// --sockperf can cross the same node).
+    #[arg(long, default_value = "geneve", requires = "pvp")]
+    pub tunnel: String,
+    /// After each size's run, sockperf's UDP ping-pong through the same
+    /// node at the same --rate and --duration, its round trips beside the
+    /// generator's (needs --tunnel vxlan and a fixed --rate, e.g. 10kpps).
+    #[arg(long, requires = "pvp", conflicts_with_all = ["ndr", "pdr"])]
+    pub sockperf: bool,
 }
 
 pub fn fail(msg: impl std::fmt::Display) -> ExitCode {

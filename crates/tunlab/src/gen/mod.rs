@@ -40,7 +40,10 @@ pub fn run(a: Args) -> ExitCode {
             Ok(t) => tunlab_gen::read_profile(&t),
             Err(e) => return fail(format!("{}: {e}", f.display())),
         },
-        (None, None) if a.pvp => tunlab_lab::pvp::DESCRIPTION.to_string(),
+        (None, None) if a.pvp => match tunlab_lab::pvp::Tunnel::parse(&a.tunnel) {
+            Ok(t) => t.description().to_string(),
+            Err(e) => return fail(format!("--tunnel: {e}")),
+        },
         _ => return fail("give a packet description or --profile FILE (one of them)"),
     };
     let mut sizes = Vec::new();

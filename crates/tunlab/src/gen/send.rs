@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tunlab_gen::ndr::{self, Found, Outcome, Phase, Step};
 use tunlab_gen::pool::Pool;
-use tunlab_gen::send::{self, Endpoint, Io, Limit, Live, Measured, Rate, Spec};
+use tunlab_gen::send::{self, Endpoint, Hook, Io, Limit, Live, Measured, Rate, Spec};
 use tunlab_gen::topo::Wire;
 use tunlab_gen::{Builder, Sizes};
 
@@ -38,10 +38,36 @@ struct Report<'a> {
     /// The PVP node's datapath (`userspace`, `ebpf`), with --pvp.
     #[serde(skip_serializing_if = "Option::is_none")]
     pvp_node: Option<&'a str>,
+    /// The PVP tunnel (`geneve`, `vxlan`), with --pvp.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pvp_tunnel: Option<&'a str>,
+    /// sockperf's ping-pong through the same node, per frame size, with
+    /// --sockperf.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    sockperf: Vec<SockperfRow>,
     threads: usize,
     interrupted: bool,
     rows: Vec<Row>,
 }
+
+/// sockperf's round trips through the PVP node for one frame size.
+#[derive(Debug, Serialize)]
+struct SockperfRow {
+    frame_size: String,
+    /// sockperf's message size: the generator's UDP payload at this size.
+    message_bytes: usize,
+    mps: u32,
+    trans_s: f64,
+    rtt_p50_us: f64,
+    rtt_p99_us: f64,
+    rtt_mean_us: f64,
+}
+
+/// The outer and inner headers of the VXLAN PVP frame around the inner
+/// UDP payload: Ethernet, IPv4, UDP, VXLAN, Ethernet, IPv4, UDP.
+const VXLAN_PVP_HEADERS: usize = 14 + 20 + 8 + 8 + 14 + 20 + 8;
+/// sockperf's smallest message.
+const SOCKPERF_MIN: usize = 14;
 
 fn secs(what: &str, v: f64) -> Result<Duration, String> {
     if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
@@ -199,6 +225,8 @@ struct Plan {
     rate: Rate,
     limit: Limit,
     io: Io,
+    /// Where the in-kernel counter runs (`None`: the device's cheaper).
+    count_hook: Option<Hook>,
     /// The search's settings, with --ndr or --pdr.
     search: Option<ndr::Settings>,
 }
@@ -211,6 +239,21 @@ fn plan(a: &Args) -> Result<Plan, String> {
     let io = Io::parse(&a.io).map_err(|e| format!("--io: {e}"))?;
     if a.pvp {
         tunlab_lab::pvp::Node::parse(&a.node).map_err(|e| format!("--node: {e}"))?;
+        let t = tunlab_lab::pvp::Tunnel::parse(&a.tunnel).map_err(|e| format!("--tunnel: {e}"))?;
+        if a.sockperf && t != tunlab_lab::pvp::Tunnel::Vxlan {
+            return Err(
+                "--sockperf: sockperf crosses the node only in a tunnel this kernel \
+                        has: add --tunnel vxlan (there is no kernel Geneve device here)"
+                    .into(),
+            );
+        }
+        if a.sockperf && !matches!(rate, Rate::Pps(_)) {
+            return Err(format!(
+                "--sockperf: --rate {} is not a fixed frame rate; sockperf's ping-pong \
+                 needs one (e.g. --rate 10kpps)",
+                a.rate
+            ));
+        }
     }
     let limit = match a.count {
         Some(0) => return Err("--count: 0 frames would send nothing".into()),
@@ -241,10 +284,15 @@ fn plan(a: &Args) -> Result<Plan, String> {
             })
         }
     };
+    let count_hook = a.count_hook.as_deref().map(|h| match h {
+        "tc" => Hook::Tc,
+        _ => Hook::Xdp,
+    });
     Ok(Plan {
         rate,
         limit,
         io,
+        count_hook,
         search,
     })
 }
@@ -259,6 +307,7 @@ fn one_size(plan: &Plan, pool: &Pool, tx: &Endpoint, rx: &Option<Endpoint>) -> R
             rate_pps: rate,
             limit: plan.limit,
             io: plan.io,
+            count_hook: plan.count_hook,
         };
         let m = trial(pool, &spec, &format!("{size} B"))?;
         return Ok(Row {
@@ -282,6 +331,7 @@ fn one_size(plan: &Plan, pool: &Pool, tx: &Endpoint, rx: &Option<Endpoint>) -> R
                 rate_pps: r,
                 limit: Limit::Time(d),
                 io: plan.io,
+                count_hook: plan.count_hook,
             };
             let label = format!(
                 "{size} B {} {}",
@@ -328,6 +378,7 @@ fn warm_up(pool: &Pool, tx: &Endpoint, rx: &Option<Endpoint>) -> Result<(), Stri
         rate_pps: Some(10_000.0),
         limit: Limit::Count(64),
         io: Io::Packet,
+        count_hook: None,
     };
     let started = std::time::Instant::now();
     loop {
@@ -370,7 +421,7 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
         return fail("--ndr and --pdr count what arrives: give --rx an interface, not none");
     }
     let wire;
-    let pvp;
+    let mut pvp = None;
     let (tx, rx) = match (&a.tx, &a.rx) {
         _ if a.pvp => {
             let started = std::env::current_exe()
@@ -381,17 +432,19 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
                     let node =
                         tunlab_lab::pvp::Node::parse(&a.node).map_err(|e| format!("--node: {e}"));
                     let started = node.and_then(|n| {
-                        tunlab_lab::pvp::Pvp::start(&exe, &dir, n).map_err(|e| e.to_string())
+                        let t = tunlab_lab::pvp::Tunnel::parse(&a.tunnel)
+                            .map_err(|e| format!("--tunnel: {e}"))?;
+                        tunlab_lab::pvp::Pvp::start(&exe, &dir, n, t).map_err(|e| e.to_string())
                     });
                     // The switch has read its configuration by now.
                     let _ = std::fs::remove_dir_all(&dir);
                     started
                 });
-            pvp = match started {
-                Ok(p) => p,
+            let p = match started {
+                Ok(p) => pvp.insert(p),
                 Err(e) => return fail(format!("cannot set up the PVP test: {e}")),
             };
-            (pvp.generator(), Some(pvp.generator()))
+            (p.generator(), Some(p.generator()))
         }
         (Some(t), Some(r)) => {
             let rx = match r.as_str() {
@@ -452,16 +505,26 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
             }
         }
     }
+    let mut sockperf = Vec::new();
+    if let (true, Some(p), None) = (a.sockperf, pvp.as_mut(), &error) {
+        match sockperf_rows(p, &rows, plan.rate, a.duration) {
+            Ok(r) => sockperf = r,
+            Err(e) => error = Some(e),
+        }
+    }
     let interrupted = STOP.load(Ordering::SeqCst);
     if !rows.is_empty() {
         print_table(&rows);
     }
+    print_sockperf(&rows, &sockperf);
     if let Some(path) = &a.json {
         let report = Report {
             description: text,
             tx: tx.to_string(),
             rx: rx_name,
             pvp_node: a.pvp.then_some(a.node.as_str()),
+            pvp_tunnel: a.pvp.then_some(a.tunnel.as_str()),
+            sockperf,
             threads: a.threads,
             interrupted,
             rows,
@@ -483,4 +546,90 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
         return ExitCode::from(130);
     }
     ExitCode::SUCCESS
+}
+
+/// sockperf's ping-pong through the PVP node for each row's frame size,
+/// at the generator's rate and duration (the reflector stops first: it
+/// would answer sockperf's messages too).
+fn sockperf_rows(
+    p: &mut tunlab_lab::pvp::Pvp,
+    rows: &[Row],
+    rate: Rate,
+    duration: f64,
+) -> Result<Vec<SockperfRow>, String> {
+    let Rate::Pps(mps) = rate else {
+        return Err("--sockperf needs a fixed frame rate".into());
+    };
+    let mps = mps.round() as u32;
+    let secs = (duration.round() as u32).max(1);
+    let mut out = Vec::new();
+    for r in rows {
+        if STOP.load(Ordering::SeqCst) {
+            break;
+        }
+        let frame: usize = r.frame_size.parse().map_err(|_| {
+            format!(
+                "--sockperf: frame size '{}' is not one size (IMIX has no one message size)",
+                r.frame_size
+            )
+        })?;
+        let message = frame.saturating_sub(VXLAN_PVP_HEADERS).max(SOCKPERF_MIN);
+        eprintln!(
+            "tunlab gen: sockperf ping-pong, {message}-byte messages at {mps}/s for {secs} s"
+        );
+        let s = p
+            .sockperf(message, mps, secs)
+            .map_err(|e| format!("sockperf through the PVP node: {e}"))?;
+        out.push(SockperfRow {
+            frame_size: r.frame_size.clone(),
+            message_bytes: message,
+            mps,
+            trans_s: s.trans_s,
+            rtt_p50_us: s.rtt_p50_us,
+            rtt_p99_us: s.rtt_p99_us,
+            rtt_mean_us: s.rtt_mean_us,
+        });
+    }
+    Ok(out)
+}
+
+/// The generator's latencies beside sockperf's round trips.
+fn print_sockperf(rows: &[Row], sockperf: &[SockperfRow]) {
+    if sockperf.is_empty() {
+        return;
+    }
+    println!("\nRound trip through the node (µs): tunlab gen beside sockperf ping-pong");
+    println!(
+        "{:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}",
+        "Frame (B)",
+        "gen p50",
+        "gen p99",
+        "gen mean",
+        "sp p50",
+        "sp p99",
+        "sp mean",
+        "p50 gen/sp",
+        "p99 gen/sp"
+    );
+    for s in sockperf {
+        let Some(l) = rows
+            .iter()
+            .find(|r| r.frame_size == s.frame_size)
+            .and_then(|r| r.measured.latency.as_ref())
+        else {
+            continue;
+        };
+        println!(
+            "{:>10} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>9.2}x {:>9.2}x",
+            s.frame_size,
+            l.p50_us,
+            l.p99_us,
+            l.mean_us,
+            s.rtt_p50_us,
+            s.rtt_p99_us,
+            s.rtt_mean_us,
+            l.p50_us / s.rtt_p50_us,
+            l.p99_us / s.rtt_p99_us,
+        );
+    }
 }

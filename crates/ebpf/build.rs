@@ -18,10 +18,12 @@ fn main() {
         println!("cargo:rerun-if-changed=bpf/{f}");
     }
     println!("cargo:rerun-if-changed=bpf/count.c");
+    println!("cargo:rerun-if-changed=bpf/reflect.c");
     // The generator's XDP counter uses atomic exchange and
     // compare-and-swap: BPF ISA v3 (Linux 5.12).
     build("datapath.c", &[], &obj);
     build("count.c", &["-mcpu=v3"], &out.join("count.o"));
+    build("reflect.c", &[], &out.join("reflect.o"));
 }
 
 fn build(src: &str, extra: &[&str], obj: &std::path::Path) {

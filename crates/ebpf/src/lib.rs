@@ -13,6 +13,7 @@ pub mod count;
 pub mod datapath;
 pub mod maps;
 pub mod probe;
+pub mod reflect;
 pub mod template;
 pub mod test_run;
 

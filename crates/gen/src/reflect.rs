@@ -2,7 +2,8 @@
 //! goes back out of it with its Ethernet addresses swapped, as testpmd's
 //! `macswap` forwarding mode does in the TRex article's VM. A `TPACKET_V2`
 //! RX ring in (each frame handed over as it arrives: no 1-ms block
-//! hand-over in the latency), a TX ring out, a batch per poll.
+//! hand-over in the latency), a TX ring out, a batch per poll. Or in XDP
+//! ([`run_xdp`]), where the frames never leave the kernel.
 
 use crate::send::Endpoint;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,13 +12,14 @@ use tunlab_netio::{FrameRxRing, TxRing};
 /// The largest frame reflected (jumbo frames included).
 const MAX_FRAME: usize = 9018;
 
-/// Reflect frames on `at` until `stop`; returns how many. `ready` is
-/// called once both rings are open (or with the error if they are not).
+/// Reflect frames on `at` until `stop`; returns how many, and how many
+/// it lost. `ready` is called once both rings are open (or with the
+/// error if they are not).
 pub fn run(
     at: &Endpoint,
     stop: &AtomicBool,
     ready: impl FnOnce(Result<(), String>),
-) -> Result<u64, String> {
+) -> Result<Reflected, String> {
     let opened = at.enter().and_then(|_| {
         let rx = FrameRxRing::open(&at.ifname, MAX_FRAME, 2048)
             .map_err(|e| format!("reflector RX ring on {at}: {e}"))?;
@@ -39,6 +41,8 @@ pub fn run(
         }
     };
     let mut reflected = 0u64;
+    let mut tx_full = 0u64;
+    let _ = rx.stats();
     while !stop.load(Ordering::Relaxed) {
         rx.poll(20, |f| {
             if f.data.len() < 14 {
@@ -57,10 +61,58 @@ pub fn run(
             // dropped, as a VM's full queue would.
             if tx.push(fill) || (tx.flush().is_ok() && tx.push(fill)) {
                 reflected += 1;
+            } else {
+                tx_full += 1;
             }
         })
         .map_err(|e| format!("reflector on {at}: {e}"))?;
         tx.flush().map_err(|e| format!("reflector on {at}: {e}"))?;
     }
-    Ok(reflected)
+    let drops = rx.stats().map(|s| s.drops).unwrap_or(0);
+    Ok(Reflected {
+        frames: reflected,
+        dropped: drops + tx_full,
+    })
+}
+
+/// What a reflector did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reflected {
+    pub frames: u64,
+    /// Frames it lost: its receive ring was full, or its transmit ring
+    /// (the ring reflector; the XDP one loses none of its own).
+    pub dropped: u64,
+}
+
+/// The same in XDP: frames are swapped and sent back by the kernel
+/// (`tunlab_ebpf::reflect`), none reaches user space. Attached in `at`'s
+/// namespace until `stop`.
+pub fn run_xdp(
+    at: &Endpoint,
+    stop: &AtomicBool,
+    ready: impl FnOnce(Result<(), String>),
+) -> Result<Reflected, String> {
+    let attached = at.enter().and_then(|_| {
+        tunlab_ebpf::reflect::XdpReflector::attach(&at.ifname)
+            .map_err(|e| format!("XDP reflector on {at}: {e}"))
+    });
+    let r = match attached {
+        Ok(r) => {
+            ready(Ok(()));
+            r
+        }
+        Err(e) => {
+            ready(Err(e.clone()));
+            return Err(e);
+        }
+    };
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let frames = r
+        .reflected()
+        .map_err(|e| format!("XDP reflector on {at}: {e}"))?;
+    // Detached here, in the namespace it was attached in.
+    drop(r);
+    Ok(Reflected { frames, dropped: 0 })
 }

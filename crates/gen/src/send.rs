@@ -300,6 +300,9 @@ fn now_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
+/// At a fixed rate, frames leave in bursts of what is due every tick.
+const PACING_TICK: Duration = Duration::from_micros(50);
+
 struct Sent {
     packets: u64,
     secs: f64,
@@ -355,10 +358,19 @@ fn sender(
         // (as trafgen does); at a fixed rate, what is due.
         let mut want = TX_SLOTS as u64;
         if let Some(pps) = per_thread_pps {
+            // What is due, sent when a tick's worth is (one frame at
+            // rates below 1/TICK): between ticks the thread sleeps,
+            // where spinning between frames would take the CPU that the
+            // device under test shares with it here.
+            let burst = ((pps * PACING_TICK.as_secs_f64()) as u64).max(1);
             let due = (elapsed.as_secs_f64() * pps) as u64 + 1;
             want = want.min(due.saturating_sub(sent));
+            if want < burst.min(quota - sent) {
+                want = 0;
+            }
             if want == 0 {
-                let wait = ((sent + 1) as f64 / pps - elapsed.as_secs_f64()).max(0.0);
+                let next = sent + burst.min(quota - sent);
+                let wait = (next as f64 / pps - elapsed.as_secs_f64()).max(0.0);
                 if wait > 20e-6 {
                     std::thread::sleep(Duration::from_secs_f64(wait - 10e-6));
                 } else {

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
+use tunlab_gen::reflect::Reflected;
 use tunlab_gen::send::Endpoint;
 
 const TG_MAC: &str = "02:00:00:00:00:02";
@@ -36,6 +37,36 @@ pub const DESCRIPTION: &str = "Ether(src=02:00:00:00:00:02,dst=02:00:00:00:00:01
 /// The same frames in VXLAN (`--tunnel vxlan`): the tunnel the
 /// generator's kernel also has, so that sockperf can cross the same node.
 pub const DESCRIPTION_VXLAN: &str = "Ether(src=02:00:00:00:00:02,dst=02:00:00:00:00:01)/IP(src=172.31.0.2,dst=172.31.0.1)/UDP(sport=[49152,49153,49154,49155,49156,49157,49158,49159],dport=4789)/VXLAN(vni=6)/Ether(src=fa:16:3e:7f:a1:49,dst=fa:16:3e:a0:1f:28)/IP(src=192.168.2.1-192.168.2.8,dst=192.168.2.181)/UDP(sport=2000,dport=1000)/pad";
+
+/// The tenant's reflector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reflector {
+    /// A packet socket: a TPACKET_V2 RX ring in, a TX ring out, in user
+    /// space as the article's testpmd is.
+    Ring,
+    /// An XDP program (generic XDP) that swaps and sends back in the
+    /// kernel: no frame reaches user space, so the tenant costs the
+    /// shared CPUs least and the node sets the rate.
+    Xdp,
+}
+
+impl Reflector {
+    pub fn parse(s: &str) -> Result<Reflector, String> {
+        match s {
+            "ring" => Ok(Reflector::Ring),
+            "xdp" => Ok(Reflector::Xdp),
+            _ => Err(format!("'{s}' is not a reflector (ring, xdp)")),
+        }
+    }
+}
+
+/// How the PVP test is built.
+#[derive(Debug, Clone, Copy)]
+pub struct Setup {
+    pub node: Node,
+    pub tunnel: Tunnel,
+    pub reflector: Reflector,
+}
 
 /// The tenant's address; sockperf's client side is 192.168.2.1.
 const TENANT_IP: &str = "192.168.2.181";
@@ -71,7 +102,7 @@ impl Tunnel {
 #[derive(Debug)]
 pub struct Pvp {
     stop: Arc<AtomicBool>,
-    reflector: Option<JoinHandle<Result<u64, String>>>,
+    reflector: Option<JoinHandle<Result<Reflected, String>>>,
     switch: Child,
     // Dropped last: the namespaces.
     tg: Host,
@@ -154,15 +185,15 @@ mtu = 8900
 }
 
 impl Pvp {
-    /// Build the namespaces, start the switch on `node`'s datapath with
-    /// `tunnel` to the generator (`tunlab` is its binary; its
-    /// configuration goes to `dir`) and the reflector.
-    pub fn start(
-        tunlab: &Path,
-        dir: &Path,
-        node_dp: Node,
-        tunnel: Tunnel,
-    ) -> Result<Pvp, LabError> {
+    /// Build the namespaces, start the switch on the setup's datapath
+    /// with its tunnel to the generator (`tunlab` is its binary; its
+    /// configuration goes to `dir`) and its reflector.
+    pub fn start(tunlab: &Path, dir: &Path, setup: Setup) -> Result<Pvp, LabError> {
+        let Setup {
+            node: node_dp,
+            tunnel,
+            reflector,
+        } = setup;
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = 1000 + 3 * NEXT.fetch_add(1, Ordering::Relaxed);
         let tg = Host::create("tg", n)?;
@@ -179,6 +210,11 @@ impl Pvp {
             TG_MAC,
             "mtu",
             "9000",
+            // A queue per sender thread, for AF_XDP (one socket a queue).
+            "numtxqueues",
+            "8",
+            "numrxqueues",
+            "8",
             "type",
             "veth",
             "peer",
@@ -188,6 +224,10 @@ impl Pvp {
             NODE_MAC,
             "mtu",
             "9000",
+            "numtxqueues",
+            "8",
+            "numrxqueues",
+            "8",
             "netns",
             node.name(),
         ])?;
@@ -249,13 +289,18 @@ impl Pvp {
         };
         let (tx, rx) = std::sync::mpsc::channel();
         pvp.reflector = Some(std::thread::spawn(move || {
-            tunlab_gen::reflect::run(&at, &stop, |r| {
+            let ready = |r| {
                 let _ = tx.send(r);
-            })
+            };
+            match reflector {
+                Reflector::Ring => tunlab_gen::reflect::run(&at, &stop, ready),
+                Reflector::Xdp => tunlab_gen::reflect::run_xdp(&at, &stop, ready),
+            }
         }));
         rx.recv()
             .map_err(|_| LabError::Setup("the reflector thread ended".into()))?
             .map_err(LabError::Setup)?;
+        pvp.tenant_stack(false)?;
         Ok(pvp)
     }
 
@@ -267,13 +312,39 @@ impl Pvp {
         }
     }
 
+    /// Let the tenant's own kernel see the frames that reach it, or not.
+    /// In the article's VM testpmd owns the NIC and the guest's kernel
+    /// never sees them; here the reflector's packet socket reads them
+    /// before the stack, and an nftables ingress chain (`netdev`, policy
+    /// drop) then keeps the tenant's stack from routing each one and
+    /// answering it with ICMP, work no VM of the article's does.
+    fn tenant_stack(&self, on: bool) -> Result<(), LabError> {
+        if on {
+            self.tenant
+                .run(&["nft", "delete", "table", "netdev", "tlpvp"])?;
+            return Ok(());
+        }
+        self.tenant
+            .run(&["nft", "add", "table", "netdev", "tlpvp"])?;
+        self.tenant.run(&[
+            "nft",
+            "add",
+            "chain",
+            "netdev",
+            "tlpvp",
+            "in",
+            "{ type filter hook ingress device tap0 priority 0; policy drop; }",
+        ])?;
+        Ok(())
+    }
+
     /// Stop the reflector (frames to the tenant then go unanswered but
-    /// by whatever else listens there); returns how many it reflected.
-    pub fn stop_reflector(&mut self) -> Result<u64, String> {
+    /// by whatever else listens there); what it reflected and lost.
+    pub fn stop_reflector(&mut self) -> Result<Reflected, String> {
         self.stop.store(true, Ordering::Relaxed);
         match self.reflector.take() {
             Some(h) => h.join().map_err(|_| "the reflector panicked".to_string())?,
-            None => Ok(0),
+            None => Ok(Reflected::default()),
         }
     }
 
@@ -298,6 +369,7 @@ impl Pvp {
         }
         self.stop_reflector()?;
         let e = |e: LabError| e.to_string();
+        self.tenant_stack(true).map_err(e)?;
         self.tg
             .ip(&[
                 "link", "add", "tlvx0", "mtu", "8900", "type", "vxlan", "id", "6", "local", TG_IP,

@@ -545,27 +545,34 @@ impl RxRing {
     /// Frames received and dropped by this socket since the last call
     /// (the kernel resets the counters when read).
     pub fn stats(&self) -> io::Result<RxStats> {
-        // SAFETY: a plain C struct; all-zero is valid.
-        let mut s: libc::tpacket_stats_v3 = unsafe { zeroed() };
-        let mut len = size_of::<libc::tpacket_stats_v3>() as libc::socklen_t;
-        // SAFETY: getsockopt writes at most `len` bytes into `s`.
-        let r = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_PACKET,
-                libc::PACKET_STATISTICS,
-                (&mut s as *mut libc::tpacket_stats_v3).cast(),
-                &mut len,
-            )
-        };
-        if r != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(RxStats {
-            packets: s.tp_packets as u64,
-            drops: s.tp_drops as u64,
-        })
+        rx_stats(&self.fd)
     }
+}
+
+/// A packet socket's frames received and dropped since the last read
+/// (`PACKET_STATISTICS`; the kernel resets them when read). The V3 form
+/// of the struct begins as the V1/V2 one does.
+fn rx_stats(fd: &OwnedFd) -> io::Result<RxStats> {
+    // SAFETY: a plain C struct; all-zero is valid.
+    let mut s: libc::tpacket_stats_v3 = unsafe { zeroed() };
+    let mut len = size_of::<libc::tpacket_stats_v3>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `s`.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            (&mut s as *mut libc::tpacket_stats_v3).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(RxStats {
+        packets: s.tp_packets as u64,
+        drops: s.tp_drops as u64,
+    })
 }
 
 /// A receive ring of single frames (`TPACKET_V2`): each frame is handed
@@ -609,6 +616,11 @@ impl FrameRxRing {
             slots,
             next: 0,
         })
+    }
+
+    /// Frames received and dropped (ring full) since the last call.
+    pub fn stats(&self) -> io::Result<RxStats> {
+        rx_stats(&self.fd)
     }
 
     /// Wait up to `timeout_ms` for a frame, then call `each` for every

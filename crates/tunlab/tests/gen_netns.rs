@@ -110,19 +110,34 @@ fn counted_run(io: &str) {
 
 #[test]
 fn pvp_frames_go_through_the_switch_and_come_back() {
-    for (io, node) in [
-        ("packet", "userspace"),
-        ("xdp", "userspace"),
-        ("packet", "ebpf"),
+    for (io, node, reflector) in [
+        ("packet", "userspace", "ring"),
+        ("xdp", "userspace", "xdp"),
+        ("packet", "ebpf", "ring"),
+        ("xdp", "ebpf", "xdp"),
     ] {
-        pvp_run(io, node);
+        pvp_run(io, node, reflector);
     }
 }
 
-fn pvp_run(io: &str, node: &str) {
+fn pvp_run(io: &str, node: &str, reflector: &str) {
     let (_, report) = run_json(&[
-        "gen", "--pvp", "--node", node, "--size", "256", "--count", "3000", "--rate", "5kpps",
-        "--io", io,
+        "gen",
+        "--pvp",
+        "--node",
+        node,
+        "--size",
+        "256",
+        "--count",
+        "3000",
+        "--rate",
+        "5kpps",
+        "--io",
+        io,
+        "--reflector",
+        reflector,
+        "--threads",
+        "2",
     ]);
     assert_eq!(report["pvp_node"], node);
     let m = &report["rows"][0]["measured"];
@@ -214,6 +229,11 @@ fn bad_input_names_what_is_wrong() {
         (udp, &["--io", "dpdk"], "--io: 'dpdk'"),
         (udp, &["--pvp", "--node", "dpdk"], "--node: 'dpdk'"),
         (udp, &["--pvp", "--tunnel", "gre"], "--tunnel: 'gre'"),
+        (
+            udp,
+            &["--pvp", "--reflector", "dpdk"],
+            "--reflector: 'dpdk'",
+        ),
         (
             udp,
             &["--pvp", "--sockperf", "--rate", "10kpps"],

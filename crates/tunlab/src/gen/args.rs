@@ -92,6 +92,11 @@ pub struct Args {
     /// --sockperf can cross the same node).
     #[arg(long, default_value = "geneve", requires = "pvp")]
     pub tunnel: String,
+    /// The PVP tenant's reflector: ring (a packet socket in user space,
+    /// as the article's testpmd) or xdp (swapped and sent back in the
+    /// kernel; the tenant then costs the shared CPUs least).
+    #[arg(long, default_value = "ring", requires = "pvp")]
+    pub reflector: String,
     /// After each size's run, sockperf's UDP ping-pong through the same
     /// node at the same --rate and --duration, its round trips beside the
     /// generator's (needs --tunnel vxlan and a fixed --rate, e.g. 10kpps).

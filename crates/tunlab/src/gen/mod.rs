@@ -98,9 +98,10 @@ pub fn run(a: Args) -> ExitCode {
 }
 
 /// `tunlab bench --pvp`: the PVP zero-loss search with the profile's trial
-/// lengths, through the same path as `tunlab gen --pvp --ndr`, once with
-/// the node on the kernel (eBPF) datapath and once on the userspace one,
-/// then the two side by side.
+/// lengths, through the same path as `tunlab gen --pvp --ndr --io auto
+/// --threads CPUS --reflector xdp`, once with the node on the kernel
+/// (eBPF) datapath and once on the userspace one, then the two side by
+/// side.
 pub fn bench_pvp(profile: &str, out: Option<PathBuf>) -> ExitCode {
     #[derive(Debug, clap::Parser)]
     struct Wrap {
@@ -121,11 +122,25 @@ pub fn bench_pvp(profile: &str, out: Option<PathBuf>) -> ExitCode {
     let mut found: Vec<(&str, Vec<SizeRate>)> = Vec::new();
     for node in ["ebpf", "userspace"] {
         let json = out.join(format!("pvp-{node}.json"));
+        // The generator at its fastest on this machine: AF_XDP where the
+        // wire takes it, a sender per CPU (on veth each sender's CPU
+        // carries its frames' whole round trip), the tenant reflecting
+        // in XDP so that the node, not the tenant, sets the rate.
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8)
+            .to_string();
         let argv = [
             "gen",
             "--pvp",
             "--node",
             node,
+            "--io",
+            "auto",
+            "--threads",
+            &threads,
+            "--reflector",
+            "xdp",
             "--ndr",
             "--size",
             sizes,

@@ -12,6 +12,7 @@ use tunlab_gen::pool::Pool;
 use tunlab_gen::send::{self, Endpoint, Hook, Io, Limit, Live, Measured, Rate, Spec};
 use tunlab_gen::topo::Wire;
 use tunlab_gen::{Builder, Sizes};
+use tunlab_lab::pvp;
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -229,6 +230,8 @@ struct Plan {
     count_hook: Option<Hook>,
     /// The search's settings, with --ndr or --pdr.
     search: Option<ndr::Settings>,
+    /// The PVP test's node, tunnel and reflector, with --pvp.
+    pvp: Option<pvp::Setup>,
 }
 
 fn plan(a: &Args) -> Result<Plan, String> {
@@ -237,10 +240,18 @@ fn plan(a: &Args) -> Result<Plan, String> {
     }
     let rate = Rate::parse(&a.rate)?;
     let io = Io::parse(&a.io).map_err(|e| format!("--io: {e}"))?;
+    let mut setup = None;
     if a.pvp {
-        tunlab_lab::pvp::Node::parse(&a.node).map_err(|e| format!("--node: {e}"))?;
-        let t = tunlab_lab::pvp::Tunnel::parse(&a.tunnel).map_err(|e| format!("--tunnel: {e}"))?;
-        if a.sockperf && t != tunlab_lab::pvp::Tunnel::Vxlan {
+        let node = pvp::Node::parse(&a.node).map_err(|e| format!("--node: {e}"))?;
+        let tunnel = pvp::Tunnel::parse(&a.tunnel).map_err(|e| format!("--tunnel: {e}"))?;
+        let reflector =
+            pvp::Reflector::parse(&a.reflector).map_err(|e| format!("--reflector: {e}"))?;
+        setup = Some(pvp::Setup {
+            node,
+            tunnel,
+            reflector,
+        });
+        if a.sockperf && tunnel != pvp::Tunnel::Vxlan {
             return Err(
                 "--sockperf: sockperf crosses the node only in a tunnel this kernel \
                         has: add --tunnel vxlan (there is no kernel Geneve device here)"
@@ -294,6 +305,7 @@ fn plan(a: &Args) -> Result<Plan, String> {
         io,
         count_hook,
         search,
+        pvp: setup,
     })
 }
 
@@ -421,27 +433,22 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
         return fail("--ndr and --pdr count what arrives: give --rx an interface, not none");
     }
     let wire;
-    let mut pvp = None;
+    let mut pvp_run = None;
     let (tx, rx) = match (&a.tx, &a.rx) {
-        _ if a.pvp => {
+        _ if plan.pvp.is_some() => {
+            let setup = plan.pvp.expect("checked");
             let started = std::env::current_exe()
                 .map_err(|e| format!("cannot find the tunlab binary: {e}"))
                 .and_then(|exe| {
                     let dir =
                         std::env::temp_dir().join(format!("tunlab-pvp-{}", std::process::id()));
-                    let node =
-                        tunlab_lab::pvp::Node::parse(&a.node).map_err(|e| format!("--node: {e}"));
-                    let started = node.and_then(|n| {
-                        let t = tunlab_lab::pvp::Tunnel::parse(&a.tunnel)
-                            .map_err(|e| format!("--tunnel: {e}"))?;
-                        tunlab_lab::pvp::Pvp::start(&exe, &dir, n, t).map_err(|e| e.to_string())
-                    });
+                    let started = pvp::Pvp::start(&exe, &dir, setup).map_err(|e| e.to_string());
                     // The switch has read its configuration by now.
                     let _ = std::fs::remove_dir_all(&dir);
                     started
                 });
             let p = match started {
-                Ok(p) => pvp.insert(p),
+                Ok(p) => pvp_run.insert(p),
                 Err(e) => return fail(format!("cannot set up the PVP test: {e}")),
             };
             (p.generator(), Some(p.generator()))
@@ -506,7 +513,7 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
         }
     }
     let mut sockperf = Vec::new();
-    if let (true, Some(p), None) = (a.sockperf, pvp.as_mut(), &error) {
+    if let (true, Some(p), None) = (a.sockperf, pvp_run.as_mut(), &error) {
         match sockperf_rows(p, &rows, plan.rate, a.duration) {
             Ok(r) => sockperf = r,
             Err(e) => error = Some(e),
@@ -517,6 +524,16 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
         print_table(&rows);
     }
     print_sockperf(&rows, &sockperf);
+    if let Some(p) = pvp_run.as_mut() {
+        // Frames the tenant lost are the node's to explain no more.
+        match p.stop_reflector() {
+            Ok(r) => println!(
+                "  PVP tenant over the whole run: reflected {} frames, lost {} in its own rings",
+                r.frames, r.dropped
+            ),
+            Err(e) => eprintln!("tunlab gen: the PVP reflector: {e}"),
+        }
+    }
     if let Some(path) = &a.json {
         let report = Report {
             description: text,
@@ -552,7 +569,7 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
 /// at the generator's rate and duration (the reflector stops first: it
 /// would answer sockperf's messages too).
 fn sockperf_rows(
-    p: &mut tunlab_lab::pvp::Pvp,
+    p: &mut pvp::Pvp,
     rows: &[Row],
     rate: Rate,
     duration: f64,

@@ -119,7 +119,7 @@ pub fn bench_pvp(profile: &str, out: Option<PathBuf>) -> ExitCode {
     if let Err(e) = std::fs::create_dir_all(&out) {
         return fail(format!("{}: {e}", out.display()));
     }
-    let mut found: Vec<(&str, Vec<SizeRate>)> = Vec::new();
+    let mut found: Vec<(&str, Vec<ZeroLoss>)> = Vec::new();
     for node in ["ebpf", "userspace"] {
         let json = out.join(format!("pvp-{node}.json"));
         // The generator at its fastest on this machine: AF_XDP where the
@@ -170,33 +170,77 @@ pub fn bench_pvp(profile: &str, out: Option<PathBuf>) -> ExitCode {
         "Frame (B)", "ebpf", "userspace", "ratio"
     );
     if let [(_, k), (_, u)] = &found[..] {
-        for ((size, a), (_, b)) in k.iter().zip(u) {
-            let kfps = |r: &Option<f64>| r.map_or("none".into(), |r| format!("{:.1}", r / 1e3));
-            let ratio = match (a, b) {
-                (Some(a), Some(b)) if *b > 0.0 => format!("{:.2}x", a / b),
+        for (a, b) in k.iter().zip(u) {
+            let kfps = |r: &ZeroLoss| {
+                r.rate_pps.map_or("none".into(), |p| {
+                    format!("{}{:.1}", if r.generator_limited { ">=" } else { "" }, p / 1e3)
+                })
+            };
+            let ratio = match (a.rate_pps, b.rate_pps) {
+                (Some(x), Some(y)) if y > 0.0 => format!(
+                    "{}{:.2}x",
+                    if a.generator_limited && !b.generator_limited { ">=" } else { "" },
+                    x / y
+                ),
                 _ => "-".into(),
             };
-            println!("{size:>10} {:>12} {:>12} {ratio:>8}", kfps(a), kfps(b));
+            println!("{:>10} {:>12} {:>12} {ratio:>8}", a.size, kfps(a), kfps(b));
+        }
+        if k.iter().chain(u).any(|r| r.generator_limited) {
+            println!(
+                "  >=: no loss at the generator's top rate; the node may pass more than this \
+                 generator sends here"
+            );
         }
     }
     ExitCode::SUCCESS
 }
 
-/// A frame size and its zero-loss rate (frames/s), if one passed.
-type SizeRate = (String, Option<f64>);
+/// A frame size's zero-loss rate (frames/s), if one passed, and whether
+/// the generator's top rate passed (then the rate is a lower bound).
+#[derive(Debug)]
+struct ZeroLoss {
+    size: String,
+    rate_pps: Option<f64>,
+    generator_limited: bool,
+}
 
 /// Each row's frame size and zero-loss rate from `tunlab gen --json`.
-fn zero_loss_rates(json: &std::path::Path) -> Result<Vec<SizeRate>, String> {
+fn zero_loss_rates(json: &std::path::Path) -> Result<Vec<ZeroLoss>, String> {
     let text = std::fs::read_to_string(json).map_err(|e| e.to_string())?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     let rows = v["rows"].as_array().ok_or("no rows")?;
     Ok(rows
         .iter()
-        .map(|r| {
-            (
-                r["frame_size"].as_str().unwrap_or("?").to_string(),
-                r["search"]["rate_pps"].as_f64(),
-            )
+        .map(|r| ZeroLoss {
+            size: r["frame_size"].as_str().unwrap_or("?").to_string(),
+            rate_pps: r["search"]["rate_pps"].as_f64(),
+            generator_limited: r["search"]["generator_limited"].as_bool().unwrap_or(false),
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_loss_rates_say_when_the_generator_was_the_limit() {
+        let path = std::env::temp_dir().join(format!("tunlab-zl-{}.json", std::process::id()));
+        std::fs::write(
+            &path,
+            r#"{"rows": [
+                {"frame_size": "128", "search": {"rate_pps": 277800.0, "generator_limited": true}},
+                {"frame_size": "512", "search": {"rate_pps": 83600.0, "generator_limited": false}},
+                {"frame_size": "1500", "search": {"rate_pps": null, "generator_limited": false}}
+            ]}"#,
+        )
+        .unwrap();
+        let r = zero_loss_rates(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(r.len(), 3);
+        assert_eq!((r[0].size.as_str(), r[0].rate_pps), ("128", Some(277800.0)));
+        assert!(r[0].generator_limited && !r[1].generator_limited);
+        assert_eq!(r[2].rate_pps, None);
+    }
 }

@@ -16,6 +16,8 @@ pub enum Layer {
     Vxlan,
     Gre,
     Stt,
+    /// OpenFlow messages (the switch's management protocol).
+    OpenFlow,
     /// A tunnel's configuration (for building outer headers).
     Tunnel,
     Buffer,
@@ -37,6 +39,7 @@ impl std::fmt::Display for Layer {
             Layer::Vxlan => "vxlan",
             Layer::Gre => "gre",
             Layer::Stt => "stt",
+            Layer::OpenFlow => "openflow",
             Layer::Tunnel => "tunnel",
             Layer::Buffer => "buffer",
         })

@@ -6,7 +6,8 @@
 use crate::buf::PacketBuf;
 use crate::tunnel::{self, Decap, PopConfig};
 use crate::{
-    arp, checksum, ethernet, geneve, gre, icmp, ipv4, ipv6, stt, tcp, udp, virtio_net, vlan, vxlan,
+    arp, checksum, ethernet, geneve, gre, icmp, ipv4, ipv6, openflow, stt, tcp, udp, virtio_net,
+    vlan, vxlan,
 };
 
 /// Every target by name, for the corpus regression test.
@@ -29,7 +30,35 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tunnel_pop", tunnel_pop),
     ("virtio_net", virtio_net),
     ("gso", gso),
+    ("openflow", openflow),
 ];
+
+/// An OpenFlow byte stream: split into messages as a connection would
+/// read it; each message's HELLO elements, ERROR body and the answers
+/// built from it hold together.
+pub fn openflow(data: &[u8]) {
+    let mut rest = data;
+    loop {
+        match openflow::frame(rest) {
+            Ok(Some(n)) => {
+                let m = openflow::Message::new_checked(rest).expect("framed");
+                assert_eq!(m.len(), n);
+                if let Ok(b) = openflow::hello_bitmap(&m) {
+                    if let Some(v) = openflow::agree(0x12, m.version(), b) {
+                        assert!(v == openflow::OF10 || v == openflow::OF13);
+                    }
+                }
+                let _ = openflow::parse_error(&m);
+                let r = openflow::echo_reply(&m);
+                assert_eq!(r.len(), n);
+                let e = openflow::error(m.version(), 1, 1, m.xid(), m.bytes());
+                assert_eq!(openflow::frame(&e).unwrap(), Some(e.len()));
+                rest = &rest[n..];
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+}
 
 /// Ethernet header and a walk over VLAN tags, with push/pop of a tag.
 pub fn ethernet(data: &[u8]) {

@@ -24,6 +24,7 @@ pub mod gso;
 pub mod icmp;
 pub mod ipv4;
 pub mod ipv6;
+pub mod openflow;
 pub mod stt;
 pub mod tcp;
 pub mod tunnel;

@@ -173,13 +173,21 @@ pub fn bench_pvp(profile: &str, out: Option<PathBuf>) -> ExitCode {
         for (a, b) in k.iter().zip(u) {
             let kfps = |r: &ZeroLoss| {
                 r.rate_pps.map_or("none".into(), |p| {
-                    format!("{}{:.1}", if r.generator_limited { ">=" } else { "" }, p / 1e3)
+                    format!(
+                        "{}{:.1}",
+                        if r.generator_limited { ">=" } else { "" },
+                        p / 1e3
+                    )
                 })
             };
             let ratio = match (a.rate_pps, b.rate_pps) {
                 (Some(x), Some(y)) if y > 0.0 => format!(
                     "{}{:.2}x",
-                    if a.generator_limited && !b.generator_limited { ">=" } else { "" },
+                    if a.generator_limited && !b.generator_limited {
+                        ">="
+                    } else {
+                        ""
+                    },
                     x / y
                 ),
                 _ => "-".into(),

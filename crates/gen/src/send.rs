@@ -444,8 +444,7 @@ fn sender(
 /// the frames the ring dropped and how it counted.
 fn receiver(
     at: &Endpoint,
-    io: Io,
-    hook: Option<Hook>,
+    spec: &Spec,
     streams: usize,
     counter: &mut Counter,
     ready: &Barrier,
@@ -456,7 +455,9 @@ fn receiver(
     let xdp = || -> Result<(XdpCounter, String), String> {
         let mut c = XdpCounter::load(flows, streams as u32, false)
             .map_err(|e| format!("the XDP counter: {e}"))?;
-        let hook = hook.unwrap_or_else(|| Hook::for_device(&at.ifname));
+        let hook = spec
+            .count_hook
+            .unwrap_or_else(|| Hook::for_device(&at.ifname));
         let mode = c
             .attach(&at.ifname, hook)
             .map_err(|e| format!("the XDP counter on {at}: {e}"))?;
@@ -471,7 +472,7 @@ fn receiver(
     };
     let ring =
         || RxRing::open(&at.ifname, 1 << 20, 64, 10).map_err(|e| format!("RX ring on {at}: {e}"));
-    let opened = at.enter().and_then(|_| match io {
+    let opened = at.enter().and_then(|_| match spec.io {
         Io::Packet => ring().map(|r| (Rx::Ring(r), "packet".to_string())),
         Io::Xdp => xdp().map(|(c, m)| (Rx::Xdp(c), m)),
         Io::Auto => match xdp() {
@@ -565,16 +566,7 @@ pub fn run(pool: &Pool, spec: &Spec, stop: &AtomicBool, live: &Live) -> Result<M
         let rx = spec.rx.as_ref().map(|at| {
             s.spawn(|| {
                 let mut c = counter.lock().map_err(|_| "counter poisoned".to_string())?;
-                receiver(
-                    at,
-                    spec.io,
-                    spec.count_hook,
-                    threads,
-                    &mut c,
-                    &start,
-                    &sending_done,
-                    live,
-                )
+                receiver(at, spec, threads, &mut c, &start, &sending_done, live)
             })
         });
         let txs: Vec<_> = (0..threads)

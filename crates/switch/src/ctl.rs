@@ -58,41 +58,7 @@ impl CtlServer {
     /// is named. A stale socket file (nobody answers) is replaced; a live
     /// one is an error.
     pub fn bind(path: &Path, group: Option<&str>) -> std::io::Result<CtlServer> {
-        let group = match group {
-            None => None,
-            Some(name) => Some(
-                nix::unistd::Group::from_name(name)
-                    .map_err(std::io::Error::from)?
-                    .ok_or_else(|| {
-                        std::io::Error::new(
-                            std::io::ErrorKind::NotFound,
-                            format!("control_group '{name}' is not a group on this system"),
-                        )
-                    })?
-                    .gid,
-            ),
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        if UnixStream::connect(path).is_ok() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::AddrInUse,
-                "another tunlab switch is listening there (give this node another name or control_socket)",
-            ));
-        }
-        // Nobody answers: a stale socket from a killed run.
-        let _ = std::fs::remove_file(path);
-        let listener = UnixListener::bind(path)?;
-        let mode = match group {
-            Some(g) => {
-                nix::unistd::chown(path, None, Some(g)).map_err(std::io::Error::from)?;
-                0o660
-            }
-            None => 0o600,
-        };
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
-        listener.set_nonblocking(true)?;
+        let (listener, group) = bind_socket(path, group)?;
         Ok(CtlServer {
             listener,
             path: path.to_path_buf(),
@@ -120,6 +86,52 @@ impl CtlServer {
     }
 }
 
+/// A node's unix socket at `path` (the control socket, the OpenFlow
+/// management socket): mode 0600, or 0660 and owned by `group` when one
+/// is named; non-blocking. A stale socket file (nobody answers) is
+/// replaced; a live one is an error.
+pub(crate) fn bind_socket(
+    path: &Path,
+    group: Option<&str>,
+) -> std::io::Result<(UnixListener, Option<Gid>)> {
+    let group = match group {
+        None => None,
+        Some(name) => Some(
+            nix::unistd::Group::from_name(name)
+                .map_err(std::io::Error::from)?
+                .ok_or_else(|| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        format!("control_group '{name}' is not a group on this system"),
+                    )
+                })?
+                .gid,
+        ),
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    if UnixStream::connect(path).is_ok() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AddrInUse,
+            "another tunlab switch is listening there (give this node another name or control_socket)",
+        ));
+    }
+    // Nobody answers: a stale socket from a killed run.
+    let _ = std::fs::remove_file(path);
+    let listener = UnixListener::bind(path)?;
+    let mode = match group {
+        Some(g) => {
+            nix::unistd::chown(path, None, Some(g)).map_err(std::io::Error::from)?;
+            0o660
+        }
+        None => 0o600,
+    };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+    listener.set_nonblocking(true)?;
+    Ok((listener, group))
+}
+
 impl Drop for CtlServer {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
@@ -129,7 +141,7 @@ impl Drop for CtlServer {
 /// Whether the peer of `stream` may give orders: root, the switch's own
 /// user, or (with a control group) a member of it. The file mode already
 /// keeps others out; this holds even if someone loosens it.
-fn check_peer(stream: &UnixStream, group: Option<Gid>) -> Result<(), String> {
+pub(crate) fn check_peer(stream: &UnixStream, group: Option<Gid>) -> Result<(), String> {
     use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
     let cred = getsockopt(stream, PeerCredentials)
         .map_err(|e| format!("cannot read the client's credentials: {e}"))?;

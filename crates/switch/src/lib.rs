@@ -4,6 +4,7 @@ pub mod config;
 pub mod ctl;
 pub mod dpif;
 pub mod kernel;
+pub mod mgmt;
 pub mod port;
 pub mod profile;
 pub mod stats;

@@ -154,7 +154,7 @@ enum Command {
     /// --ndr / --pdr PCT search for the highest rate within the loss
     /// allowed. Without --tx/--rx it sends over a veth pair between two
     /// namespaces of its own.
-    Gen(gen::Args),
+    Gen(Box<gen::Args>),
     /// Run one overlay node: open its tenant TAP ports and tunnel ports,
     /// load its flow rules, and switch packets until interrupted.
     ///
@@ -241,7 +241,7 @@ fn main() -> ExitCode {
         } => bench::report(&file, &baseline, out.as_deref()),
         Command::Compare { a, b } => bench::compare(&a, &b),
         Command::Soak(args) => bench::soak(args),
-        Command::Gen(args) => gen::run(args),
+        Command::Gen(args) => gen::run(*args),
     }
 }
 
@@ -348,20 +348,39 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let mgmt_path = tunlab_switch::mgmt::path_beside(&ctl_path);
+    let mut mgmt = match tunlab_switch::mgmt::MgmtServer::bind(
+        &mgmt_path,
+        cfg.control_group.as_deref(),
+        &cfg.name,
+    ) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!(
+                "tunlab switch: OpenFlow management socket {}: {e}",
+                mgmt_path.display()
+            );
+            sw.stop();
+            return ExitCode::FAILURE;
+        }
+    };
     let (ports, flows) = sw
         .on(0, |n| (n.ports().count(), n.classifier.len()))
         .unwrap_or_default();
     eprintln!(
-        "tunlab switch: node '{}' running ({ports} ports, {flows} flows, {} worker{}), control socket {}",
+        "tunlab switch: node '{}' running ({ports} ports, {flows} flows, {} worker{}), control socket {}, OpenFlow punix:{}",
         sw.name,
         sw.workers(),
         if sw.workers() == 1 { "" } else { "s" },
-        ctl_path.display()
+        ctl_path.display(),
+        mgmt.path().display()
     );
-    // This thread serves the control socket; the workers move packets.
+    // This thread serves the control and management sockets; the
+    // workers move packets.
     let mut code = ExitCode::SUCCESS;
     while !STOP.load(std::sync::atomic::Ordering::Relaxed) {
-        if ctl.wait(100) {
+        use std::os::fd::AsFd;
+        if mgmt.poll(ctl.listener().as_fd(), 100) {
             ctl.serve(&mut sw);
         }
         if let Some(e) = sw.failed() {

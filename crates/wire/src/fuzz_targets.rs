@@ -38,25 +38,20 @@ pub const TARGETS: &[(&str, Target)] = &[
 /// built from it hold together.
 pub fn openflow(data: &[u8]) {
     let mut rest = data;
-    loop {
-        match openflow::frame(rest) {
-            Ok(Some(n)) => {
-                let m = openflow::Message::new_checked(rest).expect("framed");
-                assert_eq!(m.len(), n);
-                if let Ok(b) = openflow::hello_bitmap(&m) {
-                    if let Some(v) = openflow::agree(0x12, m.version(), b) {
-                        assert!(v == openflow::OF10 || v == openflow::OF13);
-                    }
-                }
-                let _ = openflow::parse_error(&m);
-                let r = openflow::echo_reply(&m);
-                assert_eq!(r.len(), n);
-                let e = openflow::error(m.version(), 1, 1, m.xid(), m.bytes());
-                assert_eq!(openflow::frame(&e).unwrap(), Some(e.len()));
-                rest = &rest[n..];
+    while let Ok(Some(n)) = openflow::frame(rest) {
+        let m = openflow::Message::new_checked(rest).expect("framed");
+        assert_eq!(m.len(), n);
+        if let Ok(b) = openflow::hello_bitmap(&m) {
+            if let Some(v) = openflow::agree(0x12, m.version(), b) {
+                assert!(v == openflow::OF10 || v == openflow::OF13);
             }
-            Ok(None) | Err(_) => break,
         }
+        let _ = openflow::parse_error(&m);
+        let r = openflow::echo_reply(&m);
+        assert_eq!(r.len(), n);
+        let e = openflow::error(m.version(), 1, 1, m.xid(), m.bytes());
+        assert_eq!(openflow::frame(&e).unwrap(), Some(e.len()));
+        rest = &rest[n..];
     }
 }
 

@@ -1,0 +1,393 @@
+//! The OpenFlow management socket, as Open vSwitch's `punix:` one: a
+//! node listens at `/run/tunlab/NAME.mgmt` (mode and access as the control
+//! socket's), and each connection speaks OpenFlow 1.0 or 1.3, agreed in
+//! the HELLO exchange.
+//!
+//! What is built (issue 19, first part): the session. HELLO and version
+//! agreement, ECHO (keep-alive, `ovs-ofctl probe` and `ping`),
+//! FEATURES, GET_CONFIG / SET_CONFIG and BARRIER. Every other request
+//! is answered with OFPT_ERROR, BAD_REQUEST / BAD_TYPE (BAD_MULTIPART for
+//! statistics), so a client learns at once that it is not built; the
+//! flow table is programmed through `tunlab ctl` until it is.
+//!
+//! Connections are non-blocking and served by the node's main thread
+//! beside the control socket: a slow or hostile client delays other
+//! clients, never packets. A message that cannot be framed (a length
+//! below 8), a HELLO with no version in common, or more than
+//! [`MAX_BUFFERED`] bytes unread closes that connection, after an error
+//! saying why where OpenFlow has one.
+
+use crate::ctl::{bind_socket, check_peer};
+use nix::poll::{poll, PollFd, PollFlags};
+use nix::unistd::Gid;
+use std::io::{ErrorKind, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use tunlab_wire::openflow::{self as of, Message};
+
+/// Bytes a connection may have sent and not yet been answered for.
+pub const MAX_BUFFERED: usize = 4 * of::MAX_LEN;
+/// Connections served at once; more are refused.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// OpenFlow 1.3 message types beyond the session ones (§ 7.1).
+mod t13 {
+    pub const FEATURES_REQUEST: u8 = 5;
+    pub const FEATURES_REPLY: u8 = 6;
+    pub const GET_CONFIG_REQUEST: u8 = 7;
+    pub const GET_CONFIG_REPLY: u8 = 8;
+    pub const SET_CONFIG: u8 = 9;
+    pub const MULTIPART_REQUEST: u8 = 18;
+    pub const BARRIER_REQUEST: u8 = 20;
+    pub const BARRIER_REPLY: u8 = 21;
+}
+
+/// OpenFlow 1.0's numbers where they differ (§ 5.1).
+mod t10 {
+    pub const STATS_REQUEST: u8 = 16;
+    pub const BARRIER_REQUEST: u8 = 18;
+    pub const BARRIER_REPLY: u8 = 19;
+}
+
+/// BAD_REQUEST codes: a statistics / multipart type not served.
+const BRC_BAD_MULTIPART: u16 = 2;
+
+/// The versions this switch speaks.
+fn ours() -> u32 {
+    of::version_bitmap(&[of::OF10, of::OF13])
+}
+
+struct Conn {
+    stream: UnixStream,
+    /// Bytes read and not yet a whole message.
+    rx: Vec<u8>,
+    /// The agreed version, once the peer's HELLO came.
+    version: Option<u8>,
+    /// The switch's default for packet_in's bytes (SET_CONFIG changes it).
+    miss_send_len: u16,
+}
+
+/// What to do with a connection after a message.
+enum Next {
+    Keep,
+    Close,
+}
+
+/// The listening socket and its connections.
+pub struct MgmtServer {
+    listener: UnixListener,
+    path: PathBuf,
+    group: Option<Gid>,
+    conns: Vec<Conn>,
+    datapath_id: u64,
+}
+
+impl std::fmt::Debug for MgmtServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MgmtServer")
+            .field("path", &self.path)
+            .field("connections", &self.conns.len())
+            .finish()
+    }
+}
+
+/// The management socket beside a node's control socket:
+/// `/run/tunlab/NAME.ctl` has `/run/tunlab/NAME.mgmt`.
+pub fn path_beside(control_socket: &Path) -> PathBuf {
+    control_socket.with_extension("mgmt")
+}
+
+/// A datapath id for node `name`: stable across restarts, as OVS's is
+/// (there it comes from a MAC address; here from the name, FNV-1a folded
+/// to 48 bits as a MAC would be).
+pub fn datapath_id(name: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    h & 0xffff_ffff_ffff
+}
+
+impl MgmtServer {
+    /// Listen at `path` for node `name` (access as the control socket's:
+    /// 0600, or 0660 for `group`).
+    pub fn bind(path: &Path, group: Option<&str>, name: &str) -> std::io::Result<MgmtServer> {
+        let (listener, group) = bind_socket(path, group)?;
+        Ok(MgmtServer {
+            listener,
+            path: path.to_path_buf(),
+            group,
+            conns: Vec::new(),
+            datapath_id: datapath_id(name),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Connections open now.
+    pub fn connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Wait up to `timeout_ms` for this socket, its connections or
+    /// `other` (the control socket's listener); serve what is ready here
+    /// and say whether `other` is.
+    pub fn poll(&mut self, other: BorrowedFd<'_>, timeout_ms: u16) -> bool {
+        let (other_ready, listener_ready, ready) = {
+            let mut fds = vec![
+                PollFd::new(other, PollFlags::POLLIN),
+                PollFd::new(self.listener.as_fd(), PollFlags::POLLIN),
+            ];
+            fds.extend(
+                self.conns
+                    .iter()
+                    .map(|c| PollFd::new(c.stream.as_fd(), PollFlags::POLLIN)),
+            );
+            if poll(&mut fds, timeout_ms).unwrap_or(0) <= 0 {
+                return false;
+            }
+            let is = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
+            let ready: Vec<bool> = fds[2..].iter().map(is).collect();
+            (is(&fds[0]), is(&fds[1]), ready)
+        };
+        // Newest last: serve the ready ones back to front so that closing
+        // one does not shift the others' places.
+        for i in (0..ready.len()).rev() {
+            if ready[i] && matches!(self.read(i), Next::Close) {
+                self.conns.swap_remove(i);
+            }
+        }
+        if listener_ready {
+            self.accept();
+        }
+        other_ready
+    }
+
+    fn accept(&mut self) {
+        while let Ok((stream, _)) = self.listener.accept() {
+            if check_peer(&stream, self.group).is_err() || self.conns.len() >= MAX_CONNECTIONS {
+                continue;
+            }
+            if stream.set_nonblocking(true).is_err() {
+                continue;
+            }
+            let mut c = Conn {
+                stream,
+                rx: Vec::new(),
+                version: None,
+                miss_send_len: 128,
+            };
+            // Both ends say HELLO first, without waiting (1.3 § 6.3.1).
+            if send(&mut c, &of::hello(of::OF13, ours(), 0)).is_ok() {
+                self.conns.push(c);
+            }
+        }
+    }
+
+    /// Read what connection `i` sent and answer every whole message.
+    fn read(&mut self, i: usize) -> Next {
+        let dpid = self.datapath_id;
+        let c = &mut self.conns[i];
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match c.stream.read(&mut buf) {
+                Ok(0) => return Next::Close,
+                Ok(n) => c.rx.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => return Next::Close,
+            }
+            if c.rx.len() > MAX_BUFFERED {
+                return Next::Close;
+            }
+        }
+        let mut used = 0;
+        let next = loop {
+            match of::frame(&c.rx[used..]) {
+                Ok(Some(n)) => {
+                    let msg = c.rx[used..used + n].to_vec();
+                    used += n;
+                    let m = Message::new_checked(&msg).expect("framed");
+                    if let Next::Close = handle(c, &m, dpid) {
+                        break Next::Close;
+                    }
+                }
+                Ok(None) => break Next::Keep,
+                // No length to skip by: the stream is lost.
+                Err(_) => {
+                    let v = c.version.unwrap_or(of::OF13);
+                    let cause = c.rx[used..].to_vec();
+                    let _ = send(
+                        c,
+                        &of::error(v, of::ET_BAD_REQUEST, of::BRC_BAD_LEN, 0, &cause),
+                    );
+                    break Next::Close;
+                }
+            }
+        };
+        c.rx.drain(..used);
+        next
+    }
+}
+
+impl Drop for MgmtServer {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Write a whole message; a peer that does not read is dropped rather
+/// than waited for.
+fn send(c: &mut Conn, m: &[u8]) -> std::io::Result<()> {
+    c.stream.set_nonblocking(false)?;
+    c.stream
+        .set_write_timeout(Some(std::time::Duration::from_millis(500)))?;
+    let r = c.stream.write_all(m);
+    c.stream.set_nonblocking(true)?;
+    r
+}
+
+/// Answer one message.
+fn handle(c: &mut Conn, m: &Message<'_>, dpid: u64) -> Next {
+    let Some(v) = c.version else {
+        return hello(c, m);
+    };
+    let reply = |c: &mut Conn, bytes: Vec<u8>| match send(c, &bytes) {
+        Ok(()) => Next::Keep,
+        Err(_) => Next::Close,
+    };
+    let error = |c: &mut Conn, typ, code| {
+        let e = of::error(v, typ, code, m.xid(), m.bytes());
+        match send(c, &e) {
+            Ok(()) => Next::Keep,
+            Err(_) => Next::Close,
+        }
+    };
+    if m.version() != v {
+        return error(c, of::ET_BAD_REQUEST, of::BRC_BAD_VERSION);
+    }
+    let (barrier_request, barrier_reply, stats_request) = if v == of::OF13 {
+        (
+            t13::BARRIER_REQUEST,
+            t13::BARRIER_REPLY,
+            t13::MULTIPART_REQUEST,
+        )
+    } else {
+        (t10::BARRIER_REQUEST, t10::BARRIER_REPLY, t10::STATS_REQUEST)
+    };
+    match m.msg_type() {
+        of::HELLO | of::ECHO_REPLY | of::ERROR => Next::Keep,
+        of::ECHO_REQUEST => reply(c, of::echo_reply(m)),
+        t13::FEATURES_REQUEST => reply(c, features_reply(v, m.xid(), dpid)),
+        t13::GET_CONFIG_REQUEST => {
+            let mut r = of::header(v, t13::GET_CONFIG_REPLY, 12, m.xid()).to_vec();
+            r.extend_from_slice(&0u16.to_be_bytes());
+            r.extend_from_slice(&c.miss_send_len.to_be_bytes());
+            reply(c, r)
+        }
+        t13::SET_CONFIG => {
+            let b = m.body();
+            if b.len() < 4 {
+                return error(c, of::ET_BAD_REQUEST, of::BRC_BAD_LEN);
+            }
+            c.miss_send_len = u16::from_be_bytes([b[2], b[3]]);
+            Next::Keep
+        }
+        // Requests are answered in order as they come: everything before
+        // a barrier is done when it is read.
+        t if t == barrier_request => reply(c, of::header(v, barrier_reply, 8, m.xid()).to_vec()),
+        t if t == stats_request => error(c, of::ET_BAD_REQUEST, BRC_BAD_MULTIPART),
+        _ => error(c, of::ET_BAD_REQUEST, of::BRC_BAD_TYPE),
+    }
+}
+
+/// The peer's first message must be its HELLO; agree on a version or
+/// say why not and close.
+fn hello(c: &mut Conn, m: &Message<'_>) -> Next {
+    if m.msg_type() != of::HELLO {
+        let e = of::error(
+            of::OF13,
+            of::ET_HELLO_FAILED,
+            of::HFC_INCOMPATIBLE,
+            m.xid(),
+            m.bytes(),
+        );
+        let _ = send(c, &e);
+        return Next::Close;
+    }
+    let agreed = of::hello_bitmap(m)
+        .ok()
+        .and_then(|b| of::agree(ours(), m.version(), b));
+    match agreed {
+        Some(v) => {
+            c.version = Some(v);
+            Next::Keep
+        }
+        None => {
+            // 1.3 § 6.3.1: an ASCII reason in the data.
+            let why = format!(
+                "tunlab speaks OpenFlow 1.0 and 1.3; the peer offered version {:#x}",
+                m.version()
+            );
+            let e = of::error(
+                m.version().min(of::OF13),
+                of::ET_HELLO_FAILED,
+                of::HFC_INCOMPATIBLE,
+                m.xid(),
+                why.as_bytes(),
+            );
+            let _ = send(c, &e);
+            Next::Close
+        }
+    }
+}
+
+/// FEATURES_REPLY: one table, no buffers; flow and port statistics (1.3
+/// § 7.3.1; 1.0 § 5.3.1 adds the actions bitmap and the ports, none
+/// listed yet).
+fn features_reply(v: u8, xid: u32, dpid: u64) -> Vec<u8> {
+    const FLOW_STATS: u32 = 1 << 0;
+    const PORT_STATS: u32 = 1 << 2;
+    let mut r = of::header(v, t13::FEATURES_REPLY, 32, xid).to_vec();
+    r.extend_from_slice(&dpid.to_be_bytes());
+    r.extend_from_slice(&0u32.to_be_bytes()); // n_buffers
+    r.push(1); // n_tables
+    if v == of::OF13 {
+        r.extend_from_slice(&[0, 0, 0]); // auxiliary_id, pad
+        r.extend_from_slice(&(FLOW_STATS | PORT_STATS).to_be_bytes());
+        r.extend_from_slice(&0u32.to_be_bytes()); // reserved
+    } else {
+        r.extend_from_slice(&[0, 0, 0]); // pad
+        r.extend_from_slice(&(FLOW_STATS | PORT_STATS).to_be_bytes());
+        // OFPAT_OUTPUT only, until flow_mod is built.
+        r.extend_from_slice(&1u32.to_be_bytes());
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn features_replies_have_their_versions_layout() {
+        for v in [of::OF10, of::OF13] {
+            let r = features_reply(v, 3, 0x0000_1234_5678_9abc);
+            let m = Message::new_checked(&r).unwrap();
+            assert_eq!((m.version(), m.msg_type(), m.len(), m.xid()), (v, 6, 32, 3));
+            assert_eq!(&m.body()[..8], &0x0000_1234_5678_9abcu64.to_be_bytes());
+            assert_eq!(m.body()[12], 1, "one table");
+        }
+    }
+
+    #[test]
+    fn datapath_ids_are_stable_and_48_bits() {
+        assert_eq!(datapath_id("h1"), datapath_id("h1"));
+        assert_ne!(datapath_id("h1"), datapath_id("h2"));
+        assert!(datapath_id("a-long-node-name") < 1 << 48);
+    }
+}

@@ -117,6 +117,17 @@ fn load_err(what: &str) -> impl Fn(aya::programs::ProgramError) -> Error + '_ {
     move |e| Error::Load(format!("{what}: {e}"))
 }
 
+/// Program `name` of `ebpf` as its kind `P` (Xdp, SchedClassifier).
+pub(crate) fn program_mut<'a, P>(ebpf: &'a mut Ebpf, name: &'static str) -> Result<&'a mut P, Error>
+where
+    &'a mut P: TryFrom<&'a mut aya::programs::Program, Error = aya::programs::ProgramError>,
+{
+    ebpf.program_mut(name)
+        .ok_or_else(|| Error::Load(format!("no program {name} in the object")))?
+        .try_into()
+        .map_err(load_err(name))
+}
+
 impl XdpCounter {
     /// Load the counter for `flows` flows and `streams` sending streams;
     /// `pass` lets counted frames on up the stack (else they are dropped).
@@ -131,20 +142,12 @@ impl XdpCounter {
             .map_max_entries("cnt_seen", streams * WINDOW)
             .load(OBJECT)
             .map_err(|e| Error::Load(format!("the XDP counter: {e}")))?;
-        {
-            let p: &mut Xdp = ebpf
-                .program_mut("tl_count")
-                .ok_or_else(|| Error::Load("no program tl_count in the counter".into()))?
-                .try_into()
-                .map_err(load_err("tl_count"))?;
-            p.load().map_err(load_err("loading tl_count"))?;
-            let p: &mut SchedClassifier = ebpf
-                .program_mut("tl_count_tc")
-                .ok_or_else(|| Error::Load("no program tl_count_tc in the counter".into()))?
-                .try_into()
-                .map_err(load_err("tl_count_tc"))?;
-            p.load().map_err(load_err("loading tl_count_tc"))?;
-        }
+        program_mut::<Xdp>(&mut ebpf, "tl_count")?
+            .load()
+            .map_err(load_err("loading tl_count"))?;
+        program_mut::<SchedClassifier>(&mut ebpf, "tl_count_tc")?
+            .load()
+            .map_err(load_err("loading tl_count_tc"))?;
         let mut cfg: Array<_, Cfg> = Array::try_from(
             ebpf.map_mut("cnt_cfg")
                 .ok_or_else(|| Error::Load("no map cnt_cfg".into()))?,
@@ -175,23 +178,12 @@ impl XdpCounter {
             if !crate::datapath::tcx() {
                 let _ = aya::programs::tc::qdisc_add_clsact(ifname);
             }
-            let p: &mut SchedClassifier = self
-                .ebpf
-                .program_mut("tl_count_tc")
-                .ok_or_else(|| Error::Load("no program tl_count_tc".into()))?
-                .try_into()
-                .map_err(load_err("tl_count_tc"))?;
-            return p
+            return program_mut::<SchedClassifier>(&mut self.ebpf, "tl_count_tc")?
                 .attach(ifname, TcAttachType::Ingress)
                 .map(|_| "tc")
                 .map_err(load_err(&format!("attaching the TC counter to {ifname}")));
         }
-        let p: &mut Xdp = self
-            .ebpf
-            .program_mut("tl_count")
-            .ok_or_else(|| Error::Load("no program tl_count".into()))?
-            .try_into()
-            .map_err(load_err("tl_count"))?;
+        let p = program_mut::<Xdp>(&mut self.ebpf, "tl_count")?;
         match p.attach(ifname, XdpMode::Driver) {
             Ok(_) => Ok("driver"),
             Err(_) => p

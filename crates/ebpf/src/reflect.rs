@@ -30,11 +30,7 @@ impl XdpReflector {
         let mut ebpf = EbpfLoader::new()
             .load(OBJECT)
             .map_err(|e| Error::Load(format!("the XDP reflector: {e}")))?;
-        let p: &mut Xdp = ebpf
-            .program_mut("tl_reflect")
-            .ok_or_else(|| Error::Load("no program tl_reflect in the reflector".into()))?
-            .try_into()
-            .map_err(|e: aya::programs::ProgramError| Error::Load(e.to_string()))?;
+        let p = crate::count::program_mut::<Xdp>(&mut ebpf, "tl_reflect")?;
         p.load()
             .map_err(|e| Error::Load(format!("loading tl_reflect: {e}")))?;
         p.attach(ifname, XdpMode::Skb)

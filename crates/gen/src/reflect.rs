@@ -30,16 +30,7 @@ pub fn run(
             .map_err(|e| format!("reflector TX ring on {at}: {e}"))?;
         Ok((rx, tx))
     });
-    let (mut rx, mut tx) = match opened {
-        Ok(r) => {
-            ready(Ok(()));
-            r
-        }
-        Err(e) => {
-            ready(Err(e.clone()));
-            return Err(e);
-        }
-    };
+    let (mut rx, mut tx) = announce(opened, ready)?;
     let mut reflected = 0u64;
     let mut tx_full = 0u64;
     let _ = rx.stats();
@@ -75,6 +66,15 @@ pub fn run(
     })
 }
 
+/// Tell `ready` whether the reflector could start, and pass the result on.
+fn announce<T>(
+    opened: Result<T, String>,
+    ready: impl FnOnce(Result<(), String>),
+) -> Result<T, String> {
+    ready(opened.as_ref().map(|_| ()).map_err(String::clone));
+    opened
+}
+
 /// What a reflector did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Reflected {
@@ -96,16 +96,7 @@ pub fn run_xdp(
         tunlab_ebpf::reflect::XdpReflector::attach(&at.ifname)
             .map_err(|e| format!("XDP reflector on {at}: {e}"))
     });
-    let r = match attached {
-        Ok(r) => {
-            ready(Ok(()));
-            r
-        }
-        Err(e) => {
-            ready(Err(e.clone()));
-            return Err(e);
-        }
-    };
+    let r = announce(attached, ready)?;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

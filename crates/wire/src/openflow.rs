@@ -55,15 +55,7 @@ impl<'a> Message<'a> {
     /// its own.
     pub fn new_checked(buf: &'a [u8]) -> Result<Message<'a>> {
         need(Layer::OpenFlow, "header", buf, 0, HEADER_LEN)?;
-        let len = be16(buf, 2) as usize;
-        if len < HEADER_LEN {
-            return Err(Error::invalid(
-                Layer::OpenFlow,
-                "length",
-                2,
-                "shorter than the 8-byte header",
-            ));
-        }
+        let len = declared_len(buf)?;
         need(Layer::OpenFlow, "message", buf, 0, len)?;
         Ok(Message { buf: &buf[..len] })
     }
@@ -97,7 +89,13 @@ pub fn frame(stream: &[u8]) -> Result<Option<usize>> {
     if stream.len() < HEADER_LEN {
         return Ok(None);
     }
-    let len = be16(stream, 2) as usize;
+    let len = declared_len(stream)?;
+    Ok((stream.len() >= len).then_some(len))
+}
+
+/// The length a whole header declares, which cannot be below its own 8.
+fn declared_len(header: &[u8]) -> Result<usize> {
+    let len = be16(header, 2) as usize;
     if len < HEADER_LEN {
         return Err(Error::invalid(
             Layer::OpenFlow,
@@ -106,7 +104,7 @@ pub fn frame(stream: &[u8]) -> Result<Option<usize>> {
             "shorter than the 8-byte header",
         ));
     }
-    Ok((stream.len() >= len).then_some(len))
+    Ok(len)
 }
 
 /// The common header.

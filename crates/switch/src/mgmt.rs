@@ -3,12 +3,14 @@
 //! socket's), and each connection speaks OpenFlow 1.0 or 1.3, agreed in
 //! the HELLO exchange.
 //!
-//! What is built (issue 19, first part): the session. HELLO and version
+//! What is built (issue 19, first parts): the session. HELLO and version
 //! agreement, ECHO (keep-alive, `ovs-ofctl probe` and `ping`),
-//! FEATURES, GET_CONFIG / SET_CONFIG and BARRIER. Every other request
-//! is answered with OFPT_ERROR, BAD_REQUEST / BAD_TYPE (BAD_MULTIPART for
-//! statistics), so a client learns at once that it is not built; the
-//! flow table is programmed through `tunlab ctl` until it is.
+//! FEATURES, GET_CONFIG / SET_CONFIG and BARRIER; and OpenFlow 1.3's
+//! FLOW_MOD add, delete and delete-strict, which become the request
+//! `tunlab ctl` would send for the same rule (one flow table, two doors).
+//! Every other request is answered with OFPT_ERROR (BAD_REQUEST /
+//! BAD_TYPE, BAD_MULTIPART for statistics, FLOW_MOD_FAILED / BAD_COMMAND
+//! for modify), so a client learns at once what is not built.
 //!
 //! Connections are non-blocking and served by the node's main thread
 //! beside the control socket: a slow or hostile client delays other
@@ -18,13 +20,14 @@
 //! saying why where OpenFlow has one.
 
 use crate::ctl::{bind_socket, check_peer};
+use crate::workers::Switch;
 use nix::poll::{poll, PollFd, PollFlags};
 use nix::unistd::Gid;
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use tunlab_wire::openflow::{self as of, Message};
+use tunlab_wire::openflow::{self as of, Action, FlowMod, Message, Oxm};
 
 /// Bytes a connection may have sent and not yet been answered for.
 pub const MAX_BUFFERED: usize = 4 * of::MAX_LEN;
@@ -136,7 +139,7 @@ impl MgmtServer {
     /// Wait up to `timeout_ms` for this socket, its connections or
     /// `other` (the control socket's listener); serve what is ready here
     /// and say whether `other` is.
-    pub fn poll(&mut self, other: BorrowedFd<'_>, timeout_ms: u16) -> bool {
+    pub fn poll(&mut self, other: BorrowedFd<'_>, timeout_ms: u16, sw: &mut Switch) -> bool {
         let (other_ready, listener_ready, ready) = {
             let mut fds = vec![
                 PollFd::new(other, PollFlags::POLLIN),
@@ -157,7 +160,7 @@ impl MgmtServer {
         // Newest last: serve the ready ones back to front so that closing
         // one does not shift the others' places.
         for i in (0..ready.len()).rev() {
-            if ready[i] && matches!(self.read(i), Next::Close) {
+            if ready[i] && matches!(self.read(i, sw), Next::Close) {
                 self.conns.swap_remove(i);
             }
         }
@@ -189,7 +192,7 @@ impl MgmtServer {
     }
 
     /// Read what connection `i` sent and answer every whole message.
-    fn read(&mut self, i: usize) -> Next {
+    fn read(&mut self, i: usize, sw: &mut Switch) -> Next {
         let dpid = self.datapath_id;
         let c = &mut self.conns[i];
         let mut buf = [0u8; 16 * 1024];
@@ -212,7 +215,7 @@ impl MgmtServer {
                     let msg = c.rx[used..used + n].to_vec();
                     used += n;
                     let m = Message::new_checked(&msg).expect("framed");
-                    if let Next::Close = handle(c, &m, dpid) {
+                    if let Next::Close = handle(c, &m, dpid, sw) {
                         break Next::Close;
                     }
                 }
@@ -252,7 +255,7 @@ fn send(c: &mut Conn, m: &[u8]) -> std::io::Result<()> {
 }
 
 /// Answer one message.
-fn handle(c: &mut Conn, m: &Message<'_>, dpid: u64) -> Next {
+fn handle(c: &mut Conn, m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Next {
     let Some(v) = c.version else {
         return hello(c, m);
     };
@@ -301,8 +304,182 @@ fn handle(c: &mut Conn, m: &Message<'_>, dpid: u64) -> Next {
         // a barrier is done when it is read.
         t if t == barrier_request => reply(c, of::header(v, barrier_reply, 8, m.xid()).to_vec()),
         t if t == stats_request => error(c, of::ET_BAD_REQUEST, BRC_BAD_MULTIPART),
+        // One flow table, two doors: a flow_mod becomes the request
+        // `tunlab ctl` would send, and takes the same path.
+        of::FLOW_MOD if v == of::OF13 => {
+            let request = of::parse_flow_mod(m)
+                .map_err(|_| (of::ET_BAD_REQUEST, of::BRC_BAD_LEN))
+                .and_then(|fm| ctl_request(&fm));
+            match request {
+                Ok(req) => match crate::ctl::handle(&req, sw) {
+                    Ok(_) => Next::Keep,
+                    Err(_) => error(c, of::ET_FLOW_MOD_FAILED, of::FMFC_UNKNOWN),
+                },
+                Err((typ, code)) => error(c, typ, code),
+            }
+        }
         _ => error(c, of::ET_BAD_REQUEST, of::BRC_BAD_TYPE),
     }
+}
+
+/// Bad table id (flow_mod failed).
+const FMFC_BAD_TABLE_ID: u16 = 9;
+/// Bad output port (bad action).
+const BAC_BAD_OUT_PORT: u16 = 4;
+
+/// The `tunlab ctl` request that does what `fm` asks (add-flow,
+/// del-flows, del-flows --strict), in ovs-ofctl's syntax; or the
+/// OpenFlow error type and code that refuse it.
+pub fn ctl_request(fm: &FlowMod<'_>) -> Result<String, (u16, u16)> {
+    let table_ok = fm.table_id == 0
+        || (fm.table_id == 0xff && matches!(fm.command, of::FC_DELETE | of::FC_DELETE_STRICT));
+    if !table_ok {
+        return Err((of::ET_FLOW_MOD_FAILED, FMFC_BAD_TABLE_ID));
+    }
+    if !fm.other_instructions.is_empty() {
+        return Err((of::ET_BAD_INSTRUCTION, of::BIC_UNKNOWN_INST));
+    }
+    let mut matches = Vec::new();
+    for o in &fm.matches {
+        matches.push(match_text(o).ok_or((of::ET_BAD_MATCH, of::BMC_BAD_FIELD))?);
+    }
+    let with_priority = |mut m: Vec<String>| {
+        m.insert(0, format!("priority={}", fm.priority));
+        m.join(",")
+    };
+    match fm.command {
+        of::FC_ADD => {
+            if fm.idle_timeout != 0 || fm.hard_timeout != 0 {
+                // Flow expiry is not built: refuse rather than keep the
+                // flow forever.
+                return Err((of::ET_FLOW_MOD_FAILED, of::FMFC_UNKNOWN));
+            }
+            let mut acts = Vec::new();
+            for a in &fm.actions {
+                acts.push(action_text(a)?);
+            }
+            if acts.is_empty() {
+                acts.push("drop".into());
+            }
+            let mut m = matches;
+            if fm.cookie != 0 {
+                m.push(format!("cookie={:#x}", fm.cookie));
+            }
+            Ok(format!(
+                "add-flow {} actions={}",
+                with_priority(m),
+                acts.join(",")
+            ))
+        }
+        of::FC_DELETE => Ok(format!("del-flows {}", matches.join(","))),
+        of::FC_DELETE_STRICT => Ok(format!("del-flows --strict {}", with_priority(matches))),
+        // Modify is not built yet.
+        _ => Err((of::ET_FLOW_MOD_FAILED, of::FMFC_BAD_COMMAND)),
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    let mut s = String::from("0x");
+    for x in b {
+        s.push_str(&format!("{x:02x}"));
+    }
+    s
+}
+
+fn ip4(b: &[u8]) -> Option<String> {
+    let a: [u8; 4] = b.try_into().ok()?;
+    Some(std::net::Ipv4Addr::from(a).to_string())
+}
+
+fn mac(b: &[u8]) -> Option<String> {
+    let a: [u8; 6] = b.try_into().ok()?;
+    Some(
+        a.iter()
+            .map(|x| format!("{x:02x}"))
+            .collect::<Vec<_>>()
+            .join(":"),
+    )
+}
+
+/// `value` or `value/mask`, each written by `f`.
+fn masked(o: &Oxm<'_>, f: impl Fn(&[u8]) -> Option<String>) -> Option<String> {
+    let v = f(o.value)?;
+    Some(match o.mask {
+        Some(m) => format!("{v}/{}", f(m)?),
+        None => v,
+    })
+}
+
+/// A match field in ovs-ofctl's words; `None`: not one tunlab matches.
+fn match_text(o: &Oxm<'_>) -> Option<String> {
+    let be = |b: &[u8]| -> Option<u64> {
+        (b.len() <= 8).then(|| b.iter().fold(0u64, |a, &x| a << 8 | u64::from(x)))
+    };
+    let num = |b: &[u8]| be(b).map(|n| n.to_string());
+    let (name, val) = match (o.class, o.field) {
+        (of::OXM_BASIC, 0) if o.mask.is_none() => ("in_port", num(o.value)?),
+        (of::OXM_BASIC, 3) => ("dl_dst", masked(o, mac)?),
+        (of::OXM_BASIC, 4) => ("dl_src", masked(o, mac)?),
+        (of::OXM_BASIC, 5) if o.mask.is_none() => ("dl_type", format!("{:#06x}", be(o.value)?)),
+        // OFPVID_PRESENT (0x1000) and the VID; 0: no tag.
+        (of::OXM_BASIC, 6) if o.mask.is_none() => {
+            let v = be(o.value)?;
+            if v & 0x1000 == 0 {
+                ("vlan_tci", "0x0000/0x1fff".into())
+            } else {
+                ("dl_vlan", (v & 0xfff).to_string())
+            }
+        }
+        (of::OXM_BASIC, 10) if o.mask.is_none() => ("nw_proto", num(o.value)?),
+        (of::OXM_BASIC, 11) => ("nw_src", masked(o, ip4)?),
+        (of::OXM_BASIC, 12) => ("nw_dst", masked(o, ip4)?),
+        (of::OXM_BASIC, 38) | (of::NXM_1, 16) => ("tun_id", masked(o, |b| Some(hex(b)))?),
+        (of::NXM_1, 31) => ("tun_src", masked(o, ip4)?),
+        (of::NXM_1, 32) => ("tun_dst", masked(o, ip4)?),
+        (of::NXM_1, f @ 40..=47) => {
+            return Some(format!(
+                "tun_metadata{}={}",
+                f - 40,
+                masked(o, |b| Some(hex(b)))?
+            ));
+        }
+        _ => return None,
+    };
+    Some(format!("{name}={val}"))
+}
+
+/// An action in ovs-ofctl's words, or the error that refuses it.
+fn action_text(a: &Action<'_>) -> Result<String, (u16, u16)> {
+    const IN_PORT: u32 = 0xffff_fff8;
+    const NORMAL: u32 = 0xffff_fffa;
+    let bad_type = (of::ET_BAD_ACTION, of::BAC_BAD_TYPE);
+    Ok(match *a {
+        Action::Output { port: NORMAL } => "normal".into(),
+        Action::Output { port: IN_PORT } => "in_port".into(),
+        Action::Output { port } if port < 0xffff_ff00 => format!("output:{port}"),
+        Action::Output { .. } => return Err((of::ET_BAD_ACTION, BAC_BAD_OUT_PORT)),
+        Action::PushVlan { ethertype } => format!("push_vlan:{ethertype:#06x}"),
+        Action::PopVlan => "pop_vlan".into(),
+        Action::SetField(o) if o.mask.is_none() => match (o.class, o.field) {
+            (of::OXM_BASIC, 6) if o.value.len() == 2 => {
+                format!(
+                    "mod_vlan_vid:{}",
+                    u16::from_be_bytes([o.value[0], o.value[1]]) & 0xfff
+                )
+            }
+            (of::NXM_1, 31 | 32) => format!(
+                "set_field:{}->{}",
+                ip4(o.value).ok_or((of::ET_BAD_ACTION, of::BAC_BAD_LEN))?,
+                if o.field == 31 { "tun_src" } else { "tun_dst" }
+            ),
+            (of::OXM_BASIC, 38) | (of::NXM_1, 16) => format!("set_field:{}->tun_id", hex(o.value)),
+            (of::NXM_1, f @ 40..=47) => {
+                format!("set_field:{}->tun_metadata{}", hex(o.value), f - 40)
+            }
+            _ => return Err(bad_type),
+        },
+        _ => return Err(bad_type),
+    })
 }
 
 /// The peer's first message must be its HELLO; agree on a version or
@@ -382,6 +559,44 @@ mod tests {
             assert_eq!(&m.body()[..8], &0x0000_1234_5678_9abcu64.to_be_bytes());
             assert_eq!(m.body()[12], 1, "one table");
         }
+    }
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// ovs-ofctl's bytes for two of the articles' rules (wire's golden
+    /// file) become the rules as the articles wrote them.
+    #[test]
+    fn flow_mods_become_the_articles_rules() {
+        let cases = [
+            ("040e007000000002000000000000000000000000000000000000000000008000ffffffffffffffffffffffff000000000001000c80000004000000020000000000040030000000000011000888a800000019001080000c02100100000000000000000010000000010000000000000000",
+             "add-flow priority=32768,in_port=2 actions=push_vlan:0x88a8,mod_vlan_vid:1,output:1"),
+            ("040e006800000002000000000000000000000000000000000000000000008000ffffffffffffffffffffffff000000000001000c800000040000000200000000000400280000000000190010000140040ade00060000000000000010000000010000000000000000",
+             "add-flow priority=32768,in_port=2 actions=set_field:10.222.0.6->tun_dst,output:1"),
+        ];
+        for (bytes, want) in cases {
+            let b = unhex(bytes);
+            let fm = of::parse_flow_mod(&Message::new_checked(&b).unwrap()).unwrap();
+            assert_eq!(ctl_request(&fm).unwrap(), want);
+        }
+        // Modify and a table beyond 0 are refused with their codes.
+        let b = unhex(cases[0].0);
+        let mut fm = of::parse_flow_mod(&Message::new_checked(&b).unwrap()).unwrap();
+        fm.command = of::FC_MODIFY;
+        assert_eq!(
+            ctl_request(&fm),
+            Err((of::ET_FLOW_MOD_FAILED, of::FMFC_BAD_COMMAND))
+        );
+        fm.command = of::FC_ADD;
+        fm.table_id = 1;
+        assert_eq!(
+            ctl_request(&fm),
+            Err((of::ET_FLOW_MOD_FAILED, FMFC_BAD_TABLE_ID))
+        );
     }
 
     #[test]

@@ -380,7 +380,7 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
     let mut code = ExitCode::SUCCESS;
     while !STOP.load(std::sync::atomic::Ordering::Relaxed) {
         use std::os::fd::AsFd;
-        if mgmt.poll(ctl.listener().as_fd(), 100) {
+        if mgmt.poll(ctl.listener().as_fd(), 100, &mut sw) {
             ctl.serve(&mut sw);
         }
         if let Some(e) = sw.failed() {

@@ -1,4 +1,5 @@
-//! The OpenFlow management socket (issue 19, first part: the session)
+//! The OpenFlow management socket (issue 19, first parts: the session and
+//! flow_mod add/delete)
 //! against Open vSwitch's own `ovs-ofctl`, and against clients that send
 //! garbage, while the node carries tenant traffic. Needs root
 //! (namespaces) and openvswitch-common.
@@ -45,7 +46,7 @@ fn read_msg(s: &mut UnixStream) -> Option<Vec<u8>> {
 }
 
 #[test]
-fn ovs_ofctl_opens_a_session_and_bad_clients_are_turned_away() {
+fn ovs_ofctl_programs_the_node_and_bad_clients_are_turned_away() {
     let l = lab();
     let (c1, c2) = pair_configs(&l, "geneve");
     let (s1, s2) = start_pair(&l, &c1, &c2);
@@ -118,6 +119,74 @@ fn ovs_ofctl_opens_a_session_and_bad_clients_are_turned_away() {
     traffic_both_ways(&l, "geneve while OpenFlow clients came and went");
     let (ok, out) = ofctl(&["-O", "OpenFlow13", "probe", &target]);
     assert!(ok, "{out}");
+
+    // One flow table, two doors: the node's rules deleted and put back
+    // over OpenFlow carry the traffic again, beside the articles' rules,
+    // and `tunlab ctl dump-flows` lists what ovs-ofctl added.
+    let add = |rule: &str| {
+        let (ok, out) = ofctl(&["--no-names", "-O", "OpenFlow13", "add-flow", &target, rule]);
+        assert!(ok, "add-flow {rule}: {out}");
+    };
+    let (ok, out) = ofctl(&["--no-names", "-O", "OpenFlow13", "del-flows", &target]);
+    assert!(ok, "{out}");
+    let (_, dump, _) = ctl(s1.ctl_path(), &["dump-flows"]);
+    assert_eq!(dump.lines().count(), 0, "{dump}");
+    for rule in [
+        "in_port=1 actions=output:10",
+        "in_port=10,tun_id=6 actions=output:1",
+        // The tun_dst and QinQ articles' rules, as written there.
+        "in_port=1,tun_dst=10.222.0.1 action=output:2",
+        "in_port=1,dl_vlan=1 action=pop_vlan,output:2",
+        "in_port=2 action=push_vlan:0x88a8,mod_vlan_vid:1,output:1",
+        "priority=5,in_port=3,tun_id=0x6 actions=set_field:0x20003->tun_metadata0,output:4",
+    ] {
+        add(rule);
+    }
+    let (_, dump, _) = ctl(s1.ctl_path(), &["dump-flows"]);
+    // (dump-flows names the ports it knows: 1 is tap-n1, 10 is t-n1.)
+    for want in [
+        " in_port=tap-n1 actions=output:t-n1",
+        " in_port=t-n1,tun_id=0x6 actions=output:tap-n1",
+        " in_port=tap-n1,tun_dst=10.222.0.1 actions=output:2",
+        " in_port=tap-n1,dl_vlan=1 actions=pop_vlan,output:2",
+        " in_port=2 actions=push_vlan:0x88a8,mod_vlan_vid:1,output:tap-n1",
+        " priority=5,in_port=3,tun_id=0x6 actions=set_field:0x20003->tun_metadata0,output:4",
+    ] {
+        assert!(dump.contains(want), "{want} not in:\n{dump}");
+    }
+    traffic_both_ways(&l, "geneve on rules put back over OpenFlow");
+    // Strict delete takes only the rule with that priority.
+    let (ok, out) = ofctl(&[
+        "--no-names",
+        "-O",
+        "OpenFlow13",
+        "--strict",
+        "del-flows",
+        &target,
+        "priority=5,in_port=3,tun_id=0x6",
+    ]);
+    assert!(ok, "{out}");
+    let (_, dump, _) = ctl(s1.ctl_path(), &["dump-flows"]);
+    assert_eq!(dump.lines().count(), 5, "{dump}");
+    // What is not built is refused by name, in OVS's own words.
+    let (ok, out) = ofctl(&[
+        "--no-names",
+        "-O",
+        "OpenFlow13",
+        "mod-flows",
+        &target,
+        "in_port=1 actions=drop",
+    ]);
+    assert!(!ok && out.contains("OFPFMFC_BAD_COMMAND"), "{out}");
+    let (ok, out) = ofctl(&[
+        "--no-names",
+        "-O",
+        "OpenFlow13",
+        "add-flow",
+        &target,
+        "in_port=1 actions=controller",
+    ]);
+    assert!(!ok && out.contains("OFPBAC_BAD_OUT_PORT"), "{out}");
     s1.stop();
     s2.stop();
     assert!(!mgmt.exists(), "the socket is removed when the node stops");

@@ -47,6 +47,12 @@ pub fn openflow(data: &[u8]) {
             }
         }
         let _ = openflow::parse_error(&m);
+        if let Ok(fm) = openflow::parse_flow_mod(&m) {
+            // Every field read lies inside the message.
+            for o in &fm.matches {
+                assert!(o.value.len() < n && o.mask.is_none_or(|k| k.len() == o.value.len()));
+            }
+        }
         let r = openflow::echo_reply(&m);
         assert_eq!(r.len(), n);
         let e = openflow::error(m.version(), 1, 1, m.xid(), m.bytes());

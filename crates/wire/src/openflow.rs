@@ -306,7 +306,7 @@ fn oxm(b: &[u8], base: usize) -> Result<(Oxm<'_>, usize)> {
     need(Layer::OpenFlow, "oxm value", b, 4, len).map_err(|e| e.at(base))?;
     let body = &b[4..4 + len];
     let (value, mask) = if fh & 1 == 1 {
-        if len % 2 != 0 {
+        if !len.is_multiple_of(2) {
             return Err(bad("oxm length", base + 3, "odd with a mask"));
         }
         (&body[..len / 2], Some(&body[len / 2..]))
@@ -342,7 +342,7 @@ fn actions(b: &[u8], base: usize) -> Result<Vec<Action<'_>>> {
         need(Layer::OpenFlow, "action header", b, at, 4).map_err(|e| e.at(base))?;
         let typ = be16(b, at);
         let len = be16(b, at + 2) as usize;
-        if len < 8 || len % 8 != 0 {
+        if len < 8 || !len.is_multiple_of(8) {
             return Err(bad(
                 "action length",
                 base + at + 2,
@@ -400,7 +400,7 @@ pub fn parse_flow_mod<'a>(m: &Message<'a>) -> Result<FlowMod<'a>> {
         need(Layer::OpenFlow, "instruction header", b, at, 4)?;
         let typ = be16(b, at);
         let len = be16(b, at + 2) as usize;
-        if len < 8 || len % 8 != 0 {
+        if len < 8 || !len.is_multiple_of(8) {
             return Err(bad(
                 "instruction length",
                 at + 2,

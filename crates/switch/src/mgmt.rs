@@ -303,6 +303,10 @@ fn handle(c: &mut Conn, m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Next {
         // Requests are answered in order as they come: everything before
         // a barrier is done when it is read.
         t if t == barrier_request => reply(c, of::header(v, barrier_reply, 8, m.xid()).to_vec()),
+        t if t == stats_request && table_request(v, m.body()) => {
+            let active = sw.on(0, |n| n.classifier.len()).unwrap_or(0);
+            reply(c, table_reply(v, m.xid(), active as u32))
+        }
         t if t == stats_request => error(c, of::ET_BAD_REQUEST, BRC_BAD_MULTIPART),
         // One flow table, two doors: a flow_mod becomes the request
         // `tunlab ctl` would send, and takes the same path.
@@ -320,6 +324,35 @@ fn handle(c: &mut Conn, m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Next {
         }
         _ => error(c, of::ET_BAD_REQUEST, of::BRC_BAD_TYPE),
     }
+}
+
+/// Whether a 1.0 stats request asks for the table stats: ovs-ofctl asks
+/// before it sends a flow_mod (to learn the tables' names), and gives up
+/// if refused. (1.3's TABLE_FEATURES reply needs eight properties that are
+/// not built yet: under 1.3, `ovs-ofctl --no-names` skips the question.)
+fn table_request(v: u8, body: &[u8]) -> bool {
+    v == of::OF10 && body.get(..2) == Some(&[0, 3])
+}
+
+/// 1.0's TABLE stats reply (§ 5.3.5) for the one flow table with its
+/// `active` rules (lookups and matches are not counted per table: 0).
+fn table_reply(v: u8, xid: u32, active: u32) -> Vec<u8> {
+    const MAX_ENTRIES: u32 = 1_000_000;
+    const STATS_REPLY: u8 = 17;
+    let mut name = [0u8; 32];
+    name[..10].copy_from_slice(b"classifier");
+    let mut body = Vec::new();
+    body.extend_from_slice(&3u16.to_be_bytes()); // TABLE
+    body.extend_from_slice(&[0; 2]); // flags
+    body.extend_from_slice(&[0, 0, 0, 0]); // table 0, pad
+    body.extend_from_slice(&name);
+    body.extend_from_slice(&0x003f_ffffu32.to_be_bytes()); // wildcards
+    body.extend_from_slice(&MAX_ENTRIES.to_be_bytes());
+    body.extend_from_slice(&active.to_be_bytes());
+    body.extend_from_slice(&[0; 8 + 8]); // lookups, matched
+    let mut r = of::header(v, STATS_REPLY, of::HEADER_LEN + body.len(), xid).to_vec();
+    r.extend_from_slice(&body);
+    r
 }
 
 /// Bad table id (flow_mod failed).

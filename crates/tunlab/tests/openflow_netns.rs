@@ -168,6 +168,15 @@ fn ovs_ofctl_programs_the_node_and_bad_clients_are_turned_away() {
     assert!(ok, "{out}");
     let (_, dump, _) = ctl(s1.ctl_path(), &["dump-flows"]);
     assert_eq!(dump.lines().count(), 5, "{dump}");
+    // Under 1.0, ovs-ofctl asks for the table stats first, then sends a
+    // 1.0 flow_mod, which is not built and is refused by name.
+    let (ok, out) = ofctl(&["dump-tables", &target]);
+    assert!(
+        ok && out.contains("table 0 (\"classifier\")") && out.contains("active=5"),
+        "{out}"
+    );
+    let (ok, out) = ofctl(&["add-flow", &target, "in_port=1 actions=drop"]);
+    assert!(!ok && out.contains("OFPBRC_BAD_TYPE"), "{out}");
     // What is not built is refused by name, in OVS's own words.
     let (ok, out) = ofctl(&[
         "--no-names",

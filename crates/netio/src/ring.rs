@@ -287,20 +287,8 @@ impl TxRing {
             libc::PACKET_QDISC_BYPASS,
             1,
         )?;
-        // Slots are a power of two, at least a page's worth of frame.
-        let slot = (TX_DATA + max_frame).next_power_of_two().max(2048);
-        let page = 4096usize;
-        let block = slot.max(page) * 16;
-        let per_block = block / slot;
         // At most 32 MiB of ring (jumbo slots are 16 KiB).
-        let slots = slots.min((32 << 20) / slot).max(per_block);
-        let slots = slots.div_ceil(per_block) * per_block;
-        let req = libc::tpacket_req {
-            tp_block_size: block as u32,
-            tp_block_nr: (slots / per_block) as u32,
-            tp_frame_size: slot as u32,
-            tp_frame_nr: slots as u32,
-        };
+        let (slot, slots, req) = frame_ring(TX_DATA + max_frame, slots, 32 << 20);
         set_opt(&fd, libc::PACKET_TX_RING, &req)?;
         let map = Map::new(&fd, slot * slots)?;
         bind(&fd, ifi, 0)?;
@@ -575,6 +563,27 @@ fn rx_stats(fd: &OwnedFd) -> io::Result<RxStats> {
     })
 }
 
+/// The geometry of a ring of single frames (`TPACKET_V2`) whose slots
+/// hold `need` bytes each: slots a power of two of at least 2 KiB, 16 to
+/// a block of at least a page, about `slots` of them but at most
+/// `max_bytes` in all and whole blocks. Returns the slot size, the slot
+/// count and the request for the kernel.
+fn frame_ring(need: usize, slots: usize, max_bytes: usize) -> (usize, usize, libc::tpacket_req) {
+    let slot = need.next_power_of_two().max(2048);
+    let page = 4096usize;
+    let block = slot.max(page) * 16;
+    let per_block = block / slot;
+    let slots = slots.min(max_bytes / slot).max(per_block);
+    let slots = slots.div_ceil(per_block) * per_block;
+    let req = libc::tpacket_req {
+        tp_block_size: block as u32,
+        tp_block_nr: (slots / per_block) as u32,
+        tp_frame_size: slot as u32,
+        tp_frame_nr: slots as u32,
+    };
+    (slot, slots, req)
+}
+
 /// A receive ring of single frames (`TPACKET_V2`): each frame is handed
 /// over as soon as it is written, where a `TPACKET_V3` block waits until
 /// it is full or its timeout (1 ms at the least) passes. For a reflector,
@@ -593,20 +602,8 @@ impl FrameRxRing {
     pub fn open(ifname: &str, max_frame: usize, slots: usize) -> io::Result<FrameRxRing> {
         // The frame starts after the header and the address the kernel
         // writes (TPACKET2_HDRLEN), aligned; a slot is a power of two.
-        let slot = (libc::TPACKET2_HDRLEN + 16 + max_frame)
-            .next_power_of_two()
-            .max(2048);
-        let page = 4096usize;
-        let block = slot.max(page) * 16;
-        let per_block = block / slot;
-        let slots = slots.min((64 << 20) / slot).max(per_block);
-        let slots = slots.div_ceil(per_block) * per_block;
-        let req = libc::tpacket_req {
-            tp_block_size: block as u32,
-            tp_block_nr: (slots / per_block) as u32,
-            tp_frame_size: slot as u32,
-            tp_frame_nr: slots as u32,
-        };
+        let (slot, slots, req) =
+            frame_ring(libc::TPACKET2_HDRLEN + 16 + max_frame, slots, 64 << 20);
         let v2 = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
         let (fd, map) = rx_socket(ifname, v2, &req, slot * slots)?;
         Ok(FrameRxRing {

@@ -434,9 +434,8 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
     }
     let wire;
     let mut pvp_run = None;
-    let (tx, rx) = match (&a.tx, &a.rx) {
-        _ if plan.pvp.is_some() => {
-            let setup = plan.pvp.expect("checked");
+    let (tx, rx) = match (&a.tx, &a.rx, plan.pvp) {
+        (_, _, Some(setup)) => {
             let started = std::env::current_exe()
                 .map_err(|e| format!("cannot find the tunlab binary: {e}"))
                 .and_then(|exe| {
@@ -453,7 +452,7 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
             };
             (p.generator(), Some(p.generator()))
         }
-        (Some(t), Some(r)) => {
+        (Some(t), Some(r), None) => {
             let rx = match r.as_str() {
                 "none" => Ok(None),
                 r => Endpoint::parse(r).map(Some),

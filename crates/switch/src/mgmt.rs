@@ -208,14 +208,17 @@ impl MgmtServer {
                 return Next::Close;
             }
         }
+        // The buffer is taken out while its messages are answered (the
+        // answers need the connection), and what is left put back.
+        let rx = std::mem::take(&mut c.rx);
         let mut used = 0;
         let next = loop {
-            match of::frame(&c.rx[used..]) {
+            match of::frame(&rx[used..]) {
                 Ok(Some(n)) => {
-                    let msg = c.rx[used..used + n].to_vec();
+                    let at = used;
                     used += n;
                     // `frame` vouched for its length: this always holds.
-                    let Ok(m) = Message::new_checked(&msg) else {
+                    let Ok(m) = Message::new_checked(&rx[at..used]) else {
                         break Next::Close;
                     };
                     if let Next::Close = handle(c, &m, dpid, sw) {
@@ -226,15 +229,13 @@ impl MgmtServer {
                 // No length to skip by: the stream is lost.
                 Err(_) => {
                     let v = c.version.unwrap_or(of::OF13);
-                    let cause = c.rx[used..].to_vec();
-                    let _ = send(
-                        c,
-                        &of::error(v, of::ET_BAD_REQUEST, of::BRC_BAD_LEN, 0, &cause),
-                    );
+                    let e = of::error(v, of::ET_BAD_REQUEST, of::BRC_BAD_LEN, 0, &rx[used..]);
+                    let _ = send(c, &e);
                     break Next::Close;
                 }
             }
         };
+        c.rx = rx;
         c.rx.drain(..used);
         next
     }

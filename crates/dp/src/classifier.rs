@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rustc_hash::FxBuildHasher;
 
-use crate::flow::{FlowRule, Match};
+use crate::flow::{Action, FlowRule, Match};
 use crate::key::{FlowKey, WORDS};
 
 /// A rule in a table, with its counters.
@@ -102,6 +102,20 @@ impl Table {
         self.subtables
             .sort_by_key(|s| std::cmp::Reverse(s.max_priority()));
     }
+}
+
+/// Which rules a delete or modify means, as OpenFlow's flow_mod says it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Selector {
+    /// One table, or all.
+    pub table: Option<u8>,
+    /// Non-strict: every rule at least as specific as this match. Strict:
+    /// the rule with exactly this match...
+    pub m: Match,
+    /// ...and this priority.
+    pub strict: Option<u16>,
+    /// Only rules whose cookie equals this value under this mask.
+    pub cookie: Option<(u64, u64)>,
 }
 
 /// All flow tables of one switch.
@@ -236,37 +250,17 @@ impl Classifier {
     /// every rule whose match is at least as specific as `m`; strict removes
     /// the rule with exactly this match and `priority`. Returns how many.
     pub fn delete(&mut self, table: Option<u8>, m: &Match, strict: Option<u16>) -> usize {
-        let doomed: Vec<u32> = match strict {
-            Some(prio) => {
-                let tables = match table {
-                    Some(t) => self.tables.get(t as usize..=t as usize).unwrap_or(&[]),
-                    None => &self.tables[..],
-                };
-                tables
-                    .iter()
-                    .flat_map(|t| &t.subtables)
-                    .filter(|s| s.mask == m.mask)
-                    .filter_map(|s| s.buckets.get(&m.value))
-                    .flatten()
-                    .copied()
-                    .filter(|&s| self.rule(s).is_some_and(|r| r.flow.priority == prio))
-                    .collect()
-            }
-            None => self
-                .slots
-                .iter()
-                .enumerate()
-                .filter_map(|(i, r)| Some((i as u32, r.as_ref()?)))
-                .filter(|(_, r)| table.is_none_or(|t| t == r.flow.table))
-                .filter(|(_, r)| {
-                    (0..WORDS).all(|i| {
-                        r.flow.m.mask.w[i] & m.mask.w[i] == m.mask.w[i]
-                            && r.flow.m.value.w[i] & m.mask.w[i] == m.value.w[i]
-                    })
-                })
-                .map(|(i, _)| i)
-                .collect(),
-        };
+        self.delete_where(&Selector {
+            table,
+            m: *m,
+            strict,
+            cookie: None,
+        })
+    }
+
+    /// Delete the rules `sel` picks; how many.
+    pub fn delete_where(&mut self, sel: &Selector) -> usize {
+        let doomed = self.select(sel);
         for &s in &doomed {
             self.remove(s);
         }
@@ -274,6 +268,66 @@ impl Classifier {
             self.generation += 1;
         }
         doomed.len()
+    }
+
+    /// Give the rules `sel` picks `actions` (their matches, counters and
+    /// ages stay, as OpenFlow's modify keeps them); how many. A cookie
+    /// given as `Some` replaces theirs.
+    pub fn modify(&mut self, sel: &Selector, actions: &[Action], cookie: Option<u64>) -> usize {
+        let picked = self.select(sel);
+        for &s in &picked {
+            if let Some(Some(r)) = self.slots.get_mut(s as usize) {
+                r.flow.actions = actions.to_vec();
+                if let Some(c) = cookie {
+                    r.flow.cookie = c;
+                }
+            }
+        }
+        if !picked.is_empty() {
+            self.generation += 1;
+        }
+        picked.len()
+    }
+
+    /// The slots of the rules `sel` picks.
+    fn select(&self, sel: &Selector) -> Vec<u32> {
+        let cookie_ok = |r: &Rule| sel.cookie.is_none_or(|(v, mk)| r.flow.cookie & mk == v & mk);
+        match sel.strict {
+            Some(prio) => {
+                let tables = match sel.table {
+                    Some(t) => self.tables.get(t as usize..=t as usize).unwrap_or(&[]),
+                    None => &self.tables[..],
+                };
+                tables
+                    .iter()
+                    .flat_map(|t| &t.subtables)
+                    .filter(|s| s.mask == sel.m.mask)
+                    .filter_map(|s| s.buckets.get(&sel.m.value))
+                    .flatten()
+                    .copied()
+                    .filter(|&s| {
+                        self.rule(s)
+                            .is_some_and(|r| r.flow.priority == prio && cookie_ok(r))
+                    })
+                    .collect()
+            }
+            None => self
+                .slots
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| Some((i as u32, r.as_ref()?)))
+                .filter(|(_, r)| sel.table.is_none_or(|t| t == r.flow.table))
+                .filter(|(_, r)| cookie_ok(r))
+                .filter(|(_, r)| {
+                    let m = &sel.m;
+                    (0..WORDS).all(|i| {
+                        r.flow.m.mask.w[i] & m.mask.w[i] == m.mask.w[i]
+                            && r.flow.m.value.w[i] & m.mask.w[i] == m.value.w[i]
+                    })
+                })
+                .map(|(i, _)| i)
+                .collect(),
+        }
     }
 
     /// The highest-priority rule of `table` matching `key`.
@@ -430,6 +484,54 @@ mod tests {
             (rr.packets, rr.bytes, rr.flow.actions[0]),
             (1, 100, Action::Output(3))
         );
+    }
+
+    #[test]
+    fn modify_keeps_counters_and_cookies_pick_rules() {
+        let mut c = Classifier::new();
+        c.add(rule("cookie=0x11,in_port=1,dl_vlan=1 actions=output:2"), 0);
+        c.add(rule("cookie=0x12,in_port=1,dl_vlan=5 actions=output:6"), 0);
+        c.add(rule("cookie=0x21,priority=5,in_port=1 actions=drop"), 0);
+        let r = c.lookup(0, &key(1, Some(5))).unwrap();
+        c.hit(r, 64);
+        let gen = c.generation();
+        let any = Selector {
+            m: rule("in_port=1 actions=drop").m,
+            ..Selector::default()
+        };
+        // Non-strict, cookies 0x1X only: the two VLAN rules.
+        let sel = Selector {
+            cookie: Some((0x10, 0xf0)),
+            ..any
+        };
+        assert_eq!(c.modify(&sel, &[Action::Output(9)], None), 2);
+        assert!(c.generation() > gen, "caches must see the change");
+        let rr = c.get(c.lookup(0, &key(1, Some(5))).unwrap()).unwrap();
+        assert_eq!((rr.packets, rr.bytes, rr.flow.actions.as_slice()), (1, 64, &[Action::Output(9)][..]));
+        assert_eq!(rr.flow.cookie, 0x12);
+        // Strict: exactly the priority-5 rule.
+        let strict = Selector {
+            strict: Some(5),
+            ..any
+        };
+        assert_eq!(c.modify(&strict, &[], Some(0x99)), 1);
+        let low = c.get(c.lookup(0, &key(1, None)).unwrap()).unwrap();
+        assert_eq!((low.flow.cookie, low.flow.actions.len()), (0x99, 0));
+        // Nothing picked: nothing changes, not even the generation.
+        let gen = c.generation();
+        let none = Selector {
+            cookie: Some((0x5, u64::MAX)),
+            ..any
+        };
+        assert_eq!(c.modify(&none, &[], None), 0);
+        assert_eq!(c.delete_where(&none), 0);
+        assert_eq!(c.generation(), gen);
+        let ones = Selector {
+            cookie: Some((0x10, 0xf0)),
+            ..any
+        };
+        assert_eq!(c.delete_where(&ones), 2);
+        assert_eq!(c.len(), 1);
     }
 
     #[test]

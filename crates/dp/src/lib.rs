@@ -11,10 +11,11 @@ pub mod flow;
 pub mod key;
 pub mod pipeline;
 
-pub use classifier::{Classifier, ExactMatchCache, Rule, RuleRef};
+pub use classifier::{Classifier, ExactMatchCache, Rule, RuleRef, Selector};
 pub use extract::{extract, extract_tunnel, TlvMap, TlvMapError};
 pub use flow::{
     format_flow, parse_flow, Action, FlowError, FlowRule, Match, NumericPorts, PortNames,
+    DEFAULT_PRIORITY,
 };
 pub use key::FlowKey;
 pub use pipeline::{DropReason, MacTable, Op, Pipeline, TunnelSet};

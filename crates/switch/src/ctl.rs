@@ -33,7 +33,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tunlab_dp::{format_flow, parse_flow, Match};
+use tunlab_dp::{format_flow, parse_flow, PortNames, Selector, DEFAULT_PRIORITY};
 
 /// The longest request line accepted (a rule with a hundred actions fits
 /// many times over).
@@ -470,30 +470,36 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             })
         }
         "del-flows" => {
-            let (strict, text) = match arg.strip_prefix("--strict") {
-                Some(rest) => (true, rest.trim()),
-                None => (false, arg),
-            };
-            let (table, m, prio) = if text.is_empty() {
-                (None, Match::default(), None)
-            } else {
-                let r = parse_flow(&format!("{text} actions=drop"), &names)
-                    .map_err(|e| e.to_string())?;
-                let has_table = text.contains("table=");
-                (
-                    has_table.then_some(r.table),
-                    r.m,
-                    strict.then_some(r.priority),
-                )
-            };
+            let sel = selector(arg, &names)?;
             let n = sw
                 .on_all(move |n| {
-                    let deleted = n.classifier.delete(table, &m, prio);
+                    let deleted = n.classifier.delete_where(&sel);
                     n.revalidate();
                     deleted
                 })
                 .map_err(gone)?;
             Ok(format!("deleted {} rules\n", n.first().copied().unwrap_or(0)))
+        }
+        "mod-flows" => {
+            // ovs-ofctl's form: the selecting match, then the new actions.
+            let Some((sel_text, acts)) = arg.split_once("actions=") else {
+                return Err(format!(
+                    "mod-flows needs the new actions: mod-flows [--strict] MATCH actions=ACTIONS, not '{arg}'"
+                ));
+            };
+            let sel_text = sel_text.trim().trim_end_matches(',');
+            let sel = selector(sel_text, &names)?;
+            let actions = parse_flow(&format!("actions={acts}"), &names)
+                .map_err(|e| e.to_string())?
+                .actions;
+            let n = sw
+                .on_all(move |n| {
+                    let changed = n.classifier.modify(&sel, &actions, None);
+                    n.revalidate();
+                    changed
+                })
+                .map_err(gone)?;
+            Ok(format!("modified {} rules\n", n.first().copied().unwrap_or(0)))
         }
         "stats" if arg == "--cycles" => {
             let tables = sw.on_all(|n| n.profile.table()).map_err(gone)?;
@@ -597,16 +603,60 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             Ok(s)
         }
         "" => {
-            Err("empty request (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | MATCH], stats [--cycles], cycles on|off, flow-restore-wait [off])".into())
+            Err("empty request (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | [--strict] MATCH], mod-flows [--strict] MATCH actions=..., stats [--cycles], cycles on|off, flow-restore-wait [off])".into())
         }
         other => Err(format!(
-            "unknown request '{other}' (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | MATCH], stats [--cycles], cycles on|off, flow-restore-wait [off])"
+            "unknown request '{other}' (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | [--strict] MATCH], mod-flows [--strict] MATCH actions=..., stats [--cycles], cycles on|off, flow-restore-wait [off])"
         )),
     }
 }
 
 /// Run `f` on the caching datapath under worker 0 (the one that holds
 /// it), or say that this node has none.
+/// The rules a del-flows or mod-flows request means: `[--strict] MATCH`
+/// in ovs-ofctl's words, where a `cookie=VALUE/MASK` picks by cookie and
+/// `table=N` limits to one table (all tables otherwise).
+fn selector(arg: &str, names: &dyn PortNames) -> Result<Selector, String> {
+    let (strict, text) = match arg.strip_prefix("--strict") {
+        Some(rest) => (true, rest.trim()),
+        None => (false, arg),
+    };
+    let mut cookie = None;
+    let mut rest = Vec::new();
+    for field in text.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+        match field.strip_prefix("cookie=") {
+            Some(c) => {
+                let (v, m) = c.split_once('/').unwrap_or((c, "-1"));
+                let num = |t: &str| -> Result<u64, String> {
+                    let r = match t.strip_prefix("0x") {
+                        _ if t == "-1" => Ok(u64::MAX),
+                        Some(h) => u64::from_str_radix(h, 16),
+                        None => t.parse(),
+                    };
+                    r.map_err(|_| format!("cookie: '{t}' is not a number (cookie=VALUE/MASK)"))
+                };
+                cookie = Some((num(v)?, num(m)?));
+            }
+            None => rest.push(field),
+        }
+    }
+    let text = rest.join(",");
+    if text.is_empty() {
+        return Ok(Selector {
+            strict: strict.then_some(DEFAULT_PRIORITY),
+            cookie,
+            ..Selector::default()
+        });
+    }
+    let r = parse_flow(&format!("{text} actions=drop"), names).map_err(|e| e.to_string())?;
+    Ok(Selector {
+        table: text.contains("table=").then_some(r.table),
+        m: r.m,
+        strict: strict.then_some(r.priority),
+        cookie,
+    })
+}
+
 fn on_dpif(
     sw: &Switch,
     f: impl FnOnce(&mut dyn crate::dpif::Dpif) -> Result<String, String> + Send + 'static,

@@ -168,7 +168,9 @@ enum Command {
     },
     /// Talk to a running switch, like ovs-vsctl / ovs-ofctl: show,
     /// add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE,
-    /// add-flows FILE (one rule per line, - for stdin), del-flows [--strict] [MATCH], stats [--cycles], cycles on|off; on the
+    /// add-flows FILE (one rule per line, - for stdin), del-flows [--strict] [MATCH],
+    /// mod-flows [--strict] MATCH actions=ACTIONS (MATCH may pick by
+    /// cookie=VALUE/MASK), stats [--cycles], cycles on|off; on the
     /// eBPF datapath dump-flows --datapath and del-flows --datapath (the
     /// kernel's cached flows, as ovs-dpctl), and flow-restore-wait off (a
     /// switch started with flow_restore_wait = true: the rules are all in).

@@ -227,6 +227,13 @@ pub const FC_DELETE_STRICT: u8 = 4;
 pub const OXM_BASIC: u16 = 0x8000;
 pub const NXM_1: u16 = 0x0001;
 
+/// The experimenter action type, Nicira's experimenter id, and the
+/// subtypes of its two resubmit actions.
+pub const EXPERIMENTER_ACTION: u16 = 0xffff;
+pub const NX_VENDOR: u32 = 0x2320;
+pub const NXAST_RESUBMIT: u16 = 1;
+pub const NXAST_RESUBMIT_TABLE: u16 = 14;
+
 /// Error types and codes a flow_mod can earn (1.3 § 7.4.4).
 pub const ET_BAD_ACTION: u16 = 2;
 pub const BAC_BAD_TYPE: u16 = 0;
@@ -261,6 +268,14 @@ pub enum Action<'a> {
     },
     PopVlan,
     SetField(Oxm<'a>),
+    /// Nicira's resubmit (NXAST_RESUBMIT and NXAST_RESUBMIT_TABLE): look
+    /// the packet up again as if it came in on `port` (OpenFlow 1.0's
+    /// numbers: 0xfff8 is the port it came in on) in `table` (0xff: the
+    /// current one).
+    NxResubmit {
+        port: u16,
+        table: u8,
+    },
     /// Any other action type: the caller refuses it by type.
     Other {
         typ: u16,
@@ -364,6 +379,20 @@ fn actions(b: &[u8], base: usize) -> Result<Vec<Action<'_>>> {
             18 => Action::PopVlan,
             // One TLV, then padding to 8.
             25 => Action::SetField(oxm(&a[4..], base + at + 4)?.0),
+            EXPERIMENTER_ACTION
+                if len == 16
+                    && be32(a, 4) == NX_VENDOR
+                    && matches!(be16(a, 8), NXAST_RESUBMIT | NXAST_RESUBMIT_TABLE) =>
+            {
+                Action::NxResubmit {
+                    port: be16(a, 10),
+                    table: if be16(a, 8) == NXAST_RESUBMIT {
+                        0xff
+                    } else {
+                        a[12]
+                    },
+                }
+            }
             t => Action::Other { typ: t },
         });
         at += len;
@@ -432,6 +461,11 @@ pub fn parse_flow_mod<'a>(m: &Message<'a>) -> Result<FlowMod<'a>> {
         other_instructions,
     })
 }
+
+mod build;
+mod multipart;
+pub use build::*;
+pub use multipart::*;
 
 #[cfg(test)]
 mod tests {

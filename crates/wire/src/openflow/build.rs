@@ -1,0 +1,195 @@
+//! Building what `parse_flow_mod` reads: OXM TLVs, the match that holds
+//! them, actions and the apply-actions instruction (OpenFlow 1.3 § 7.2).
+//! Flow statistics replies carry a rule's match and instructions in this
+//! form; the bytes agree with Open vSwitch 3.1's for the same rule (the
+//! golden vectors in this module's tests were captured from it).
+
+use super::{Action, Oxm, EXPERIMENTER_ACTION, NXAST_RESUBMIT_TABLE, NX_VENDOR};
+
+/// The apply-actions instruction's type.
+pub const IT_APPLY_ACTIONS: u16 = 4;
+/// Action types (1.3 § 7.2.5).
+pub const AT_OUTPUT: u16 = 0;
+pub const AT_PUSH_VLAN: u16 = 17;
+pub const AT_POP_VLAN: u16 = 18;
+pub const AT_SET_FIELD: u16 = 25;
+
+/// Pad `out` with zeros from `start` to a multiple of 8 bytes.
+fn pad8(out: &mut Vec<u8>, start: usize) {
+    let len = out.len() - start;
+    out.resize(start + len.div_ceil(8) * 8, 0);
+}
+
+/// Write a 16-bit length at `at`.
+fn put_len(out: &mut [u8], at: usize, len: usize) {
+    out[at..at + 2].copy_from_slice(&(len.min(u16::MAX as usize) as u16).to_be_bytes());
+}
+
+impl Oxm<'_> {
+    /// The TLV: class, field with its has-mask bit, length, value, mask.
+    pub fn emit(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.class.to_be_bytes());
+        out.push(self.field << 1 | u8::from(self.mask.is_some()));
+        let len = self.value.len() + self.mask.map_or(0, <[u8]>::len);
+        out.push(len.min(u8::MAX as usize) as u8);
+        out.extend_from_slice(self.value);
+        if let Some(m) = self.mask {
+            out.extend_from_slice(m);
+        }
+    }
+}
+
+/// An OXM match (type 1) holding `fields`, padded to 8 bytes.
+pub fn put_match(out: &mut Vec<u8>, fields: &[Oxm<'_>]) {
+    let start = out.len();
+    out.extend_from_slice(&1u16.to_be_bytes());
+    out.extend_from_slice(&[0, 0]);
+    for f in fields {
+        f.emit(out);
+    }
+    let len = out.len() - start;
+    put_len(out, start + 2, len);
+    pad8(out, start);
+}
+
+impl Action<'_> {
+    /// The action as OpenFlow 1.3 writes it. An `Other` (read from a
+    /// message, never built here) becomes an empty action of its type.
+    pub fn emit(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        let typ = match *self {
+            Action::Output { .. } => AT_OUTPUT,
+            Action::PushVlan { .. } => AT_PUSH_VLAN,
+            Action::PopVlan => AT_POP_VLAN,
+            Action::SetField(_) => AT_SET_FIELD,
+            Action::NxResubmit { .. } => EXPERIMENTER_ACTION,
+            Action::Other { typ } => typ,
+        };
+        out.extend_from_slice(&typ.to_be_bytes());
+        out.extend_from_slice(&[0, 0]);
+        match *self {
+            Action::Output { port } => {
+                out.extend_from_slice(&port.to_be_bytes());
+                // max_len: bytes to send a controller; 0 elsewhere, as OVS.
+                out.extend_from_slice(&[0; 8]);
+            }
+            Action::PushVlan { ethertype } => {
+                out.extend_from_slice(&ethertype.to_be_bytes());
+                out.extend_from_slice(&[0, 0]);
+            }
+            Action::PopVlan | Action::Other { .. } => out.extend_from_slice(&[0; 4]),
+            Action::SetField(o) => o.emit(out),
+            Action::NxResubmit { port, table } => {
+                out.extend_from_slice(&NX_VENDOR.to_be_bytes());
+                out.extend_from_slice(&NXAST_RESUBMIT_TABLE.to_be_bytes());
+                out.extend_from_slice(&port.to_be_bytes());
+                out.push(table);
+                out.extend_from_slice(&[0; 3]);
+            }
+        }
+        pad8(out, start);
+        let len = out.len() - start;
+        put_len(out, start + 2, len);
+    }
+}
+
+/// The apply-actions instruction holding `actions`; nothing for none
+/// (a rule that drops has no instructions, as OVS writes it).
+pub fn put_apply_actions(out: &mut Vec<u8>, actions: &[Action<'_>]) {
+    if actions.is_empty() {
+        return;
+    }
+    let start = out.len();
+    out.extend_from_slice(&IT_APPLY_ACTIONS.to_be_bytes());
+    out.extend_from_slice(&[0; 6]);
+    for a in actions {
+        a.emit(out);
+    }
+    let len = out.len() - start;
+    put_len(out, start + 2, len);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{oxms, NXM_1, OXM_BASIC};
+    use super::*;
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// Matches and instructions from Open vSwitch 3.1's flow statistics
+    /// reply (captured here with a relay between `ovs-ofctl -O
+    /// OpenFlow13 dump-flows` and ovs-vswitchd) are read and written back
+    /// byte for byte.
+    #[test]
+    fn matches_and_actions_rebuild_ovs_bytes() {
+        let cases = [
+            // priority=60,tun_metadata0=0x1234,dl_dst=00:11:22:33:44:55
+            // actions=set_field:0xabcd->tun_metadata0,set_field:0x9->tun_id,
+            //   set_field:10.0.0.9->tun_src,resubmit(,1),resubmit:5,resubmit(5,2)
+            ("800006060011223344550001500400001234",
+             "00040068000000000019001000015002abcd0000000000000019001080004c0800000000000000090019001000013e040a00000900000000ffff001000002320000efff801000000ffff001000002320000e0005ff000000ffff001000002320000e000502000000"),
+            // priority=4,tun_id=0x10/0xff,tun_src=10.0.0.1,tun_dst=10.0.0.2,in_port=9
+            ("800000040000000980004d10000000000000001000000000000000ff00013e040a000001000140040a000002",
+             "000400180000000000000010000000020000000000000000"),
+            // priority=2,udp,nw_src=1.2.3.4,nw_dst=5.6.7.8,nw_tos=32,tp_src=53,tp_dst=99
+            ("80000a020800800016040102030480001804050607088000100108800014011180001e020035800020020063",
+             "000400180000000000000010000000020000000000000000"),
+            // priority=1,dl_vlan=7,dl_vlan_pcp=2,dl_src=..:01,dl_dst=01:../01:..
+            // actions=set_field:4105->vlan_vid,output:4
+            ("800008060000000000018000070c01000000000001000000000080000c02100780000e0102",
+             "00040028000000000019001080000c02100900000000000000000010000000040000000000000000"),
+            // priority=11,in_port=3 actions=IN_PORT,push_vlan:0x8100,set_field:3->vlan_pcp
+            ("8000000400000003",
+             "000400300000000000000010fffffff8000000000000000000110008810000000019001080000e010300000000000000"),
+            // priority=10,tcp,tp_dst=80 actions=drop: no instructions
+            ("80000a020800800014010680001c020050", ""),
+        ];
+        for (fields, instructions) in cases {
+            let f = unhex(fields);
+            let read = oxms(&f, 0).unwrap();
+            let mut m = Vec::new();
+            put_match(&mut m, &read);
+            assert_eq!(&m[4..4 + f.len()], &f[..]);
+            assert_eq!(m.len() % 8, 0);
+            assert_eq!(u16::from_be_bytes([m[2], m[3]]) as usize, 4 + f.len());
+
+            let ins = unhex(instructions);
+            let acts = if ins.is_empty() {
+                Vec::new()
+            } else {
+                super::super::actions(&ins[8..], 8).unwrap()
+            };
+            assert!(acts.iter().all(|a| !matches!(a, Action::Other { .. })), "{acts:?}");
+            let mut out = Vec::new();
+            put_apply_actions(&mut out, &acts);
+            assert_eq!(out, ins, "{acts:?}");
+        }
+    }
+
+    #[test]
+    fn an_oxm_with_a_mask_sets_its_bit_and_doubles_its_length() {
+        let mut out = Vec::new();
+        Oxm {
+            class: OXM_BASIC,
+            field: 12,
+            value: &[10, 0, 0, 0],
+            mask: Some(&[255, 0, 0, 0]),
+        }
+        .emit(&mut out);
+        assert_eq!(out, unhex("800019080a000000ff000000"));
+        out.clear();
+        Oxm {
+            class: NXM_1,
+            field: 32,
+            value: &[10, 222, 0, 6],
+            mask: None,
+        }
+        .emit(&mut out);
+        assert_eq!(out, unhex("000140040ade0006"));
+    }
+}

@@ -118,6 +118,24 @@ pub struct Selector {
     pub cookie: Option<(u64, u64)>,
 }
 
+impl Selector {
+    /// Whether this selector picks `r` (what [`Classifier::delete_where`]
+    /// and [`Classifier::modify`] act on; statistics requests filter by
+    /// it too).
+    pub fn picks(&self, r: &FlowRule) -> bool {
+        let m = &self.m;
+        self.table.is_none_or(|t| t == r.table)
+            && self.cookie.is_none_or(|(v, mk)| r.cookie & mk == v & mk)
+            && match self.strict {
+                Some(prio) => r.priority == prio && r.m == *m,
+                None => (0..WORDS).all(|i| {
+                    r.m.mask.w[i] & m.mask.w[i] == m.mask.w[i]
+                        && r.m.value.w[i] & m.mask.w[i] == m.value.w[i]
+                }),
+            }
+    }
+}
+
 /// All flow tables of one switch.
 #[derive(Debug, Default, Clone)]
 pub struct Classifier {
@@ -291,9 +309,10 @@ impl Classifier {
 
     /// The slots of the rules `sel` picks.
     fn select(&self, sel: &Selector) -> Vec<u32> {
-        let cookie_ok = |r: &Rule| sel.cookie.is_none_or(|(v, mk)| r.flow.cookie & mk == v & mk);
+        let live = |s: u32| self.rule(s).is_some_and(|r| sel.picks(&r.flow));
         match sel.strict {
-            Some(prio) => {
+            // Strict: only the subtable with this mask can hold it.
+            Some(_) => {
                 let tables = match sel.table {
                     Some(t) => self.tables.get(t as usize..=t as usize).unwrap_or(&[]),
                     None => &self.tables[..],
@@ -305,28 +324,10 @@ impl Classifier {
                     .filter_map(|s| s.buckets.get(&sel.m.value))
                     .flatten()
                     .copied()
-                    .filter(|&s| {
-                        self.rule(s)
-                            .is_some_and(|r| r.flow.priority == prio && cookie_ok(r))
-                    })
+                    .filter(|&s| live(s))
                     .collect()
             }
-            None => self
-                .slots
-                .iter()
-                .enumerate()
-                .filter_map(|(i, r)| Some((i as u32, r.as_ref()?)))
-                .filter(|(_, r)| sel.table.is_none_or(|t| t == r.flow.table))
-                .filter(|(_, r)| cookie_ok(r))
-                .filter(|(_, r)| {
-                    let m = &sel.m;
-                    (0..WORDS).all(|i| {
-                        r.flow.m.mask.w[i] & m.mask.w[i] == m.mask.w[i]
-                            && r.flow.m.value.w[i] & m.mask.w[i] == m.value.w[i]
-                    })
-                })
-                .map(|(i, _)| i)
-                .collect(),
+            None => (0..self.slots.len() as u32).filter(|&s| live(s)).collect(),
         }
     }
 

@@ -33,7 +33,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tunlab_dp::{format_flow, parse_flow, PortNames, Selector, DEFAULT_PRIORITY};
+use tunlab_dp::{format_flow, parse_flow, FlowRule, PortNames, Selector, DEFAULT_PRIORITY};
 
 /// The longest request line accepted (a rule with a hundred actions fits
 /// many times over).
@@ -419,36 +419,16 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
         "dump-flows" if arg == "--datapath" => on_dpif(sw, |d| d.flow_dump()),
         "del-flows" if arg == "--datapath" => on_dpif(sw, |d| d.flow_flush().map(|()| String::new())),
         "dump-flows" => {
-            // The rules as worker 0 has them; counters summed over workers
-            // (every worker got the same rules in the same order).
-            let per = sw
-                .on_all(|n| {
-                    n.classifier
-                        .rules()
-                        .map(|r| (r.packets, r.bytes))
-                        .collect::<Vec<_>>()
-                })
-                .map_err(gone)?;
-            let rules = sw
-                .on(0, move |n| {
-                    let now = n.uptime_ns();
-                    n.classifier
-                        .rules()
-                        .map(|r| {
-                            let secs = now.saturating_sub(r.added) as f64 / 1e9;
-                            (r.flow.cookie, secs, r.flow.table, format_flow(&r.flow, &names))
-                        })
-                        .collect::<Vec<_>>()
-                })
-                .map_err(gone)?;
             let mut s = String::new();
-            for (i, (cookie, secs, table, text)) in rules.into_iter().enumerate() {
-                let (packets, bytes) = per
-                    .iter()
-                    .filter_map(|w| w.get(i))
-                    .fold((0, 0), |(p, b), (wp, wb)| (p + wp, b + wb));
+            for e in flow_entries(sw)? {
                 s.push_str(&format!(
-                    " cookie={cookie:#x}, duration={secs:.3}s, table={table}, n_packets={packets}, n_bytes={bytes}, {text}\n"
+                    " cookie={:#x}, duration={:.3}s, table={}, n_packets={}, n_bytes={}, {}\n",
+                    e.flow.cookie,
+                    e.age_ns as f64 / 1e9,
+                    e.flow.table,
+                    e.packets,
+                    e.bytes,
+                    format_flow(&e.flow, &names)
                 ));
             }
             Ok(s)
@@ -530,39 +510,25 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
         ),
         "stats" if !arg.is_empty() => Err(format!("stats takes nothing or --cycles, not '{arg}'")),
         "stats" => {
-            let st = NodeStats::sum(&sw.on_all(|n| n.snapshot()).map_err(gone)?);
-            // What a caching datapath handled itself, added to what the
-            // slow path counted, port by port.
-            let fast: std::collections::HashMap<u32, tunlab_ebpf::maps::PortCounters> = sw
-                .on(0, |n| n.dpif.as_ref().map(|d| d.port_stats()))
-                .map_err(gone)?
-                .unwrap_or_default()
-                .into_iter()
-                .collect();
+            let (rows, st) = port_rows(sw)?;
             let mut s = String::new();
-            for p in &st.ports {
-                let (name, ofport, kind, st) = (&p.name, p.ofport, p.kind, p.stats);
-                let k = fast.get(&ofport).copied().unwrap_or_default();
+            for p in &rows {
                 // The kernel's receive drops only when there are some:
                 // "dropped" in the stats means something was.
-                let drops = match k.rx_dropped {
+                let drops = match p.rx_dropped {
                     0 => String::new(),
                     n => format!(", rx dropped {n} (kernel)"),
                 };
                 // Packets count segments; where the slow path moved
                 // super-frames, how many frames it read and wrote.
-                let frames = if (st.rx_frames, st.tx_frames) != (st.rx_packets, st.tx_packets) {
-                    format!(", slow path frames rx {} tx {}", st.rx_frames, st.tx_frames)
+                let frames = if (p.rx_frames, p.tx_frames) != (p.slow_rx_packets, p.slow_tx_packets) {
+                    format!(", slow path frames rx {} tx {}", p.rx_frames, p.tx_frames)
                 } else {
                     String::new()
                 };
                 s.push_str(&format!(
-                    "port {ofport} {name} ({kind}): rx {} pkts {} bytes, tx {} pkts {} bytes, tx errors {}{drops}{frames}\n",
-                    st.rx_packets + k.rx_packets,
-                    st.rx_bytes + k.rx_bytes,
-                    st.tx_packets + k.tx_packets,
-                    st.tx_bytes + k.tx_bytes,
-                    st.tx_errors,
+                    "port {} {} ({}): rx {} pkts {} bytes, tx {} pkts {} bytes, tx errors {}{drops}{frames}\n",
+                    p.ofport, p.name, p.kind, p.rx_packets, p.rx_bytes, p.tx_packets, p.tx_bytes, p.tx_errors,
                 ));
                 if p.queue_rx.len() > 1 {
                     let per: Vec<String> = p.queue_rx.iter().map(u64::to_string).collect();
@@ -613,10 +579,119 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
 
 /// Run `f` on the caching datapath under worker 0 (the one that holds
 /// it), or say that this node has none.
+/// A rule with its counters summed over the workers.
+#[derive(Debug, Clone)]
+pub struct FlowEntry {
+    pub flow: FlowRule,
+    /// Nanoseconds since it was added.
+    pub age_ns: u64,
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+/// Every rule, table by table in lookup order, as `dump-flows` lists
+/// them: the rules as worker 0 has them, counters summed over workers
+/// (every worker got the same rules in the same order).
+pub fn flow_entries(sw: &mut Switch) -> Result<Vec<FlowEntry>, String> {
+    let gone = |e: WorkerError| e.to_string();
+    let per = sw
+        .on_all(|n| {
+            n.classifier
+                .rules()
+                .map(|r| (r.packets, r.bytes))
+                .collect::<Vec<_>>()
+        })
+        .map_err(gone)?;
+    let rules = sw
+        .on(0, move |n| {
+            let now = n.uptime_ns();
+            n.classifier
+                .rules()
+                .map(|r| (r.flow.clone(), now.saturating_sub(r.added)))
+                .collect::<Vec<_>>()
+        })
+        .map_err(gone)?;
+    Ok(rules
+        .into_iter()
+        .enumerate()
+        .map(|(i, (flow, age_ns))| {
+            let (packets, bytes) = per
+                .iter()
+                .filter_map(|w| w.get(i))
+                .fold((0, 0), |(p, b), (wp, wb)| (p + wp, b + wb));
+            FlowEntry {
+                flow,
+                age_ns,
+                packets,
+                bytes,
+            }
+        })
+        .collect())
+}
+
+/// One port's counters: the slow path's summed over workers, plus what a
+/// caching datapath forwarded itself.
+#[derive(Debug, Clone)]
+pub struct PortRow {
+    pub name: String,
+    pub ofport: u32,
+    pub kind: &'static str,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub tx_errors: u64,
+    /// Dropped on receive by the kernel datapath.
+    pub rx_dropped: u64,
+    /// The slow path's own packet and frame counts.
+    pub slow_rx_packets: u64,
+    pub slow_tx_packets: u64,
+    pub rx_frames: u64,
+    pub tx_frames: u64,
+    pub queue_rx: Vec<u64>,
+}
+
+/// Every port's counters, and the node's summed statistics.
+pub fn port_rows(sw: &mut Switch) -> Result<(Vec<PortRow>, NodeStats), String> {
+    let gone = |e: WorkerError| e.to_string();
+    let st = NodeStats::sum(&sw.on_all(|n| n.snapshot()).map_err(gone)?);
+    let fast: std::collections::HashMap<u32, tunlab_ebpf::maps::PortCounters> = sw
+        .on(0, |n| n.dpif.as_ref().map(|d| d.port_stats()))
+        .map_err(gone)?
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let rows = st
+        .ports
+        .iter()
+        .map(|p| {
+            let k = fast.get(&p.ofport).copied().unwrap_or_default();
+            let s = p.stats;
+            PortRow {
+                name: p.name.clone(),
+                ofport: p.ofport,
+                kind: p.kind,
+                rx_packets: s.rx_packets + k.rx_packets,
+                rx_bytes: s.rx_bytes + k.rx_bytes,
+                tx_packets: s.tx_packets + k.tx_packets,
+                tx_bytes: s.tx_bytes + k.tx_bytes,
+                tx_errors: s.tx_errors,
+                rx_dropped: k.rx_dropped,
+                slow_rx_packets: s.rx_packets,
+                slow_tx_packets: s.tx_packets,
+                rx_frames: s.rx_frames,
+                tx_frames: s.tx_frames,
+                queue_rx: p.queue_rx.clone(),
+            }
+        })
+        .collect();
+    Ok((rows, st))
+}
+
 /// The rules a del-flows or mod-flows request means: `[--strict] MATCH`
 /// in ovs-ofctl's words, where a `cookie=VALUE/MASK` picks by cookie and
 /// `table=N` limits to one table (all tables otherwise).
-fn selector(arg: &str, names: &dyn PortNames) -> Result<Selector, String> {
+pub(crate) fn selector(arg: &str, names: &dyn PortNames) -> Result<Selector, String> {
     let (strict, text) = match arg.strip_prefix("--strict") {
         Some(rest) => (true, rest.trim()),
         None => (false, arg),

@@ -5,6 +5,7 @@ pub mod ctl;
 pub mod dpif;
 pub mod kernel;
 pub mod mgmt;
+pub mod ofrules;
 pub mod port;
 pub mod profile;
 pub mod stats;

@@ -244,6 +244,7 @@ pub const ET_BAD_MATCH: u16 = 4;
 pub const BMC_BAD_TYPE: u16 = 0;
 pub const BMC_BAD_LEN: u16 = 1;
 pub const BMC_BAD_FIELD: u16 = 6;
+pub const BMC_BAD_PREREQ: u16 = 9;
 pub const ET_FLOW_MOD_FAILED: u16 = 5;
 pub const FMFC_UNKNOWN: u16 = 0;
 pub const FMFC_BAD_COMMAND: u16 = 6;

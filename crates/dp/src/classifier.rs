@@ -508,7 +508,10 @@ mod tests {
         assert_eq!(c.modify(&sel, &[Action::Output(9)], None), 2);
         assert!(c.generation() > gen, "caches must see the change");
         let rr = c.get(c.lookup(0, &key(1, Some(5))).unwrap()).unwrap();
-        assert_eq!((rr.packets, rr.bytes, rr.flow.actions.as_slice()), (1, 64, &[Action::Output(9)][..]));
+        assert_eq!(
+            (rr.packets, rr.bytes, rr.flow.actions.as_slice()),
+            (1, 64, &[Action::Output(9)][..])
+        );
         assert_eq!(rr.flow.cookie, 0x12);
         // Strict: exactly the priority-5 rule.
         let strict = Selector {

@@ -420,12 +420,16 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
         "del-flows" if arg == "--datapath" => on_dpif(sw, |d| d.flow_flush().map(|()| String::new())),
         "dump-flows" => {
             let mut s = String::new();
-            for e in flow_entries(sw)? {
+            for mut e in flow_entries(sw)? {
+                // The cookie and table lead the line; the rule's text
+                // need not repeat them.
+                let cookie = std::mem::take(&mut e.flow.cookie);
+                let table = std::mem::take(&mut e.flow.table);
                 s.push_str(&format!(
                     " cookie={:#x}, duration={:.3}s, table={}, n_packets={}, n_bytes={}, {}\n",
-                    e.flow.cookie,
+                    cookie,
                     e.age_ns as f64 / 1e9,
-                    e.flow.table,
+                    table,
                     e.packets,
                     e.bytes,
                     format_flow(&e.flow, &names)

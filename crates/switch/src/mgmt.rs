@@ -20,6 +20,7 @@
 //! saying why where OpenFlow has one.
 
 use crate::ctl::{bind_socket, check_peer};
+use crate::ofrules::ctl_request;
 use crate::workers::Switch;
 use nix::poll::{poll, PollFd, PollFlags};
 use nix::unistd::Gid;
@@ -27,7 +28,6 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use crate::ofrules::ctl_request;
 use tunlab_wire::openflow::{self as of, Message};
 
 /// Bytes a connection may have sent and not yet been answered for.
@@ -366,12 +366,21 @@ fn multipart(m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Result<Vec<Vec<u8>>
                 vec![of::aggregate_body(p, b, picked.len() as u32)]
             }
         }
+        // Tables 0 up to the highest that holds a rule: each one's rules
+        // and the packets they matched; table 0 also looked up (and
+        // missed) what no rule matched.
         of::MP_TABLE => {
             let flows = crate::ctl::flow_entries(sw).map_err(gone)?;
             let (_, st) = crate::ctl::port_rows(sw).map_err(gone)?;
-            let matched: u64 = flows.iter().map(|e| e.packets).sum();
             let missed = st.drops.get("no_rule").copied().unwrap_or(0);
-            vec![of::table_stats(0, flows.len() as u32, matched + missed, matched)]
+            (0..=highest_table(&flows))
+                .map(|t| {
+                    let rules = flows.iter().filter(|e| e.flow.table == t);
+                    let (n, matched) = rules.fold((0, 0), |(n, m), e| (n + 1, m + e.packets));
+                    let lookups = matched + if t == 0 { missed } else { 0 };
+                    of::table_stats(t, n, lookups, matched)
+                })
+                .collect()
         }
         of::MP_PORT_STATS => {
             let want = of::parse_port_request(mp.body).map_err(bad_len)?;
@@ -390,7 +399,7 @@ fn multipart(m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Result<Vec<Vec<u8>>
                         tx_dropped: 0,
                         rx_errors: 0,
                         tx_errors: r.tx_errors,
-                        duration_ns: age,
+                        duration_ns: to_ms(age),
                     }
                     .emit()
                 })
@@ -410,7 +419,10 @@ fn multipart(m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Result<Vec<Vec<u8>>
                 .collect()
         }
         // A request with a body would set the table's features: refused.
-        of::MP_TABLE_FEATURES if mp.body.is_empty() => vec![table_features()],
+        of::MP_TABLE_FEATURES if mp.body.is_empty() => {
+            let flows = crate::ctl::flow_entries(sw).map_err(gone)?;
+            (0..=highest_table(&flows)).map(table_features).collect()
+        }
         of::MP_TABLE_FEATURES => return Err((ET_TABLE_FEATURES_FAILED, TFFC_EPERM)),
         _ => return Err((of::ET_BAD_REQUEST, BRC_BAD_MULTIPART)),
     };
@@ -437,8 +449,7 @@ fn flow_stats(
     sel.table = (req.table_id != of::TABLE_ALL).then_some(req.table_id);
     let outputs = |e: &crate::ctl::FlowEntry| {
         req.out_port == of::PORT_ANY
-            || e
-                .flow
+            || e.flow
                 .actions
                 .iter()
                 .any(|a| matches!(a, tunlab_dp::Action::Output(p) if *p == req.out_port))
@@ -455,7 +466,7 @@ fn flow_entry(e: &crate::ctl::FlowEntry) -> Vec<u8> {
     let (fields, actions) = crate::ofrules::rule_to_of(&e.flow);
     of::FlowStats {
         table_id: e.flow.table,
-        duration_ns: e.age_ns,
+        duration_ns: to_ms(e.age_ns),
         priority: e.flow.priority,
         idle_timeout: 0,
         hard_timeout: 0,
@@ -500,9 +511,21 @@ fn port_desc(name: &str, ofport: u32) -> Vec<u8> {
     .emit()
 }
 
-/// The one table's features: apply-actions with output, push/pop VLAN,
-/// set_field and Nicira's resubmit; the fields tunlab matches and sets.
-fn table_features() -> Vec<u8> {
+/// A duration cut to whole milliseconds, as Open vSwitch reports them
+/// (so that `ovs-ofctl` prints `duration=0.218s`, not nine digits).
+fn to_ms(ns: u64) -> u64 {
+    ns / 1_000_000 * 1_000_000
+}
+
+/// The highest table that holds a rule (0 when none does).
+fn highest_table(flows: &[crate::ctl::FlowEntry]) -> u8 {
+    flows.iter().map(|e| e.flow.table).max().unwrap_or(0)
+}
+
+/// A table's features: apply-actions with output, push/pop VLAN and
+/// set_field; the fields tunlab matches and sets. (Tables have no names,
+/// as Open vSwitch's have none unless configured.)
+fn table_features(table_id: u8) -> Vec<u8> {
     use of::{oxm_header as h, NXM_1, OXM_BASIC as B};
     let matches = [
         h(B, 0, false, 4),
@@ -537,8 +560,8 @@ fn table_features() -> Vec<u8> {
         h(NXM_1, 110, false, 16),
     ];
     of::TableFeatures {
-        table_id: 0,
-        name: "classifier",
+        table_id,
+        name: "",
         max_entries: MAX_ENTRIES,
         instructions: &[of::IT_APPLY_ACTIONS],
         apply_actions: &[
@@ -636,7 +659,7 @@ fn hello(c: &mut Conn, m: &Message<'_>) -> Next {
     }
 }
 
-/// FEATURES_REPLY: one table, no buffers; flow and port statistics (1.3
+/// FEATURES_REPLY: tables 0 to 254, no buffers; flow and port statistics (1.3
 /// § 7.3.1; 1.0 § 5.3.1 adds the actions bitmap and the ports, none
 /// listed yet).
 fn features_reply(v: u8, xid: u32, dpid: u64) -> Vec<u8> {
@@ -645,7 +668,7 @@ fn features_reply(v: u8, xid: u32, dpid: u64) -> Vec<u8> {
     let mut r = of::header(v, t13::FEATURES_REPLY, 32, xid).to_vec();
     r.extend_from_slice(&dpid.to_be_bytes());
     r.extend_from_slice(&0u32.to_be_bytes()); // n_buffers
-    r.push(1); // n_tables
+    r.push(crate::ofrules::MAX_TABLE + 1); // n_tables
     if v == of::OF13 {
         r.extend_from_slice(&[0, 0, 0]); // auxiliary_id, pad
         r.extend_from_slice(&(FLOW_STATS | PORT_STATS).to_be_bytes());
@@ -670,7 +693,7 @@ mod tests {
             let m = Message::new_checked(&r).unwrap();
             assert_eq!((m.version(), m.msg_type(), m.len(), m.xid()), (v, 6, 32, 3));
             assert_eq!(&m.body()[..8], &0x0000_1234_5678_9abcu64.to_be_bytes());
-            assert_eq!(m.body()[12], 1, "one table");
+            assert_eq!(m.body()[12], 255, "tables 0 to 254");
         }
     }
 

@@ -9,6 +9,9 @@ use tunlab_dp::key::{f, tun_metadata, FieldPos, TUN_METADATA_FIELDS};
 use tunlab_dp::{Action as Act, FlowRule, Match};
 use tunlab_wire::openflow::{self as of, Action, FlowMod, Oxm};
 
+/// The highest table a rule can be in (the classifier's limit; 0xff is
+/// "all tables" in requests).
+pub const MAX_TABLE: u8 = 254;
 /// Bad table id (flow_mod failed).
 pub const FMFC_BAD_TABLE_ID: u16 = 9;
 /// Bad output port (bad action).
@@ -141,7 +144,12 @@ impl Fields<'_> {
         }
         let full = u64::MAX >> (64 - bytes * 8);
         let value = be_bytes(self.m.value.get(p), bytes);
-        self.push(class, field, value, (mk & full != full).then(|| be_bytes(mk, bytes)));
+        self.push(
+            class,
+            field,
+            value,
+            (mk & full != full).then(|| be_bytes(mk, bytes)),
+        );
     }
 
     /// A 128-bit field kept as two halves.
@@ -152,7 +160,12 @@ impl Fields<'_> {
             return;
         }
         let value = get(&self.m.value).to_be_bytes().to_vec();
-        self.push(class, field, value, (mk != u128::MAX).then(|| mk.to_be_bytes().to_vec()));
+        self.push(
+            class,
+            field,
+            value,
+            (mk != u128::MAX).then(|| mk.to_be_bytes().to_vec()),
+        );
     }
 }
 
@@ -279,11 +292,9 @@ pub fn of_actions(actions: &[Act]) -> Vec<OfAction> {
             Act::SetTunDst(ip) => set_ip(nxm::TUN_IPV4_DST, nxm::TUN_IPV6_DST, ip),
             Act::SetTunSrc(ip) => set_ip(nxm::TUN_IPV4_SRC, nxm::TUN_IPV6_SRC, ip),
             Act::SetTunId(v) => set(of::OXM_BASIC, oxm::TUNNEL_ID, v.to_be_bytes().to_vec()),
-            Act::SetTunMetadata(n, v) => set(
-                of::NXM_1,
-                nxm::TUN_METADATA0 + n,
-                least_bytes(u64::from(v)),
-            ),
+            Act::SetTunMetadata(n, v) => {
+                set(of::NXM_1, nxm::TUN_METADATA0 + n, least_bytes(u64::from(v)))
+            }
             Act::PushVlan(t) => OfAction::PushVlan(t),
             Act::PopVlan => OfAction::PopVlan,
             Act::ModVlanVid(v) => set(
@@ -310,7 +321,8 @@ pub fn rule_to_of(r: &FlowRule) -> (Vec<Field>, Vec<OfAction>) {
 /// syntax; or the OpenFlow error type and code that refuse it.
 pub fn ctl_request(fm: &FlowMod<'_>) -> Result<String, (u16, u16)> {
     let is_delete = matches!(fm.command, of::FC_DELETE | of::FC_DELETE_STRICT);
-    let table_ok = fm.table_id == 0 || (fm.table_id == of::TABLE_ALL && is_delete);
+    // Tables 0 to MAX_TABLE; "all tables" picks rules to delete.
+    let table_ok = fm.table_id <= MAX_TABLE || (fm.table_id == of::TABLE_ALL && is_delete);
     if !table_ok {
         return Err((of::ET_FLOW_MOD_FAILED, FMFC_BAD_TABLE_ID));
     }
@@ -318,6 +330,9 @@ pub fn ctl_request(fm: &FlowMod<'_>) -> Result<String, (u16, u16)> {
         return Err((of::ET_BAD_INSTRUCTION, of::BIC_UNKNOWN_INST));
     }
     let mut matches = Vec::new();
+    if fm.table_id != 0 && fm.table_id <= MAX_TABLE {
+        matches.push(format!("table={}", fm.table_id));
+    }
     for o in &fm.matches {
         matches.push(match_text(o).ok_or((of::ET_BAD_MATCH, of::BMC_BAD_FIELD))?);
     }
@@ -351,7 +366,11 @@ pub fn ctl_request(fm: &FlowMod<'_>) -> Result<String, (u16, u16)> {
             if fm.cookie != 0 {
                 m.push(format!("cookie={:#x}", fm.cookie));
             }
-            Ok(format!("add-flow {} actions={}", with_priority(m), actions()?))
+            Ok(format!(
+                "add-flow {} actions={}",
+                with_priority(m),
+                actions()?
+            ))
         }
         of::FC_MODIFY => Ok(format!(
             "mod-flows {} actions={}",
@@ -435,12 +454,8 @@ pub fn match_text(o: &Oxm<'_>) -> Option<String> {
         (of::OXM_BASIC, oxm::IP_PROTO | oxm::ARP_OP) if exact => ("nw_proto", num(o.value)?),
         (of::OXM_BASIC, oxm::IPV4_SRC | oxm::ARP_SPA) => ("nw_src", masked(o, ip4)?),
         (of::OXM_BASIC, oxm::IPV4_DST | oxm::ARP_TPA) => ("nw_dst", masked(o, ip4)?),
-        (of::OXM_BASIC, oxm::TCP_SRC | oxm::UDP_SRC | oxm::SCTP_SRC) => {
-            ("tp_src", masked(o, num)?)
-        }
-        (of::OXM_BASIC, oxm::TCP_DST | oxm::UDP_DST | oxm::SCTP_DST) => {
-            ("tp_dst", masked(o, num)?)
-        }
+        (of::OXM_BASIC, oxm::TCP_SRC | oxm::UDP_SRC | oxm::SCTP_SRC) => ("tp_src", masked(o, num)?),
+        (of::OXM_BASIC, oxm::TCP_DST | oxm::UDP_DST | oxm::SCTP_DST) => ("tp_dst", masked(o, num)?),
         (of::OXM_BASIC, oxm::IPV6_SRC) => ("ipv6_src", masked(o, ip6)?),
         (of::OXM_BASIC, oxm::IPV6_DST) => ("ipv6_dst", masked(o, ip6)?),
         (of::OXM_BASIC, oxm::TUNNEL_ID) | (of::NXM_1, nxm::TUN_ID) => {
@@ -468,9 +483,7 @@ pub fn action_text(a: &Action<'_>) -> Result<String, (u16, u16)> {
     let bad_len = (of::ET_BAD_ACTION, of::BAC_BAD_LEN);
     Ok(match *a {
         Action::Output { port: PORT_NORMAL } => "normal".into(),
-        Action::Output {
-            port: PORT_IN_PORT,
-        } => "in_port".into(),
+        Action::Output { port: PORT_IN_PORT } => "in_port".into(),
         Action::Output { port } if port < 0xffff_ff00 => format!("output:{port}"),
         Action::Output { .. } => return Err((of::ET_BAD_ACTION, BAC_BAD_OUT_PORT)),
         Action::PushVlan { ethertype } => format!("push_vlan:{ethertype:#06x}"),
@@ -579,7 +592,12 @@ mod tests {
             Err((of::ET_FLOW_MOD_FAILED, of::FMFC_BAD_COMMAND))
         );
         fm.command = of::FC_ADD;
-        fm.table_id = 1;
+        fm.table_id = 3;
+        assert_eq!(
+            ctl_request(&fm).unwrap(),
+            "add-flow priority=32768,table=3,in_port=2 actions=push_vlan:0x88a8,mod_vlan_vid:1,output:1"
+        );
+        fm.table_id = of::TABLE_ALL;
         assert_eq!(
             ctl_request(&fm),
             Err((of::ET_FLOW_MOD_FAILED, FMFC_BAD_TABLE_ID))

@@ -1,16 +1,18 @@
-//! The OpenFlow management socket (issue 19, first parts: the session and
-//! flow_mod add/delete)
-//! against Open vSwitch's own `ovs-ofctl`, and against clients that send
-//! garbage, while the node carries tenant traffic. Needs root
-//! (namespaces) and openvswitch-common.
+//! The OpenFlow management socket (issue 19: the session, flow_mod and
+//! the statistics) against Open vSwitch's own `ovs-ofctl`, against
+//! clients that send garbage, and beside Open vSwitch 3.1 itself given the
+//! same flows, while the node carries tenant traffic. Needs root
+//! (namespaces) and openvswitch-switch.
 
 mod common;
 
 use common::*;
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::process::Command;
 use std::time::Duration;
+use tunlab_lab::ovs::Ovs;
 use tunlab_wire::openflow::{self as of, Message};
 
 fn ofctl(args: &[&str]) -> (bool, String) {
@@ -123,8 +125,10 @@ fn ovs_ofctl_programs_the_node_and_bad_clients_are_turned_away() {
     // One flow table, two doors: the node's rules deleted and put back
     // over OpenFlow carry the traffic again, beside the articles' rules,
     // and `tunlab ctl dump-flows` lists what ovs-ofctl added.
+    // (ovs-ofctl reads port names from the port descriptions and table
+    // features, as it does from OVS.)
     let add = |rule: &str| {
-        let (ok, out) = ofctl(&["--no-names", "-O", "OpenFlow13", "add-flow", &target, rule]);
+        let (ok, out) = ofctl(&["-O", "OpenFlow13", "add-flow", &target, rule]);
         assert!(ok, "add-flow {rule}: {out}");
     };
     let (ok, out) = ofctl(&["--no-names", "-O", "OpenFlow13", "del-flows", &target]);
@@ -132,7 +136,7 @@ fn ovs_ofctl_programs_the_node_and_bad_clients_are_turned_away() {
     let (_, dump, _) = ctl(s1.ctl_path(), &["dump-flows"]);
     assert_eq!(dump.lines().count(), 0, "{dump}");
     for rule in [
-        "in_port=1 actions=output:10",
+        "in_port=tap-n1 actions=output:t-n1",
         "in_port=10,tun_id=6 actions=output:1",
         // The tun_dst and QinQ articles' rules, as written there.
         "in_port=1,tun_dst=10.222.0.1 action=output:2",
@@ -177,16 +181,42 @@ fn ovs_ofctl_programs_the_node_and_bad_clients_are_turned_away() {
     );
     let (ok, out) = ofctl(&["add-flow", &target, "in_port=1 actions=drop"]);
     assert!(!ok && out.contains("OFPBRC_BAD_TYPE"), "{out}");
-    // What is not built is refused by name, in OVS's own words.
-    let (ok, out) = ofctl(&[
-        "--no-names",
-        "-O",
-        "OpenFlow13",
+    // Modify changes the actions of the rules it picks and keeps their
+    // counters; here it sends the tenant's traffic nowhere, then back.
+    let modify = |args: &[&str]| {
+        let mut a = vec!["-O", "OpenFlow13"];
+        a.extend_from_slice(args);
+        let (ok, out) = ofctl(&a);
+        assert!(ok, "{a:?}: {out}");
+    };
+    modify(&["mod-flows", &target, "in_port=1 actions=drop"]);
+    let (_, dump, _) = ctl(s1.ctl_path(), &["dump-flows"]);
+    assert!(
+        dump.contains(" in_port=tap-n1 actions=drop") && dump.contains(",dl_vlan=1 actions=drop"),
+        "non-strict modify takes every rule under in_port=1:\n{dump}"
+    );
+    modify(&[
+        "--strict",
         "mod-flows",
         &target,
-        "in_port=1 actions=drop",
+        "in_port=1 actions=output:10",
     ]);
-    assert!(!ok && out.contains("OFPFMFC_BAD_COMMAND"), "{out}");
+    modify(&[
+        "--strict",
+        "mod-flows",
+        &target,
+        "in_port=1,dl_vlan=1 actions=pop_vlan,output:2",
+    ]);
+    modify(&[
+        "--strict",
+        "mod-flows",
+        &target,
+        "in_port=1,tun_dst=10.222.0.1 actions=output:2",
+    ]);
+    let (_, dump, _) = ctl(s1.ctl_path(), &["dump-flows"]);
+    assert!(!dump.contains("actions=drop"), "{dump}");
+    traffic_both_ways(&l, "geneve after modify over OpenFlow");
+    // What is not built is refused by name, in OVS's own words.
     let (ok, out) = ofctl(&[
         "--no-names",
         "-O",
@@ -199,4 +229,169 @@ fn ovs_ofctl_programs_the_node_and_bad_clients_are_turned_away() {
     s1.stop();
     s2.stop();
     assert!(!mgmt.exists(), "the socket is removed when the node stops");
+}
+
+/// A dump-flows line without its counters: cookie, table, the match's
+/// fields as a set (ovs-ofctl prints them in the order they came), the
+/// actions.
+fn flow_fields(line: &str) -> Option<(String, String, BTreeSet<String>, String)> {
+    let (head, actions) = line.trim().split_once(" actions=")?;
+    let mut cookie = String::new();
+    let mut table = String::new();
+    let mut matched = BTreeSet::new();
+    for part in head.split(", ") {
+        if let Some(c) = part.strip_prefix("cookie=") {
+            cookie = c.to_string();
+        } else if let Some(t) = part.strip_prefix("table=") {
+            table = t.to_string();
+        } else if part.starts_with("duration=")
+            || part.starts_with("n_packets=")
+            || part.starts_with("n_bytes=")
+        {
+        } else {
+            matched.extend(part.split(',').map(str::to_string));
+        }
+    }
+    Some((cookie, table, matched, actions.to_string()))
+}
+
+fn dump(target: &str, extra: &[&str]) -> BTreeSet<(String, String, BTreeSet<String>, String)> {
+    let mut a = vec!["-O", "OpenFlow13", "dump-flows", target];
+    a.extend_from_slice(extra);
+    let (ok, out) = ofctl(&a);
+    assert!(ok, "{a:?}: {out}");
+    out.lines().filter_map(flow_fields).collect()
+}
+
+/// The same flows given to tunlab and to Open vSwitch 3.1 (its userspace
+/// datapath, in a namespace of this test) through `ovs-ofctl add-flows`
+/// come back from `ovs-ofctl dump-flows` with the same cookies, tables,
+/// matches and actions, field by field; so do the filtered dumps, the
+/// aggregate and the table stats. Then the port statistics and
+/// descriptions count and name tunlab's ports.
+#[test]
+fn dump_flows_lists_what_ovs_3_1_lists_for_the_same_flows() {
+    let l = lab();
+    let (c1, c2) = pair_configs(&l, "geneve");
+    let (s1, s2) = start_pair(&l, &c1, &c2);
+    let ours = format!(
+        "unix:{}",
+        tunlab_switch::mgmt::path_beside(s1.ctl_path()).display()
+    );
+    let ovs = Ovs::start(l.hv2.name(), &l.dir).unwrap();
+    ovs.vsctl(&[
+        "add-br",
+        "br0",
+        "--",
+        "set",
+        "bridge",
+        "br0",
+        "datapath_type=netdev",
+    ])
+    .unwrap();
+    let theirs = format!("unix:{}", l.dir.join("ovs").join("br0.mgmt").display());
+    // OVS takes tun_metadata0 once a TLV is mapped to it (tunlab's TLV
+    // table mod is not built; it takes the field as it is).
+    ovs.ofctl(&[
+        "add-tlv-map",
+        "br0",
+        "{class=0x0102,type=0x80,len=4}->tun_metadata0",
+    ])
+    .unwrap();
+    let rules = [
+        // The node's own two rules, by number.
+        "in_port=1 actions=output:10",
+        "in_port=10,tun_id=6 actions=output:1",
+        // The tun_dst and QinQ articles' rules, as written there.
+        "in_port=1,tun_dst=10.222.0.1 action=output:2",
+        "in_port=1,dl_vlan=1 action=pop_vlan,output:2",
+        "in_port=2 action=push_vlan:0x88a8,mod_vlan_vid:1,output:1",
+        "priority=10,in_port=2 actions=set_field:10.222.0.6->tun_dst,output:1",
+        // OVN's option in tun_metadata0, tunnel ids, resubmit to a table.
+        "cookie=0x77,priority=60,tun_metadata0=0x1234,dl_dst=00:11:22:33:44:55 actions=set_field:0xabcd->tun_metadata0,set_field:0x9->tun_id,resubmit(,1)",
+        "table=1,cookie=0x78,priority=61,tun_id=0x10/0xff,tun_src=10.0.0.1 actions=set_field:10.0.0.9->tun_src,output:2",
+        "priority=50,ip,nw_dst=10.0.0.0/8,tun_id=0x5 actions=normal",
+        "priority=2,udp,nw_src=1.2.3.4,nw_dst=5.6.7.8,nw_tos=32,tp_src=53,tp_dst=99 actions=output:2",
+        "priority=3,ipv6,ipv6_src=2001:db8::1,ipv6_dst=2001:db8::/32 actions=in_port",
+        "priority=1,dl_src=00:00:00:00:00:01,dl_dst=01:00:00:00:00:00/01:00:00:00:00:00,dl_vlan=7,dl_vlan_pcp=2 actions=mod_vlan_vid:9,output:4",
+        "priority=11,arp,nw_src=10.0.0.1 actions=normal",
+        "priority=12,tcp,tp_dst=80 actions=drop",
+        "priority=13,vlan_tci=0x0000/0x1fff,tun_ipv6_dst=fd00::2 actions=set_field:fd00::9->tun_ipv6_dst,output:10",
+    ];
+    let file = l.dir.join("of-rules.txt");
+    std::fs::write(&file, rules.join("\n")).unwrap();
+    let file = file.display().to_string();
+    for target in [&ours, &theirs] {
+        for args in [
+            vec!["-O", "OpenFlow13", "del-flows", target.as_str()],
+            vec!["-O", "OpenFlow13", "add-flows", target.as_str(), &file],
+        ] {
+            let (ok, out) = ofctl(&args);
+            assert!(ok, "{args:?}: {out}");
+        }
+    }
+    let (a, b) = (dump(&ours, &[]), dump(&theirs, &[]));
+    assert_eq!(a.len(), rules.len(), "{a:#?}");
+    assert_eq!(a, b, "tunlab and OVS 3.1 list the same flows");
+    // The filtered dumps pick alike: by match, by cookie, by table, by
+    // output port.
+    for filter in [
+        &["ip"][..],
+        &["in_port=1"],
+        &["cookie=0x70/0xf0"],
+        &["table=1"],
+        &["out_port=2"],
+        &["in_port=2,tun_dst=0.0.0.0/0"],
+        &["dl_dst=00:11:22:33:44:55"],
+    ] {
+        let (a, b) = (dump(&ours, filter), dump(&theirs, filter));
+        assert!(!a.is_empty(), "{filter:?}");
+        assert_eq!(a, b, "dump-flows {filter:?}");
+    }
+    let counts = |target: &str, cmd: &str| {
+        let (ok, out) = ofctl(&["-O", "OpenFlow13", cmd, target]);
+        assert!(ok, "{cmd}: {out}");
+        out
+    };
+    let (mine, theirs_agg) = (
+        counts(&ours, "dump-aggregate"),
+        counts(&theirs, "dump-aggregate"),
+    );
+    let flow_count = |s: &str| s.split("flow_count=").nth(1).map(|x| x.trim().to_string());
+    assert_eq!(
+        flow_count(&mine),
+        flow_count(&theirs_agg),
+        "{mine} / {theirs_agg}"
+    );
+
+    // The node's rules still carry the tenants' traffic, and the port
+    // counters and descriptions say so.
+    traffic_both_ways(&l, "geneve on rules from add-flows");
+    let ports = counts(&ours, "dump-ports");
+    assert!(
+        ports.contains("2 ports") && ports.contains("port  1:") && ports.contains("port 10:"),
+        "{ports}"
+    );
+    let rx1: u64 = ports
+        .split("port  1: rx pkts=")
+        .nth(1)
+        .and_then(|x| x.split(',').next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0);
+    assert!(rx1 > 0, "{ports}");
+    let desc = counts(&ours, "dump-ports-desc");
+    assert!(
+        desc.contains(" 1(tap-n1)") && desc.contains(" 10(t-n1)"),
+        "{desc}"
+    );
+    let tables = counts(&ours, "dump-tables");
+    assert!(
+        tables.contains("active=14") && tables.contains("table 1:"),
+        "{tables}"
+    );
+    let (_, dump, _) = ctl(s1.ctl_path(), &["dump-flows"]);
+    assert_eq!(dump.lines().count(), rules.len(), "{dump}");
+    drop(ovs);
+    s1.stop();
+    s2.stop();
 }

@@ -164,7 +164,10 @@ mod tests {
             } else {
                 super::super::actions(&ins[8..], 8).unwrap()
             };
-            assert!(acts.iter().all(|a| !matches!(a, Action::Other { .. })), "{acts:?}");
+            assert!(
+                acts.iter().all(|a| !matches!(a, Action::Other { .. })),
+                "{acts:?}"
+            );
             let mut out = Vec::new();
             put_apply_actions(&mut out, &acts);
             assert_eq!(out, ins, "{acts:?}");

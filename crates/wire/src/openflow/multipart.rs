@@ -429,7 +429,13 @@ mod tests {
         assert_eq!((mp.typ, mp.flags), (MP_FLOW, 0));
         let r = parse_flow_stats_request(mp.body).unwrap();
         assert_eq!(
-            (r.table_id, r.out_port, r.out_group, r.cookie_mask, r.matches.len()),
+            (
+                r.table_id,
+                r.out_port,
+                r.out_group,
+                r.cookie_mask,
+                r.matches.len()
+            ),
             (TABLE_ALL, PORT_ANY, GROUP_ANY, 0, 0)
         );
         // Every truncation fails cleanly.

@@ -15,7 +15,7 @@
 //! `tun_metadata0`..`tun_metadata7` (`/mask`), the shorthands `ip`, `ipv6`,
 //! `arp`, `icmp`, `icmp6`, `tcp`, `tcp6`, `udp`, `udp6`, and `priority`,
 //! `table`, `cookie`. Actions: `output:N` (or a bare port), `in_port`,
-//! `normal`, `drop`, `set_field:V->F` for the tunnel fields,
+//! `normal`, `flood` (`all`), `controller[:MAX_LEN]`, `drop`, `set_field:V->F` for the tunnel fields,
 //! `set_tunnel:N`, `set_tunnel64:N`, `push_vlan:TPID`, `pop_vlan`
 //! (`strip_vlan`), `mod_vlan_vid:N`, `mod_vlan_pcp:N`, `resubmit(P,T)` /
 //! `resubmit:P`. As in OVS, L3/L4 fields need their prerequisite
@@ -78,6 +78,14 @@ pub enum Action {
         port: Option<PortNo>,
         table: Option<u8>,
     },
+    /// Send the packet to the OpenFlow controllers (packet_in), at most
+    /// `max_len` bytes of it (65535: all of it, OFPCML_NO_BUFFER).
+    Controller {
+        max_len: u16,
+    },
+    /// Every port but the one the packet came in on (OpenFlow's FLOOD;
+    /// ALL is the same here: no port has flooding turned off).
+    Flood,
 }
 
 /// A parsed flow rule.
@@ -317,7 +325,7 @@ const SHORTHANDS: &[(&str, u16, u8)] = &[
 ];
 
 const MATCH_FIELDS: &str = "in_port, dl_src, dl_dst, dl_type, dl_vlan, dl_vlan_pcp, vlan_tci, nw_src, nw_dst, nw_proto, nw_tos, tp_src, tp_dst, ipv6_src, ipv6_dst, tun_id, tun_src, tun_dst, tun_ipv6_src, tun_ipv6_dst, tun_metadata0..7, priority, table, cookie, ip, ipv6, arp, icmp, icmp6, tcp, tcp6, udp, udp6";
-const ACTIONS: &str = "output:N, in_port, normal, drop, set_field:V->tun_dst|tun_src|tun_ipv6_dst|tun_ipv6_src|tun_id|tun_metadataN, set_tunnel:N, set_tunnel64:N, push_vlan:TPID, pop_vlan, strip_vlan, mod_vlan_vid:N, mod_vlan_pcp:N, resubmit(P,T), resubmit:P";
+const ACTIONS: &str = "output:N, in_port, normal, flood, all, controller[:MAX_LEN], drop, set_field:V->tun_dst|tun_src|tun_ipv6_dst|tun_ipv6_src|tun_id|tun_metadataN, set_tunnel:N, set_tunnel64:N, push_vlan:TPID, pop_vlan, strip_vlan, mod_vlan_vid:N, mod_vlan_pcp:N, resubmit(P,T), resubmit:P";
 
 /// Parse one rule in ovs-ofctl syntax.
 pub fn parse_flow(text: &str, ports: &dyn PortNames) -> Result<FlowRule, FlowError> {
@@ -608,6 +616,14 @@ fn parse_actions(p: &Parser, s: &str, base: usize) -> Result<Vec<Action>, FlowEr
             "output" => Action::Output(p.port(t, "output", v)?),
             "in_port" | "IN_PORT" if v.is_empty() => Action::InPort,
             "normal" | "NORMAL" if v.is_empty() => Action::Normal,
+            "flood" | "FLOOD" | "all" | "ALL" if v.is_empty() => Action::Flood,
+            "controller" | "CONTROLLER" => Action::Controller {
+                max_len: if v.is_empty() {
+                    u16::MAX
+                } else {
+                    p.num(t, "controller", v, u16::MAX as u64)? as u16
+                },
+            },
             "pop_vlan" | "strip_vlan" if v.is_empty() => Action::PopVlan,
             "push_vlan" => {
                 let tpid = p.num(t, "push_vlan", v, 0xffff)? as u16;
@@ -719,6 +735,8 @@ pub fn format_flow(r: &FlowRule, ports: &dyn PortNames) -> String {
             Action::Output(n) => write!(s, "output:{}", port(*n)),
             Action::InPort => write!(s, "in_port"),
             Action::Normal => write!(s, "normal"),
+            Action::Flood => write!(s, "flood"),
+            Action::Controller { max_len } => write!(s, "controller:{max_len}"),
             Action::SetTunDst(ip) => write!(
                 s,
                 "set_field:{ip}->{}",
@@ -1115,6 +1133,8 @@ mod tests {
                 (0u32..100).prop_map(|p| format!("output:{p}")),
                 Just("in_port".to_string()),
                 Just("normal".to_string()),
+                Just("flood".to_string()),
+                (0u16..=u16::MAX).prop_map(|n| format!("controller:{n}")),
                 Just("pop_vlan".to_string()),
                 prop_oneof![Just(0x8100u16), Just(0x88a8)]
                     .prop_map(|t| format!("push_vlan:{t:#x}")),

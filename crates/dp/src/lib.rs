@@ -18,4 +18,4 @@ pub use flow::{
     DEFAULT_PRIORITY,
 };
 pub use key::FlowKey;
-pub use pipeline::{DropReason, MacTable, Op, Pipeline, TunnelSet};
+pub use pipeline::{DropReason, MacTable, Op, PacketInReason, Pipeline, TunnelSet};

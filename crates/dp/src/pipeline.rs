@@ -8,7 +8,7 @@
 //! MAC-learning bridge. Nothing here reads a clock: callers pass `now`.
 
 use crate::classifier::{Classifier, ExactMatchCache};
-use crate::flow::{Action, PortNo};
+use crate::flow::{Action, Match, PortNo};
 use crate::key::{f, FlowKey, TUN_METADATA_FIELDS};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -37,10 +37,28 @@ pub enum Op {
         port: PortNo,
         tun: TunnelSet,
     },
-    /// `normal` found no learned port: every port but `except`.
+    /// `normal` found no learned port, or `flood`: every port but
+    /// `except`.
     Flood {
         except: PortNo,
     },
+    /// Up to `max_len` bytes of the packet as it is now to the OpenFlow
+    /// controllers, saying which rule sent it (`table`, `cookie`) and why.
+    Controller {
+        max_len: u16,
+        table: u8,
+        cookie: u64,
+        reason: PacketInReason,
+    },
+}
+
+/// Why a packet goes to the controllers (OpenFlow 1.3's ofp_packet_in_reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PacketInReason {
+    /// The table-miss rule (priority 0, matching everything) sent it.
+    NoMatch = 0,
+    /// Any other rule's `controller` action, or a packet_out's.
+    Action = 1,
 }
 
 /// Why a packet was dropped, for counters.
@@ -178,10 +196,36 @@ impl Pipeline {
         let mut key = *key;
         let mut tun = TunnelSet::default();
         self.run_table(c, &mut key, 0, bytes, now, &mut tun, ops, 0)?;
-        if !ops
-            .iter()
-            .any(|o| matches!(o, Op::Output { .. } | Op::Flood { .. }))
-        {
+        if !ops.iter().any(Op::sends) {
+            return Err(DropReason::Action);
+        }
+        Ok(())
+    }
+
+    /// Carry out `actions` on a packet whose flow key is `key`, as a rule
+    /// of table 0 would (OpenFlow's packet_out); `ops` receives the steps.
+    /// Counts against rules only through resubmits.
+    pub fn execute(
+        &mut self,
+        c: &mut Classifier,
+        key: &FlowKey,
+        actions: &[Action],
+        bytes: u64,
+        now: u64,
+        ops: &mut Vec<Op>,
+    ) -> Result<(), DropReason> {
+        ops.clear();
+        let mut key = *key;
+        let mut tun = TunnelSet::default();
+        let from = Origin {
+            table: 0,
+            cookie: u64::MAX,
+            reason: PacketInReason::Action,
+        };
+        self.run_actions(c, &mut key, from, bytes, now, &mut tun, ops, 0, |_, i| {
+            actions.get(i).copied()
+        })?;
+        if !ops.iter().any(Op::sends) {
             return Err(DropReason::Action);
         }
         Ok(())
@@ -212,12 +256,46 @@ impl Pipeline {
         if self.counting {
             c.hit(r, bytes);
         }
-        let in_port = key.get(f::IN_PORT) as PortNo;
+        let from = match c.get(r) {
+            Some(rule) => Origin {
+                table,
+                cookie: rule.flow.cookie,
+                // The table-miss rule: lowest priority, matches everything.
+                reason: if rule.flow.priority == 0 && rule.flow.m == Match::default() {
+                    PacketInReason::NoMatch
+                } else {
+                    PacketInReason::Action
+                },
+            },
+            None => return Ok(()),
+        };
         // Actions are read one at a time by index, so that a resubmit can
         // borrow the classifier again; processing changes only counters,
         // never where rules are.
+        self.run_actions(c, key, from, bytes, now, tun, ops, depth, |c, i| {
+            c.get(r).and_then(|rule| rule.flow.actions.get(i).copied())
+        })
+    }
+
+    /// Carry out the actions `action(c, i)` gives for i = 0, 1, ... until
+    /// it gives none; `from` is the rule (or packet_out) they belong to.
+    #[allow(clippy::too_many_arguments)]
+    fn run_actions(
+        &mut self,
+        c: &mut Classifier,
+        key: &mut FlowKey,
+        from: Origin,
+        bytes: u64,
+        now: u64,
+        tun: &mut TunnelSet,
+        ops: &mut Vec<Op>,
+        depth: usize,
+        action: impl Fn(&Classifier, usize) -> Option<Action>,
+    ) -> Result<(), DropReason> {
+        let in_port = key.get(f::IN_PORT) as PortNo;
+        let table = from.table;
         let mut i = 0;
-        while let Some(a) = c.get(r).and_then(|rule| rule.flow.actions.get(i).copied()) {
+        while let Some(a) = action(c, i) {
             i += 1;
             match a {
                 Action::Output(p) => ops.push(Op::Output { port: p, tun: *tun }),
@@ -235,6 +313,13 @@ impl Pipeline {
                         None => ops.push(Op::Flood { except: in_port }),
                     }
                 }
+                Action::Flood => ops.push(Op::Flood { except: in_port }),
+                Action::Controller { max_len } => ops.push(Op::Controller {
+                    max_len,
+                    table: from.table,
+                    cookie: from.cookie,
+                    reason: from.reason,
+                }),
                 Action::SetTunDst(ip) => tun.dst = Some(ip),
                 Action::SetTunSrc(ip) => tun.src = Some(ip),
                 Action::SetTunId(id) => tun.id = Some(id),
@@ -286,6 +371,25 @@ impl Pipeline {
             }
         }
         Ok(())
+    }
+}
+
+/// Which rule's actions run: its table and cookie, and why its
+/// `controller` action would send.
+#[derive(Debug, Clone, Copy)]
+struct Origin {
+    table: u8,
+    cookie: u64,
+    reason: PacketInReason,
+}
+
+impl Op {
+    /// Whether this step sends the packet somewhere.
+    pub fn sends(&self) -> bool {
+        matches!(
+            self,
+            Op::Output { .. } | Op::Flood { .. } | Op::Controller { .. }
+        )
     }
 }
 

@@ -6,6 +6,10 @@
 //! underlay_mtu = 1500
 //! tlv_map = ["{class=0x0102,type=0x80,len=4}->tun_metadata0"]
 //! flows = ["in_port=1 actions=output:10", "in_port=10 actions=output:1"]
+//! openflow = ["tcp:192.0.2.9:6653"] # optional: OpenFlow controllers, as
+//!                      # OVS's set-controller: tcp:IP[:PORT] (connect) or
+//!                      # ptcp:[PORT][:IP] (listen); ovs-ofctl always has
+//!                      # punix:/run/tunlab/NAME.mgmt
 //! spin_us = 50         # optional (default 50, 0: off): after traffic, poll without sleeping
 //!                      # this long (a reply is not kept waiting for a wake-up)
 //! offloads = true      # optional: TCP super-frames (TAP TSO, UDP GSO/GRO);
@@ -91,6 +95,12 @@ pub enum ConfigError {
     },
     #[error("{file}: tlv_map: {0}", file = .1)]
     Tlv(tunlab_dp::TlvMapError, String),
+    #[error("{file}: openflow[{index}]: {msg}")]
+    OpenFlow {
+        file: String,
+        index: usize,
+        msg: String,
+    },
 }
 
 #[derive(Debug, Deserialize)]
@@ -111,6 +121,8 @@ struct RawSwitch {
     tlv_map: Vec<String>,
     #[serde(default)]
     flows: Vec<String>,
+    #[serde(default)]
+    openflow: Vec<String>,
     #[serde(default)]
     control_socket: Option<String>,
     #[serde(default)]
@@ -300,6 +312,9 @@ pub struct Config {
     /// A group whose members may use the control socket besides root
     /// (the socket is then 0660 and owned by it).
     pub control_group: Option<String>,
+    /// OpenFlow controllers to connect to (`tcp:`) and to listen for
+    /// (`ptcp:`), besides the management socket.
+    pub openflow: Vec<crate::mgmt::Target>,
     /// Let tenants hand over TCP super-frames, and keep them whole to
     /// Geneve/VXLAN ports (UDP GSO) and back (software GRO).
     pub offloads: bool,
@@ -582,8 +597,19 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
         tlv.add(t)
             .map_err(|e| ConfigError::Tlv(e, file.to_string()))?;
     }
+    let mut openflow = Vec::new();
+    for (index, t) in raw.switch.openflow.iter().enumerate() {
+        openflow.push(
+            crate::mgmt::parse_target(t).map_err(|msg| ConfigError::OpenFlow {
+                file: file.to_string(),
+                index,
+                msg,
+            })?,
+        );
+    }
     let mut cfg = Config {
         name: raw.switch.name,
+        openflow,
         underlay_mtu: raw.switch.underlay_mtu,
         ports,
         tlv,
@@ -947,5 +973,33 @@ csum = true
         assert!(e.starts_with("node.toml: "), "{e}");
         let e = err(&GOOD.replace("len=4", "len=8"));
         assert!(e.contains("tlv_map"), "{e}");
+        let with =
+            |of: &str| GOOD.replacen("[switch]\n", &format!("[switch]\nopenflow = [{of}]\n"), 1);
+        let e = err(&with("\"tcp:127.0.0.1:6653\", \"udp:1.2.3.4\""));
+        assert!(
+            e.contains("openflow[1]") && e.contains("'udp:1.2.3.4'"),
+            "{e}"
+        );
+        let e = err(&with("\"tcp:10.0.0.300\""));
+        assert!(
+            e.contains("openflow[0]") && e.contains("not an IP address"),
+            "{e}"
+        );
+        let e = err(&with("\"ptcp:70000\""));
+        assert!(e.contains("port '70000'"), "{e}");
+        let cfg = parse(
+            &with("\"tcp:10.0.0.1\", \"ptcp:6633:127.0.0.1\", \"tcp:[fd00::1]:16653\""),
+            "node.toml",
+        )
+        .unwrap();
+        use crate::mgmt::Target;
+        assert_eq!(
+            cfg.openflow,
+            vec![
+                Target::Tcp("10.0.0.1:6653".parse().unwrap()),
+                Target::PTcp("127.0.0.1:6633".parse().unwrap()),
+                Target::Tcp("[fd00::1]:16653".parse().unwrap()),
+            ]
+        );
     }
 }

@@ -21,6 +21,10 @@ pub const BAC_BAD_OUT_PORT: u16 = 4;
 /// number for "the input port" that Nicira's resubmit carries.
 pub const PORT_IN_PORT: u32 = 0xffff_fff8;
 pub const PORT_NORMAL: u32 = 0xffff_fffa;
+pub const PORT_TABLE: u32 = 0xffff_fff9;
+pub const PORT_FLOOD: u32 = 0xffff_fffb;
+pub const PORT_ALL: u32 = 0xffff_fffc;
+pub const PORT_CONTROLLER: u32 = 0xffff_fffd;
 const OF10_IN_PORT: u16 = 0xfff8;
 
 /// Basic OXM fields (1.3 § 7.2.3.7).
@@ -93,6 +97,7 @@ impl Field {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OfAction {
     Output(u32),
+    Controller(u16),
     PushVlan(u16),
     PopVlan,
     SetField(Field),
@@ -102,7 +107,14 @@ pub enum OfAction {
 impl OfAction {
     pub fn view(&self) -> Action<'_> {
         match self {
-            OfAction::Output(port) => Action::Output { port: *port },
+            OfAction::Output(port) => Action::Output {
+                port: *port,
+                max_len: 0,
+            },
+            OfAction::Controller(max_len) => Action::Output {
+                port: PORT_CONTROLLER,
+                max_len: *max_len,
+            },
             OfAction::PushVlan(t) => Action::PushVlan { ethertype: *t },
             OfAction::PopVlan => Action::PopVlan,
             OfAction::SetField(fld) => Action::SetField(fld.oxm()),
@@ -289,6 +301,8 @@ pub fn of_actions(actions: &[Act]) -> Vec<OfAction> {
             Act::Output(p) => OfAction::Output(p),
             Act::InPort => OfAction::Output(PORT_IN_PORT),
             Act::Normal => OfAction::Output(PORT_NORMAL),
+            Act::Flood => OfAction::Output(PORT_FLOOD),
+            Act::Controller { max_len } => OfAction::Controller(max_len),
             Act::SetTunDst(ip) => set_ip(nxm::TUN_IPV4_DST, nxm::TUN_IPV6_DST, ip),
             Act::SetTunSrc(ip) => set_ip(nxm::TUN_IPV4_SRC, nxm::TUN_IPV6_SRC, ip),
             Act::SetTunId(v) => set(of::OXM_BASIC, oxm::TUNNEL_ID, v.to_be_bytes().to_vec()),
@@ -339,6 +353,16 @@ pub fn ctl_request(fm: &FlowMod<'_>) -> Result<String, (u16, u16)> {
     let actions = || -> Result<String, (u16, u16)> {
         let mut acts = Vec::new();
         for a in &fm.actions {
+            // "Through the flow table" is for PACKET_OUT only.
+            if matches!(
+                a,
+                Action::Output {
+                    port: PORT_TABLE,
+                    ..
+                }
+            ) {
+                return Err((of::ET_BAD_ACTION, BAC_BAD_OUT_PORT));
+            }
             acts.push(action_text(a)?);
         }
         if acts.is_empty() {
@@ -482,10 +506,16 @@ pub fn action_text(a: &Action<'_>) -> Result<String, (u16, u16)> {
     let bad_type = (of::ET_BAD_ACTION, of::BAC_BAD_TYPE);
     let bad_len = (of::ET_BAD_ACTION, of::BAC_BAD_LEN);
     Ok(match *a {
-        Action::Output { port: PORT_NORMAL } => "normal".into(),
-        Action::Output { port: PORT_IN_PORT } => "in_port".into(),
-        Action::Output { port } if port < 0xffff_ff00 => format!("output:{port}"),
-        Action::Output { .. } => return Err((of::ET_BAD_ACTION, BAC_BAD_OUT_PORT)),
+        Action::Output { port, max_len } => match port {
+            PORT_NORMAL => "normal".into(),
+            PORT_IN_PORT => "in_port".into(),
+            PORT_FLOOD | PORT_ALL => "flood".into(),
+            PORT_CONTROLLER => format!("controller:{max_len}"),
+            // A packet_out's "through the flow table".
+            PORT_TABLE => "resubmit(,0)".into(),
+            p if p < 0xffff_ff00 => format!("output:{p}"),
+            _ => return Err((of::ET_BAD_ACTION, BAC_BAD_OUT_PORT)),
+        },
         Action::PushVlan { ethertype } => format!("push_vlan:{ethertype:#06x}"),
         Action::PopVlan => "pop_vlan".into(),
         Action::NxResubmit { port, table } => {

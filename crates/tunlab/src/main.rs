@@ -355,6 +355,7 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
         &mgmt_path,
         cfg.control_group.as_deref(),
         &cfg.name,
+        &cfg.openflow,
     ) {
         Ok(m) => m,
         Err(e) => {
@@ -366,11 +367,31 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // The workers' `controller` actions reach the controllers through
+    // the management server.
+    let to_controllers = mgmt.packet_in_sender().and_then(|tx| {
+        let tx = std::sync::Arc::new(tx);
+        sw.on_all(move |n| n.packet_in = tx.try_clone().ok())
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    });
+    if let Err(e) = to_controllers {
+        eprintln!("tunlab switch: OpenFlow PACKET_IN queue: {e}");
+        sw.stop();
+        return ExitCode::FAILURE;
+    }
     let (ports, flows) = sw
         .on(0, |n| (n.ports().count(), n.classifier.len()))
         .unwrap_or_default();
+    let controllers: String = cfg
+        .openflow
+        .iter()
+        .map(|t| match t {
+            tunlab_switch::mgmt::Target::Tcp(a) => format!(", controller tcp:{a}"),
+            tunlab_switch::mgmt::Target::PTcp(a) => format!(", listening ptcp:{a}"),
+        })
+        .collect();
     eprintln!(
-        "tunlab switch: node '{}' running ({ports} ports, {flows} flows, {} worker{}), control socket {}, OpenFlow punix:{}",
+        "tunlab switch: node '{}' running ({ports} ports, {flows} flows, {} worker{}), control socket {}, OpenFlow punix:{}{controllers}",
         sw.name,
         sw.workers(),
         if sw.workers() == 1 { "" } else { "s" },

@@ -263,6 +263,9 @@ pub struct Oxm<'a> {
 pub enum Action<'a> {
     Output {
         port: u32,
+        /// Bytes of the packet to send when `port` is the controller
+        /// (0xffff: all of it, unbuffered); 0 elsewhere.
+        max_len: u16,
     },
     PushVlan {
         ethertype: u16,
@@ -372,7 +375,10 @@ fn actions(b: &[u8], base: usize) -> Result<Vec<Action<'_>>> {
                 if len != 16 {
                     return Err(bad("output action length", base + at + 2, "not 16"));
                 }
-                Action::Output { port: be32(a, 4) }
+                Action::Output {
+                    port: be32(a, 4),
+                    max_len: be16(a, 8),
+                }
             }
             17 => Action::PushVlan {
                 ethertype: be16(a, 4),
@@ -465,8 +471,10 @@ pub fn parse_flow_mod<'a>(m: &Message<'a>) -> Result<FlowMod<'a>> {
 
 mod build;
 mod multipart;
+mod packet;
 pub use build::*;
 pub use multipart::*;
+pub use packet::*;
 
 #[cfg(test)]
 mod tests {
@@ -602,7 +610,10 @@ mod tests {
                     value: &[0x10, 0x01],
                     mask: None
                 }),
-                Action::Output { port: 1 },
+                Action::Output {
+                    port: 1,
+                    max_len: 0
+                },
             ]
         );
         assert!(fm.other_instructions.is_empty());
@@ -624,7 +635,13 @@ mod tests {
                 mask: None
             }
         );
-        assert_eq!(fm.actions, vec![Action::Output { port: 2 }]);
+        assert_eq!(
+            fm.actions,
+            vec![Action::Output {
+                port: 2,
+                max_len: 0
+            }]
+        );
         // Cut anywhere, it fails with a named field, never a panic.
         for n in 0..b.len() {
             let mut cut = b[..n].to_vec();

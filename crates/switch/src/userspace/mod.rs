@@ -164,6 +164,9 @@ pub struct Node {
     /// caching datapath's flows are neither revalidated nor added to, and
     /// what misses them is dropped (counted as flow_restore_wait).
     pub restore_wait: Arc<AtomicBool>,
+    /// Where PACKET_INs go: the management server's end reads them and
+    /// sends them to the controllers (none: `controller` drops).
+    pub packet_in: Option<std::os::unix::net::UnixDatagram>,
 }
 
 impl std::fmt::Debug for Node {
@@ -224,6 +227,7 @@ impl Node {
             poll_set: Poller::new(),
             dpif: None,
             restore_wait: Arc::new(AtomicBool::new(false)),
+            packet_in: None,
         };
         node.port_cfgs = cfg.ports.clone();
         for p in &cfg.ports {
@@ -738,46 +742,110 @@ impl Node {
             d.flow_put(&self.key, r.map(|()| &ops[..]), &self.tlv);
         }
         match r {
-            Ok(()) => {
-                for op in &ops {
-                    match *op {
-                        Op::PushVlan(tpid) => {
-                            let tci = vlan::outer_tci(frame.data());
-                            if vlan::push(frame, tpid.into(), vlan::Tci::from_u16(tci)).is_err() {
-                                self.drop("vlan_push_failed");
-                                break;
-                            }
-                        }
-                        Op::PopVlan => {
-                            if vlan::pop(frame).is_err() {
-                                self.drop("no_vlan_tag");
-                                break;
-                            }
-                        }
-                        Op::SetVlanVid(v) => {
-                            vlan::set_outer_tci(frame.data_mut(), |t| (t & 0xf000) | v)
-                        }
-                        Op::SetVlanPcp(p) => vlan::set_outer_tci(frame.data_mut(), |t| {
-                            (t & 0x1fff) | ((p as u16) << 13)
-                        }),
-                        Op::Output { port, tun } => self.output(port, in_port, frame, &tun, gso),
-                        Op::Flood { except } => {
-                            let targets: Vec<u32> = self
-                                .ports
-                                .iter()
-                                .map(|p| p.ofport)
-                                .filter(|&p| p != except)
-                                .collect();
-                            for p in targets {
-                                self.output(p, in_port, frame, &TunnelSet::default(), gso);
-                            }
-                        }
-                    }
-                }
-            }
+            Ok(()) => self.apply(&ops, in_port, tunnelled, frame, gso),
             Err(why) => self.drop(why.name()),
         }
         self.ops = ops;
+    }
+
+    /// Carry out the pipeline's steps on `frame`, which came in on
+    /// `in_port`.
+    fn apply(
+        &mut self,
+        ops: &[Op],
+        in_port: u32,
+        tunnelled: bool,
+        frame: &mut PacketBuf<Vec<u8>>,
+        gso: Option<Gso>,
+    ) {
+        for op in ops {
+            match *op {
+                Op::PushVlan(tpid) => {
+                    let tci = vlan::outer_tci(frame.data());
+                    if vlan::push(frame, tpid.into(), vlan::Tci::from_u16(tci)).is_err() {
+                        self.drop("vlan_push_failed");
+                        break;
+                    }
+                }
+                Op::PopVlan => {
+                    if vlan::pop(frame).is_err() {
+                        self.drop("no_vlan_tag");
+                        break;
+                    }
+                }
+                Op::SetVlanVid(v) => vlan::set_outer_tci(frame.data_mut(), |t| (t & 0xf000) | v),
+                Op::SetVlanPcp(p) => {
+                    vlan::set_outer_tci(frame.data_mut(), |t| (t & 0x1fff) | ((p as u16) << 13))
+                }
+                Op::Output { port, tun } => self.output(port, in_port, frame, &tun, gso),
+                Op::Flood { except } => {
+                    let targets: Vec<u32> = self
+                        .ports
+                        .iter()
+                        .map(|p| p.ofport)
+                        .filter(|&p| p != except)
+                        .collect();
+                    for p in targets {
+                        self.output(p, in_port, frame, &TunnelSet::default(), gso);
+                    }
+                }
+                Op::Controller {
+                    max_len,
+                    table,
+                    cookie,
+                    reason,
+                } => {
+                    let tun = tunnelled.then_some(&self.key);
+                    let m = crate::mgmt::packet_in_message(
+                        in_port,
+                        tun,
+                        max_len,
+                        table,
+                        cookie,
+                        reason,
+                        frame.data(),
+                    );
+                    match &self.packet_in {
+                        Some(sock) if sock.send(&m).is_ok() => {}
+                        Some(_) => self.drop("controller_queue_full"),
+                        None => self.drop("no_controller"),
+                    }
+                }
+            }
+        }
+    }
+
+    /// OpenFlow's PACKET_OUT: `data` as if it came in on `in_port` (a
+    /// controller's 0xfffffffd when none), with `actions` applied.
+    pub fn packet_out(&mut self, in_port: u32, data: &[u8], actions: &[tunlab_dp::Action]) {
+        if data.len() < 14 || data.len() > FRAME_MAX {
+            self.drop("packet_out_bad_length");
+            return;
+        }
+        let mut frame = PacketBuf::new(vec![0u8; HEADROOM + data.len() + 64], HEADROOM);
+        if frame.extend(data).is_err() {
+            self.drop("packet_out_bad_length");
+            return;
+        }
+        let mut key = FlowKey::default();
+        extract(frame.data(), in_port, &mut key);
+        let now = self.now();
+        let mut ops = Vec::new();
+        let r = self.pipeline.execute(
+            &mut self.classifier,
+            &key,
+            actions,
+            frame.len() as u64,
+            now,
+            &mut ops,
+        );
+        match r {
+            Ok(()) => {
+                self.apply(&ops, in_port, false, &mut frame, None);
+                self.flush_sends();
+            }
+            Err(why) => self.drop(why.name()),
+        }
     }
 
     fn output(

@@ -68,10 +68,10 @@ impl Action<'_> {
         out.extend_from_slice(&typ.to_be_bytes());
         out.extend_from_slice(&[0, 0]);
         match *self {
-            Action::Output { port } => {
+            Action::Output { port, max_len } => {
                 out.extend_from_slice(&port.to_be_bytes());
-                // max_len: bytes to send a controller; 0 elsewhere, as OVS.
-                out.extend_from_slice(&[0; 8]);
+                out.extend_from_slice(&max_len.to_be_bytes());
+                out.extend_from_slice(&[0; 6]);
             }
             Action::PushVlan { ethertype } => {
                 out.extend_from_slice(&ethertype.to_be_bytes());

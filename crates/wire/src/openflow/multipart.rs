@@ -476,7 +476,10 @@ mod tests {
                     value: &ip,
                     mask: None,
                 }),
-                Action::Output { port: 1 },
+                Action::Output {
+                    port: 1,
+                    max_len: 0,
+                },
             ],
         };
         assert_eq!(e.emit(), ovs);

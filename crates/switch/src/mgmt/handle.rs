@@ -1,39 +1,11 @@
-//! The OpenFlow management socket, as Open vSwitch's `punix:` one: a
-//! node listens at `/run/tunlab/NAME.mgmt` (mode and access as the control
-//! socket's), and each connection speaks OpenFlow 1.0 or 1.3, agreed in
-//! the HELLO exchange.
-//!
-//! What is built (issue 19, first parts): the session. HELLO and version
-//! agreement, ECHO (keep-alive, `ovs-ofctl probe` and `ping`),
-//! FEATURES, GET_CONFIG / SET_CONFIG and BARRIER; and OpenFlow 1.3's
-//! FLOW_MOD add, delete and delete-strict, which become the request
-//! `tunlab ctl` would send for the same rule (one flow table, two doors).
-//! Every other request is answered with OFPT_ERROR (BAD_REQUEST /
-//! BAD_TYPE, BAD_MULTIPART for statistics, FLOW_MOD_FAILED / BAD_COMMAND
-//! for modify), so a client learns at once what is not built.
-//!
-//! Connections are non-blocking and served by the node's main thread
-//! beside the control socket: a slow or hostile client delays other
-//! clients, never packets. A message that cannot be framed (a length
-//! below 8), a HELLO with no version in common, or more than
-//! [`MAX_BUFFERED`] bytes unread closes that connection, after an error
-//! saying why where OpenFlow has one.
+//! Answering a connection's messages: the session (HELLO, ECHO,
+//! FEATURES, configuration, BARRIER), flow_mod through `tunlab ctl`'s
+//! door, the multipart statistics, and PACKET_OUT.
 
-use crate::ctl::{bind_socket, check_peer};
+use super::{ours, send, Conn, Next};
 use crate::ofrules::ctl_request;
 use crate::workers::Switch;
-use nix::poll::{poll, PollFd, PollFlags};
-use nix::unistd::Gid;
-use std::io::{ErrorKind, Read, Write};
-use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
 use tunlab_wire::openflow::{self as of, Message};
-
-/// Bytes a connection may have sent and not yet been answered for.
-pub const MAX_BUFFERED: usize = 4 * of::MAX_LEN;
-/// Connections served at once; more are refused.
-pub const MAX_CONNECTIONS: usize = 64;
 
 /// OpenFlow 1.3 message types beyond the session ones (§ 7.1).
 mod t13 {
@@ -57,210 +29,8 @@ mod t10 {
 /// BAD_REQUEST codes: a statistics / multipart type not served.
 const BRC_BAD_MULTIPART: u16 = 2;
 
-/// The versions this switch speaks.
-fn ours() -> u32 {
-    of::version_bitmap(&[of::OF10, of::OF13])
-}
-
-struct Conn {
-    stream: UnixStream,
-    /// Bytes read and not yet a whole message.
-    rx: Vec<u8>,
-    /// The agreed version, once the peer's HELLO came.
-    version: Option<u8>,
-    /// The switch's default for packet_in's bytes (SET_CONFIG changes it).
-    miss_send_len: u16,
-}
-
-/// What to do with a connection after a message.
-enum Next {
-    Keep,
-    Close,
-}
-
-/// The listening socket and its connections.
-pub struct MgmtServer {
-    listener: UnixListener,
-    path: PathBuf,
-    group: Option<Gid>,
-    conns: Vec<Conn>,
-    datapath_id: u64,
-}
-
-impl std::fmt::Debug for MgmtServer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MgmtServer")
-            .field("path", &self.path)
-            .field("connections", &self.conns.len())
-            .finish()
-    }
-}
-
-/// The management socket beside a node's control socket:
-/// `/run/tunlab/NAME.ctl` has `/run/tunlab/NAME.mgmt`.
-pub fn path_beside(control_socket: &Path) -> PathBuf {
-    control_socket.with_extension("mgmt")
-}
-
-/// A datapath id for node `name`: stable across restarts, as OVS's is
-/// (there it comes from a MAC address; here from the name, FNV-1a folded
-/// to 48 bits as a MAC would be).
-pub fn datapath_id(name: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x100_0000_01b3);
-    }
-    h & 0xffff_ffff_ffff
-}
-
-impl MgmtServer {
-    /// Listen at `path` for node `name` (access as the control socket's:
-    /// 0600, or 0660 for `group`).
-    pub fn bind(path: &Path, group: Option<&str>, name: &str) -> std::io::Result<MgmtServer> {
-        let (listener, group) = bind_socket(path, group)?;
-        Ok(MgmtServer {
-            listener,
-            path: path.to_path_buf(),
-            group,
-            conns: Vec::new(),
-            datapath_id: datapath_id(name),
-        })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Connections open now.
-    pub fn connections(&self) -> usize {
-        self.conns.len()
-    }
-
-    /// Wait up to `timeout_ms` for this socket, its connections or
-    /// `other` (the control socket's listener); serve what is ready here
-    /// and say whether `other` is.
-    pub fn poll(&mut self, other: BorrowedFd<'_>, timeout_ms: u16, sw: &mut Switch) -> bool {
-        let (other_ready, listener_ready, ready) = {
-            let mut fds = vec![
-                PollFd::new(other, PollFlags::POLLIN),
-                PollFd::new(self.listener.as_fd(), PollFlags::POLLIN),
-            ];
-            fds.extend(
-                self.conns
-                    .iter()
-                    .map(|c| PollFd::new(c.stream.as_fd(), PollFlags::POLLIN)),
-            );
-            if poll(&mut fds, timeout_ms).unwrap_or(0) <= 0 {
-                return false;
-            }
-            let is = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
-            let ready: Vec<bool> = fds[2..].iter().map(is).collect();
-            (is(&fds[0]), is(&fds[1]), ready)
-        };
-        // Newest last: serve the ready ones back to front so that closing
-        // one does not shift the others' places.
-        for i in (0..ready.len()).rev() {
-            if ready[i] && matches!(self.read(i, sw), Next::Close) {
-                self.conns.swap_remove(i);
-            }
-        }
-        if listener_ready {
-            self.accept();
-        }
-        other_ready
-    }
-
-    fn accept(&mut self) {
-        while let Ok((stream, _)) = self.listener.accept() {
-            if check_peer(&stream, self.group).is_err() || self.conns.len() >= MAX_CONNECTIONS {
-                continue;
-            }
-            if stream.set_nonblocking(true).is_err() {
-                continue;
-            }
-            let mut c = Conn {
-                stream,
-                rx: Vec::new(),
-                version: None,
-                miss_send_len: 128,
-            };
-            // Both ends say HELLO first, without waiting (1.3 § 6.3.1).
-            if send(&mut c, &of::hello(of::OF13, ours(), 0)).is_ok() {
-                self.conns.push(c);
-            }
-        }
-    }
-
-    /// Read what connection `i` sent and answer every whole message.
-    fn read(&mut self, i: usize, sw: &mut Switch) -> Next {
-        let dpid = self.datapath_id;
-        let c = &mut self.conns[i];
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            match c.stream.read(&mut buf) {
-                Ok(0) => return Next::Close,
-                Ok(n) => c.rx.extend_from_slice(&buf[..n]),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(_) => return Next::Close,
-            }
-            if c.rx.len() > MAX_BUFFERED {
-                return Next::Close;
-            }
-        }
-        // The buffer is taken out while its messages are answered (the
-        // answers need the connection), and what is left put back.
-        let rx = std::mem::take(&mut c.rx);
-        let mut used = 0;
-        let next = loop {
-            match of::frame(&rx[used..]) {
-                Ok(Some(n)) => {
-                    let at = used;
-                    used += n;
-                    // `frame` vouched for its length: this always holds.
-                    let Ok(m) = Message::new_checked(&rx[at..used]) else {
-                        break Next::Close;
-                    };
-                    if let Next::Close = handle(c, &m, dpid, sw) {
-                        break Next::Close;
-                    }
-                }
-                Ok(None) => break Next::Keep,
-                // No length to skip by: the stream is lost.
-                Err(_) => {
-                    let v = c.version.unwrap_or(of::OF13);
-                    let e = of::error(v, of::ET_BAD_REQUEST, of::BRC_BAD_LEN, 0, &rx[used..]);
-                    let _ = send(c, &e);
-                    break Next::Close;
-                }
-            }
-        };
-        c.rx = rx;
-        c.rx.drain(..used);
-        next
-    }
-}
-
-impl Drop for MgmtServer {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-/// Write a whole message; a peer that does not read is dropped rather
-/// than waited for.
-fn send(c: &mut Conn, m: &[u8]) -> std::io::Result<()> {
-    c.stream.set_nonblocking(false)?;
-    c.stream
-        .set_write_timeout(Some(std::time::Duration::from_millis(500)))?;
-    let r = c.stream.write_all(m);
-    c.stream.set_nonblocking(true)?;
-    r
-}
-
 /// Answer one message.
-fn handle(c: &mut Conn, m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Next {
+pub(super) fn handle(c: &mut Conn, m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Next {
     let Some(v) = c.version else {
         return hello(c, m);
     };
@@ -338,8 +108,35 @@ fn handle(c: &mut Conn, m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Next {
                 Err((typ, code)) => error(c, typ, code),
             }
         }
+        of::PACKET_OUT if v == of::OF13 => match packet_out(m, sw) {
+            Ok(()) => Next::Keep,
+            Err((typ, code)) => error(c, typ, code),
+        },
         _ => error(c, of::ET_BAD_REQUEST, of::BRC_BAD_TYPE),
     }
+}
+
+/// PACKET_OUT: the frame goes through worker 0 with the message's
+/// actions, as if it came in on the message's in_port.
+fn packet_out(m: &Message<'_>, sw: &mut Switch) -> Result<(), (u16, u16)> {
+    let po = of::parse_packet_out(m).map_err(|_| (of::ET_BAD_REQUEST, of::BRC_BAD_LEN))?;
+    if po.buffer_id != of::NO_BUFFER {
+        return Err((of::ET_BAD_REQUEST, of::BRC_BUFFER_UNKNOWN));
+    }
+    let mut text = Vec::new();
+    for a in &po.actions {
+        text.push(crate::ofrules::action_text(a)?);
+    }
+    if text.is_empty() {
+        return Ok(()); // no actions: the packet is dropped
+    }
+    let names = sw.on(0, |n| n.port_map()).map_err(gone)?;
+    let actions = tunlab_dp::parse_flow(&format!("actions={}", text.join(",")), &names)
+        .map_err(|_| (of::ET_BAD_ACTION, of::BAC_BAD_TYPE))?
+        .actions;
+    let (in_port, frame) = (po.in_port, po.frame.to_vec());
+    sw.on(0, move |n| n.packet_out(in_port, &frame, &actions))
+        .map_err(gone)
 }
 
 /// The replies to a 1.3 multipart request, or the error that refuses it.
@@ -695,12 +492,5 @@ mod tests {
             assert_eq!(&m.body()[..8], &0x0000_1234_5678_9abcu64.to_be_bytes());
             assert_eq!(m.body()[12], 255, "tables 0 to 254");
         }
-    }
-
-    #[test]
-    fn datapath_ids_are_stable_and_48_bits() {
-        assert_eq!(datapath_id("h1"), datapath_id("h1"));
-        assert_ne!(datapath_id("h1"), datapath_id("h2"));
-        assert!(datapath_id("a-long-node-name") < 1 << 48);
     }
 }

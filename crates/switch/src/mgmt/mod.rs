@@ -1,0 +1,606 @@
+//! The OpenFlow side of a node, as Open vSwitch's: the management socket
+//! `punix:/run/tunlab/NAME.mgmt` (mode and access as the control
+//! socket's) for `ovs-ofctl`, and the controller connections listed in
+//! `[switch] openflow`: `tcp:IP[:PORT]` (the switch connects, and
+//! reconnects with a backoff of 1 to 8 s, as OVS's rconn) and
+//! `ptcp:[PORT][:IP]` (the switch listens). Each connection speaks
+//! OpenFlow 1.0 or 1.3, agreed in the HELLO exchange.
+//!
+//! What each message gets is in [`handle`]. Controller connections (the
+//! `openflow` list) also get the asynchronous messages: PACKET_IN from the
+//! workers' `controller` actions (through a datagram socket, so that a
+//! worker never waits for a controller), and ECHO requests when idle for
+//! 5 s (closed after 5 s more without a word, as OVS's inactivity probe).
+//! The management socket is a service connection: no asynchronous
+//! messages.
+//!
+//! Connections are non-blocking and served by the node's main thread
+//! beside the control socket: a slow or hostile client delays other
+//! clients, never packets. A message that cannot be framed (a length
+//! below 8), a HELLO with no version in common, more than
+//! [`MAX_BUFFERED`] bytes unread, or a peer that does not read what it is
+//! sent within 500 ms closes that connection, after an error saying why
+//! where OpenFlow has one.
+
+mod handle;
+
+use crate::ctl::{bind_socket, check_peer};
+use crate::workers::Switch;
+use handle::handle;
+use nix::poll::{poll, PollFd, PollFlags};
+use nix::unistd::Gid;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::net::{UnixDatagram, UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tunlab_dp::key::f;
+use tunlab_dp::{FlowKey, Match, PacketInReason};
+use tunlab_wire::openflow::{self as of, Message};
+
+/// Bytes a connection may have sent and not yet been answered for.
+pub const MAX_BUFFERED: usize = 4 * of::MAX_LEN;
+/// Connections served at once; more are refused.
+pub const MAX_CONNECTIONS: usize = 64;
+/// OpenFlow's registered port, the default for `tcp:` and `ptcp:`.
+pub const OPENFLOW_PORT: u16 = 6653;
+/// A controller idle this long is sent an ECHO request; silent as long
+/// again, it is dropped (OVS's default inactivity probe).
+pub const PROBE_INTERVAL: Duration = Duration::from_secs(5);
+/// Reconnection backoff for `tcp:` controllers.
+const BACKOFF_MIN: Duration = Duration::from_secs(1);
+const BACKOFF_MAX: Duration = Duration::from_secs(8);
+/// How long the switch waits for a `tcp:` controller to accept.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// The versions this switch speaks.
+fn ours() -> u32 {
+    of::version_bitmap(&[of::OF10, of::OF13])
+}
+
+/// One entry of `[switch] openflow`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// `tcp:IP[:PORT]`: connect to a controller there.
+    Tcp(SocketAddr),
+    /// `ptcp:[PORT][:IP]`: listen for controllers there.
+    PTcp(SocketAddr),
+}
+
+/// Read an OpenFlow connection method as OVS writes it (`tcp:IP[:PORT]`,
+/// `ptcp:[PORT][:IP]`; the port defaults to 6653, ptcp's address to
+/// every one); the error names what is wrong.
+pub fn parse_target(s: &str) -> Result<Target, String> {
+    let port = |p: &str| -> Result<u16, String> {
+        if p.is_empty() {
+            return Ok(OPENFLOW_PORT);
+        }
+        p.parse::<u16>()
+            .map_err(|_| format!("'{s}': port '{p}' is not a number from 0 to 65535"))
+    };
+    let ip = |a: &str| -> Result<IpAddr, String> {
+        a.trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .map_err(|_| format!("'{s}': '{a}' is not an IP address"))
+    };
+    if let Some(rest) = s.strip_prefix("tcp:") {
+        // The last colon splits off the port unless the address is a bare
+        // IPv6 one.
+        let (a, p) = match rest.rsplit_once(':') {
+            Some((a, p)) if !a.is_empty() && (rest.starts_with('[') || !a.contains(':')) => (a, p),
+            _ => (rest, ""),
+        };
+        if a.is_empty() {
+            return Err(format!(
+                "'{s}': tcp: needs the controller's address (tcp:IP[:PORT])"
+            ));
+        }
+        return Ok(Target::Tcp(SocketAddr::new(ip(a)?, port(p)?)));
+    }
+    if let Some(rest) = s.strip_prefix("ptcp:") {
+        let (p, a) = rest.split_once(':').unwrap_or((rest, ""));
+        let addr = if a.is_empty() {
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+        } else {
+            ip(a)?
+        };
+        return Ok(Target::PTcp(SocketAddr::new(addr, port(p)?)));
+    }
+    Err(format!(
+        "'{s}': not an OpenFlow connection method (tcp:IP[:PORT] or ptcp:[PORT][:IP]; the management socket punix: is always there)"
+    ))
+}
+
+/// A connection's byte stream.
+enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Stream::Unix(s) => s.as_fd(),
+            Stream::Tcp(s) => s.as_fd(),
+        }
+    }
+    fn set_nonblocking(&self, on: bool) -> std::io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_nonblocking(on),
+            Stream::Tcp(s) => s.set_nonblocking(on),
+        }
+    }
+    fn set_write_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_write_timeout(t),
+            Stream::Tcp(s) => s.set_write_timeout(t),
+        }
+    }
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => s.read(buf),
+        }
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.write_all(buf),
+            Stream::Tcp(s) => s.write_all(buf),
+        }
+    }
+}
+
+/// One OpenFlow connection.
+struct Conn {
+    stream: Stream,
+    /// Bytes read and not yet a whole message.
+    rx: Vec<u8>,
+    /// The agreed version, once the peer's HELLO came.
+    version: Option<u8>,
+    /// The switch's default for packet_in's bytes (SET_CONFIG changes it).
+    miss_send_len: u16,
+    /// A controller (from `[switch] openflow`): asynchronous messages and
+    /// keep-alive.
+    controller: bool,
+    /// The `tcp:` target it was made for, to reconnect when it closes.
+    active: Option<usize>,
+    /// When the peer last said anything, and whether it was asked since.
+    heard: Instant,
+    probed: bool,
+}
+
+impl Conn {
+    fn new(stream: Stream, controller: bool, active: Option<usize>) -> Conn {
+        Conn {
+            stream,
+            rx: Vec::new(),
+            version: None,
+            miss_send_len: 128,
+            controller,
+            active,
+            heard: Instant::now(),
+            probed: false,
+        }
+    }
+}
+
+/// What to do with a connection after a message.
+enum Next {
+    Keep,
+    Close,
+}
+
+/// A listening socket: the management socket, or a `ptcp:` one.
+enum Listener {
+    Unix(UnixListener),
+    Tcp(TcpListener),
+}
+
+/// A `tcp:` controller and when to try it next.
+struct Active {
+    addr: SocketAddr,
+    connected: bool,
+    next_try: Instant,
+    backoff: Duration,
+}
+
+/// The listening sockets, the `tcp:` controllers and every connection.
+pub struct MgmtServer {
+    listeners: Vec<Listener>,
+    active: Vec<Active>,
+    path: PathBuf,
+    group: Option<Gid>,
+    conns: Vec<Conn>,
+    datapath_id: u64,
+    /// PACKET_INs from the workers (their end is [`Self::packet_in_sender`]).
+    packet_in_rx: UnixDatagram,
+    packet_in_tx: UnixDatagram,
+    /// PACKET_INs sent to controllers, and read with no controller to
+    /// take them.
+    pub packet_ins_sent: u64,
+    pub packet_ins_unsent: u64,
+}
+
+impl std::fmt::Debug for MgmtServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MgmtServer")
+            .field("path", &self.path)
+            .field("connections", &self.conns.len())
+            .finish()
+    }
+}
+
+/// The management socket beside a node's control socket:
+/// `/run/tunlab/NAME.ctl` has `/run/tunlab/NAME.mgmt`.
+pub fn path_beside(control_socket: &Path) -> PathBuf {
+    control_socket.with_extension("mgmt")
+}
+
+/// A datapath id for node `name`: stable across restarts, as OVS's is
+/// (there it comes from a MAC address; here from the name, FNV-1a folded
+/// to 48 bits as a MAC would be).
+pub fn datapath_id(name: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    h & 0xffff_ffff_ffff
+}
+
+/// The PACKET_IN a worker sends for a `controller` action: the frame as
+/// it is now, cut to `max_len` (65535: whole), with in_port and, for a
+/// frame that came out of a tunnel, the tunnel's id and addresses in its
+/// match (`key` is the frame's flow key then).
+pub fn packet_in_message(
+    in_port: u32,
+    tunnel: Option<&FlowKey>,
+    max_len: u16,
+    table: u8,
+    cookie: u64,
+    reason: PacketInReason,
+    frame: &[u8],
+) -> Vec<u8> {
+    let mut m = Match::default();
+    m.value.set(f::IN_PORT, u64::from(in_port));
+    m.mask.set(f::IN_PORT, f::IN_PORT.max());
+    if let Some(k) = tunnel {
+        let fields: &[tunlab_dp::key::FieldPos] = if k.get(f::TUN_FAMILY) == 6 {
+            &[
+                f::TUN_ID,
+                f::TUN_IPV6_SRC_HI,
+                f::TUN_IPV6_SRC_LO,
+                f::TUN_IPV6_DST_HI,
+                f::TUN_IPV6_DST_LO,
+            ]
+        } else {
+            &[f::TUN_ID, f::TUN_SRC, f::TUN_DST]
+        };
+        for &p in fields {
+            m.value.set(p, k.get(p));
+            m.mask.set(p, p.max());
+        }
+    }
+    let fields = crate::ofrules::match_fields(&m);
+    let oxms: Vec<of::Oxm<'_>> = fields.iter().map(crate::ofrules::Field::oxm).collect();
+    let keep = if max_len == u16::MAX {
+        frame.len()
+    } else {
+        frame.len().min(usize::from(max_len))
+    };
+    let total = frame.len().min(usize::from(u16::MAX)) as u16;
+    of::packet_in(total, reason as u8, table, cookie, &oxms, &frame[..keep])
+}
+
+impl MgmtServer {
+    /// Listen at `path` for node `name` (access as the control socket's:
+    /// 0600, or 0660 for `group`), on every `ptcp:` target, and get ready
+    /// to connect to every `tcp:` one.
+    pub fn bind(
+        path: &Path,
+        group: Option<&str>,
+        name: &str,
+        targets: &[Target],
+    ) -> std::io::Result<MgmtServer> {
+        let (listener, group) = bind_socket(path, group)?;
+        listener.set_nonblocking(true)?;
+        let mut listeners = vec![Listener::Unix(listener)];
+        let mut active = Vec::new();
+        for t in targets {
+            match *t {
+                Target::PTcp(addr) => {
+                    let l = TcpListener::bind(addr).map_err(|e| {
+                        std::io::Error::new(
+                            e.kind(),
+                            format!("ptcp:{}:{}: {e}", addr.port(), addr.ip()),
+                        )
+                    })?;
+                    l.set_nonblocking(true)?;
+                    listeners.push(Listener::Tcp(l));
+                }
+                Target::Tcp(addr) => active.push(Active {
+                    addr,
+                    connected: false,
+                    next_try: Instant::now(),
+                    backoff: BACKOFF_MIN,
+                }),
+            }
+        }
+        let (packet_in_rx, packet_in_tx) = UnixDatagram::pair()?;
+        packet_in_rx.set_nonblocking(true)?;
+        packet_in_tx.set_nonblocking(true)?;
+        Ok(MgmtServer {
+            listeners,
+            active,
+            path: path.to_path_buf(),
+            group,
+            conns: Vec::new(),
+            datapath_id: datapath_id(name),
+            packet_in_rx,
+            packet_in_tx,
+            packet_ins_sent: 0,
+            packet_ins_unsent: 0,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Connections open now.
+    pub fn connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// The workers' end for PACKET_INs (non-blocking: a full queue drops).
+    pub fn packet_in_sender(&self) -> std::io::Result<UnixDatagram> {
+        self.packet_in_tx.try_clone()
+    }
+
+    /// Wait up to `timeout_ms` for these sockets, the PACKET_IN queue, or
+    /// `other` (the control socket's listener); serve what is ready here,
+    /// keep the controller connections up, and say whether `other` is.
+    pub fn poll(&mut self, other: BorrowedFd<'_>, timeout_ms: u16, sw: &mut Switch) -> bool {
+        self.connect_controllers();
+        let (other_ready, listeners_ready, packet_ins, ready) = {
+            let mut fds = vec![
+                PollFd::new(other, PollFlags::POLLIN),
+                PollFd::new(self.packet_in_rx.as_fd(), PollFlags::POLLIN),
+            ];
+            fds.extend(self.listeners.iter().map(|l| {
+                let fd = match l {
+                    Listener::Unix(l) => l.as_fd(),
+                    Listener::Tcp(l) => l.as_fd(),
+                };
+                PollFd::new(fd, PollFlags::POLLIN)
+            }));
+            fds.extend(
+                self.conns
+                    .iter()
+                    .map(|c| PollFd::new(c.stream.as_fd(), PollFlags::POLLIN)),
+            );
+            let n = poll(&mut fds, timeout_ms).unwrap_or(0);
+            let is = |f: &PollFd| n > 0 && f.revents().is_some_and(|r| !r.is_empty());
+            let nl = self.listeners.len();
+            let listeners: Vec<bool> = fds[2..2 + nl].iter().map(is).collect();
+            let ready: Vec<bool> = fds[2 + nl..].iter().map(is).collect();
+            (is(&fds[0]), listeners, is(&fds[1]), ready)
+        };
+        // Newest last: serve the ready ones back to front so that closing
+        // one does not shift the others' places.
+        for i in (0..ready.len()).rev() {
+            if ready[i] && matches!(self.read(i, sw), Next::Close) {
+                self.close(i);
+            }
+        }
+        if packet_ins {
+            self.forward_packet_ins();
+        }
+        for (i, ready) in listeners_ready.into_iter().enumerate() {
+            if ready {
+                self.accept(i);
+            }
+        }
+        self.probe();
+        other_ready
+    }
+
+    /// Take connection `i` away; a `tcp:` controller's is tried again
+    /// after the backoff.
+    fn close(&mut self, i: usize) {
+        let c = self.conns.swap_remove(i);
+        if let Some(a) = c.active.and_then(|a| self.active.get_mut(a)) {
+            a.connected = false;
+            a.next_try = Instant::now() + a.backoff;
+        }
+    }
+
+    /// Connect to the `tcp:` controllers that are due.
+    fn connect_controllers(&mut self) {
+        let now = Instant::now();
+        for (i, a) in self.active.iter_mut().enumerate() {
+            if a.connected || now < a.next_try || self.conns.len() >= MAX_CONNECTIONS {
+                continue;
+            }
+            let stream = TcpStream::connect_timeout(&a.addr, CONNECT_TIMEOUT)
+                .and_then(|s| s.set_nodelay(true).map(|()| s))
+                .and_then(|s| s.set_nonblocking(true).map(|()| s));
+            match stream {
+                Ok(s) => {
+                    let mut c = Conn::new(Stream::Tcp(s), true, Some(i));
+                    if send(&mut c, &of::hello(of::OF13, ours(), 0)).is_ok() {
+                        a.connected = true;
+                        a.backoff = BACKOFF_MIN;
+                        self.conns.push(c);
+                        continue;
+                    }
+                    a.next_try = now + a.backoff;
+                }
+                Err(_) => {
+                    a.next_try = now + a.backoff;
+                    a.backoff = (a.backoff * 2).min(BACKOFF_MAX);
+                }
+            }
+        }
+    }
+
+    fn accept(&mut self, li: usize) {
+        loop {
+            let (stream, controller) = match &self.listeners[li] {
+                Listener::Unix(l) => match l.accept() {
+                    Ok((s, _)) if check_peer(&s, self.group).is_ok() => (Stream::Unix(s), false),
+                    Ok(_) => continue,
+                    Err(_) => return,
+                },
+                Listener::Tcp(l) => match l.accept() {
+                    Ok((s, _)) => {
+                        let _ = s.set_nodelay(true);
+                        (Stream::Tcp(s), true)
+                    }
+                    Err(_) => return,
+                },
+            };
+            if self.conns.len() >= MAX_CONNECTIONS || stream.set_nonblocking(true).is_err() {
+                continue;
+            }
+            let mut c = Conn::new(stream, controller, None);
+            // Both ends say HELLO first, without waiting (1.3 § 6.3.1).
+            if send(&mut c, &of::hello(of::OF13, ours(), 0)).is_ok() {
+                self.conns.push(c);
+            }
+        }
+    }
+
+    /// Hand the workers' PACKET_INs to every 1.3 controller connection.
+    fn forward_packet_ins(&mut self) {
+        let mut buf = vec![0u8; of::MAX_LEN];
+        let mut closed = Vec::new();
+        while let Ok(n) = self.packet_in_rx.recv(&mut buf) {
+            let mut sent = false;
+            for (i, c) in self.conns.iter_mut().enumerate() {
+                if !c.controller || c.version != Some(of::OF13) || closed.contains(&i) {
+                    continue;
+                }
+                if send(c, &buf[..n]).is_ok() {
+                    sent = true;
+                } else {
+                    closed.push(i);
+                }
+            }
+            if sent {
+                self.packet_ins_sent += 1;
+            } else {
+                self.packet_ins_unsent += 1;
+            }
+        }
+        closed.sort_unstable();
+        for i in closed.into_iter().rev() {
+            self.close(i);
+        }
+    }
+
+    /// Ask idle controllers whether they are there; drop the silent.
+    fn probe(&mut self) {
+        let now = Instant::now();
+        for i in (0..self.conns.len()).rev() {
+            let c = &mut self.conns[i];
+            if !c.controller || now.duration_since(c.heard) < PROBE_INTERVAL {
+                continue;
+            }
+            let gone = if c.probed {
+                now.duration_since(c.heard) >= 2 * PROBE_INTERVAL
+            } else {
+                c.probed = true;
+                let v = c.version.unwrap_or(of::OF13);
+                send(c, &of::header(v, of::ECHO_REQUEST, of::HEADER_LEN, 0)).is_err()
+            };
+            if gone {
+                self.close(i);
+            }
+        }
+    }
+
+    /// Read what connection `i` sent and answer every whole message.
+    fn read(&mut self, i: usize, sw: &mut Switch) -> Next {
+        let dpid = self.datapath_id;
+        let c = &mut self.conns[i];
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match c.stream.read(&mut buf) {
+                Ok(0) => return Next::Close,
+                Ok(n) => {
+                    c.rx.extend_from_slice(&buf[..n]);
+                    c.heard = Instant::now();
+                    c.probed = false;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => return Next::Close,
+            }
+            if c.rx.len() > MAX_BUFFERED {
+                return Next::Close;
+            }
+        }
+        // The buffer is taken out while its messages are answered (the
+        // answers need the connection), and what is left put back.
+        let rx = std::mem::take(&mut c.rx);
+        let mut used = 0;
+        let next = loop {
+            match of::frame(&rx[used..]) {
+                Ok(Some(n)) => {
+                    let at = used;
+                    used += n;
+                    // `frame` vouched for its length: this always holds.
+                    let Ok(m) = Message::new_checked(&rx[at..used]) else {
+                        break Next::Close;
+                    };
+                    if let Next::Close = handle(c, &m, dpid, sw) {
+                        break Next::Close;
+                    }
+                }
+                Ok(None) => break Next::Keep,
+                // No length to skip by: the stream is lost.
+                Err(_) => {
+                    let v = c.version.unwrap_or(of::OF13);
+                    let e = of::error(v, of::ET_BAD_REQUEST, of::BRC_BAD_LEN, 0, &rx[used..]);
+                    let _ = send(c, &e);
+                    break Next::Close;
+                }
+            }
+        };
+        c.rx = rx;
+        c.rx.drain(..used);
+        next
+    }
+}
+
+impl Drop for MgmtServer {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Write a whole message; a peer that does not read is dropped rather
+/// than waited for.
+fn send(c: &mut Conn, m: &[u8]) -> std::io::Result<()> {
+    c.stream.set_nonblocking(false)?;
+    c.stream
+        .set_write_timeout(Some(Duration::from_millis(500)))?;
+    let r = c.stream.write_all(m);
+    c.stream.set_nonblocking(true)?;
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datapath_ids_are_stable_and_48_bits() {
+        assert_eq!(datapath_id("h1"), datapath_id("h1"));
+        assert_ne!(datapath_id("h1"), datapath_id("h2"));
+        assert!(datapath_id("a-long-node-name") < 1 << 48);
+    }
+}

@@ -1,0 +1,207 @@
+//! Packets between switch and controller (OpenFlow 1.3 § 7.3.7, 7.4.1):
+//! PACKET_IN carries a packet up, unbuffered (this switch keeps no
+//! buffers), with the match fields saying where it came from; PACKET_OUT
+//! brings one down with the actions to apply to it.
+//!
+//! ```text
+//! packet_in:  header | buffer_id (4) | total_len (2) | reason (1) | table (1)
+//!             | cookie (8) | match (padded to 8) | pad (2) | frame
+//! packet_out: header | buffer_id (4) | in_port (4) | actions_len (2) | pad (6)
+//!             | actions | frame
+//! ```
+
+use super::{actions, header, put_match, Action, Message, Oxm, HEADER_LEN, OF13};
+use crate::error::{need, Error, Layer, Result};
+use crate::{be16, be32};
+
+pub const PACKET_IN: u8 = 10;
+pub const PACKET_OUT: u8 = 13;
+/// "No buffer": the packet travels whole in the message.
+pub const NO_BUFFER: u32 = 0xffff_ffff;
+/// BAD_REQUEST code for a buffer id the switch does not hold.
+pub const BRC_BUFFER_UNKNOWN: u16 = 8;
+
+/// PACKET_IN of `frame` (cut from a packet `total_len` long),
+/// unbuffered, with xid 0 (an asynchronous message).
+pub fn packet_in(
+    total_len: u16,
+    reason: u8,
+    table_id: u8,
+    cookie: u64,
+    fields: &[Oxm<'_>],
+    frame: &[u8],
+) -> Vec<u8> {
+    let mut m = header(OF13, PACKET_IN, 0, 0).to_vec();
+    m.extend_from_slice(&NO_BUFFER.to_be_bytes());
+    m.extend_from_slice(&total_len.to_be_bytes());
+    m.push(reason);
+    m.push(table_id);
+    m.extend_from_slice(&cookie.to_be_bytes());
+    put_match(&mut m, fields);
+    m.extend_from_slice(&[0, 0]);
+    let room = super::MAX_LEN - m.len();
+    m.extend_from_slice(&frame[..frame.len().min(room)]);
+    let len = (m.len() as u16).to_be_bytes();
+    m[2..4].copy_from_slice(&len);
+    m
+}
+
+/// A PACKET_IN, read (a controller's view; tests and tools use it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PacketIn<'a> {
+    pub buffer_id: u32,
+    pub total_len: u16,
+    pub reason: u8,
+    pub table_id: u8,
+    pub cookie: u64,
+    pub matches: Vec<Oxm<'a>>,
+    pub frame: &'a [u8],
+}
+
+/// Read a PACKET_IN; offsets in errors are the message's.
+pub fn parse_packet_in<'a>(m: &Message<'a>) -> Result<PacketIn<'a>> {
+    const MATCH_AT: usize = HEADER_LEN + 16;
+    let b = m.bytes();
+    need(Layer::OpenFlow, "packet_in", b, 0, MATCH_AT + 4)?;
+    let match_len = be16(b, MATCH_AT + 2) as usize;
+    if be16(b, MATCH_AT) != 1 || match_len < 4 {
+        return Err(Error::invalid(
+            Layer::OpenFlow,
+            "match",
+            MATCH_AT,
+            "not an OXM match",
+        ));
+    }
+    let frame_at = MATCH_AT + match_len.div_ceil(8) * 8 + 2;
+    need(Layer::OpenFlow, "packet_in match", b, 0, frame_at)?;
+    Ok(PacketIn {
+        buffer_id: be32(b, HEADER_LEN),
+        total_len: be16(b, HEADER_LEN + 4),
+        reason: b[HEADER_LEN + 6],
+        table_id: b[HEADER_LEN + 7],
+        cookie: u64::from(be32(b, HEADER_LEN + 8)) << 32 | u64::from(be32(b, HEADER_LEN + 12)),
+        matches: super::oxms(&b[MATCH_AT + 4..MATCH_AT + match_len], MATCH_AT + 4)?,
+        frame: &b[frame_at..],
+    })
+}
+
+/// A PACKET_OUT, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PacketOut<'a> {
+    pub buffer_id: u32,
+    pub in_port: u32,
+    pub actions: Vec<Action<'a>>,
+    pub frame: &'a [u8],
+}
+
+/// Read a PACKET_OUT; offsets in errors are the message's.
+pub fn parse_packet_out<'a>(m: &Message<'a>) -> Result<PacketOut<'a>> {
+    const ACTIONS_AT: usize = HEADER_LEN + 16;
+    let b = m.bytes();
+    need(Layer::OpenFlow, "packet_out", b, 0, ACTIONS_AT)?;
+    let len = be16(b, HEADER_LEN + 8) as usize;
+    need(Layer::OpenFlow, "packet_out actions", b, ACTIONS_AT, len)?;
+    Ok(PacketOut {
+        buffer_id: be32(b, HEADER_LEN),
+        in_port: be32(b, HEADER_LEN + 4),
+        actions: actions(&b[ACTIONS_AT..ACTIONS_AT + len], ACTIONS_AT)?,
+        frame: &b[ACTIONS_AT + len..],
+    })
+}
+
+/// PACKET_OUT of `frame` with `acts`, as if it came in on `in_port`.
+pub fn packet_out(xid: u32, in_port: u32, acts: &[Action<'_>], frame: &[u8]) -> Vec<u8> {
+    let mut m = header(OF13, PACKET_OUT, 0, xid).to_vec();
+    m.extend_from_slice(&NO_BUFFER.to_be_bytes());
+    m.extend_from_slice(&in_port.to_be_bytes());
+    m.extend_from_slice(&[0; 8]);
+    let start = m.len();
+    for a in acts {
+        a.emit(&mut m);
+    }
+    let alen = ((m.len() - start) as u16).to_be_bytes();
+    m[HEADER_LEN + 8..HEADER_LEN + 10].copy_from_slice(&alen);
+    m.extend_from_slice(frame);
+    let len = (m.len().min(super::MAX_LEN) as u16).to_be_bytes();
+    m[2..4].copy_from_slice(&len);
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::openflow::OXM_BASIC;
+
+    #[test]
+    fn packet_in_and_out_read_what_they_build() {
+        let port = 7u32.to_be_bytes();
+        let f = [Oxm {
+            class: OXM_BASIC,
+            field: 0,
+            value: &port,
+            mask: None,
+        }];
+        let frame: Vec<u8> = (0..60u8).collect();
+        let m = packet_in(60, 0, 0, 0x77, &f, &frame);
+        let msg = Message::new_checked(&m).unwrap();
+        assert_eq!(
+            (msg.msg_type(), msg.xid(), msg.len()),
+            (PACKET_IN, 0, m.len())
+        );
+        let p = parse_packet_in(&msg).unwrap();
+        assert_eq!(
+            (p.buffer_id, p.total_len, p.reason, p.cookie, p.frame),
+            (NO_BUFFER, 60, 0, 0x77, &frame[..])
+        );
+        assert_eq!(p.matches, f.to_vec());
+
+        let acts = [Action::Output {
+            port: 0xffff_fffb,
+            max_len: 0,
+        }];
+        let o = packet_out(9, 7, &acts, &frame);
+        let msg = Message::new_checked(&o).unwrap();
+        let p = parse_packet_out(&msg).unwrap();
+        assert_eq!(
+            (p.buffer_id, p.in_port, p.frame),
+            (NO_BUFFER, 7, &frame[..])
+        );
+        assert_eq!(p.actions, acts.to_vec());
+        // Every truncation of either fails cleanly or reads less.
+        for n in 0..o.len() {
+            let mut t = o[..n.max(8)].to_vec();
+            let l = (t.len() as u16).to_be_bytes();
+            t[2..4].copy_from_slice(&l);
+            if let Ok(msg) = Message::new_checked(&t) {
+                let _ = parse_packet_out(&msg);
+                let _ = parse_packet_in(&msg);
+            }
+        }
+    }
+
+    /// The PACKET_OUT a learning switch sends to flood: unbuffered,
+    /// in_port 1, output FLOOD with os-ken's default max_len (0xffe5,
+    /// OFPCML_MAX), then the frame.
+    #[test]
+    fn a_flood_packet_out_reads() {
+        let mut b = vec![4, 13, 0, 0, 0, 0, 0, 5];
+        b.extend_from_slice(&NO_BUFFER.to_be_bytes());
+        b.extend_from_slice(&1u32.to_be_bytes());
+        b.extend_from_slice(&[0, 16, 0, 0, 0, 0, 0, 0]);
+        b.extend_from_slice(&[
+            0, 0, 0, 16, 0xff, 0xff, 0xff, 0xfb, 0xff, 0xe5, 0, 0, 0, 0, 0, 0,
+        ]);
+        b.extend_from_slice(&[0xaa; 42]);
+        let l = (b.len() as u16).to_be_bytes();
+        b[2..4].copy_from_slice(&l);
+        let p = parse_packet_out(&Message::new_checked(&b).unwrap()).unwrap();
+        assert_eq!(
+            p.actions,
+            vec![Action::Output {
+                port: 0xffff_fffb,
+                max_len: 0xffe5
+            }]
+        );
+        assert_eq!(p.frame.len(), 42);
+    }
+}

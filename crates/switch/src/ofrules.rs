@@ -625,7 +625,7 @@ mod tests {
         fm.table_id = 3;
         assert_eq!(
             ctl_request(&fm).unwrap(),
-            "add-flow priority=32768,table=3,in_port=2 actions=push_vlan:0x88a8,mod_vlan_vid:1,output:1"
+            "add-flow priority=32768,table=3,in_port=2,cookie=0x10 actions=push_vlan:0x88a8,mod_vlan_vid:1,output:1"
         );
         fm.table_id = of::TABLE_ALL;
         assert_eq!(

@@ -395,3 +395,151 @@ fn dump_flows_lists_what_ovs_3_1_lists_for_the_same_flows() {
     s1.stop();
     s2.stop();
 }
+
+/// os-ken's application, run by tests/interop/osken_run.py in a namespace
+/// of the test, stopped on drop.
+struct Controller {
+    child: std::process::Child,
+    log: std::path::PathBuf,
+}
+
+impl Controller {
+    fn start(ns: &str, host: &str, port: u16, dir: &std::path::Path) -> Controller {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let app = root.join("target/os-ken-apps/simple_switch_13.py");
+        assert!(
+            app.exists(),
+            "{} is missing: scripts/install-deps fetches it (os-ken 1.4.1's learning switch)",
+            app.display()
+        );
+        let log = dir.join("os-ken.log");
+        let child = Command::new("ip")
+            .args(["netns", "exec", ns, "python3"])
+            .arg(root.join("tests/interop/osken_run.py"))
+            .args([host, &port.to_string()])
+            .arg(&app)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("python3 (scripts/install-deps installs os-ken)");
+        Controller { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A node of the usual pair with no rules of its own, programmed by the
+/// controller at `controller` instead.
+fn controlled(cfg: &str, controller: &str) -> String {
+    let start = cfg.find("flows = [").unwrap();
+    let end = start + cfg[start..].find("]\n").unwrap() + 2;
+    format!(
+        "{}openflow = [\"tcp:{controller}\"]\n{}",
+        &cfg[..start],
+        &cfg[end..]
+    )
+}
+
+/// A controller nobody here wrote: os-ken's simple_switch_13, over TCP,
+/// programs both nodes of a Geneve pair from nothing. It installs its
+/// table-miss rule (`actions=CONTROLLER:65535`), learns the tenants' MACs
+/// from PACKET_INs, floods with PACKET_OUTs until it knows, and installs
+/// the rules that then carry the tenants' ping and a TCP stream without
+/// it.
+#[test]
+fn os_ken_simple_switch_13_learns_and_tenants_ping_and_stream() {
+    os_ken_programs_a_pair(false);
+}
+
+/// The same on the eBPF datapath: the learned rules are cached in the
+/// kernel, which carries the stream; what goes to the controller never is
+/// (every such packet comes up to the slow path).
+#[test]
+fn os_ken_programs_the_ebpf_datapath_too() {
+    os_ken_programs_a_pair(true);
+}
+
+fn os_ken_programs_a_pair(ebpf: bool) {
+    let l = lab();
+    let (c1, c2) = pair_configs(&l, "geneve");
+    let controller = Controller::start(l.hv1.name(), "172.31.0.1", 16653, &l.dir);
+    let (mut c1, mut c2) = (
+        controlled(&c1, "172.31.0.1:16653"),
+        controlled(&c2, "172.31.0.1:16653"),
+    );
+    if ebpf {
+        c1 = on_kernel(&c1);
+        c2 = on_kernel(&c2);
+    }
+    let (s1, s2) = start_pair(&l, &c1, &c2);
+    // Each node connects (and reconnects until os-ken listens) and gets
+    // the table-miss rule.
+    for s in [&s1, &s2] {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let (_, dump, _) = ctl(s.ctl_path(), &["dump-flows"]);
+            if dump.contains("priority=0 actions=controller:65535") {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no table-miss rule from os-ken:\n{dump}\nos-ken: {}",
+                controller.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    traffic_both_ways(&l, "geneve, programmed by os-ken's simple_switch_13");
+    let (sent, got) = tcp_transfer(&l.ta, &l.tb, "192.168.7.2");
+    assert_eq!(sent, got, "the TCP stream arrives whole");
+    // What it learned: a rule per direction on each node, which carried
+    // the stream.
+    for s in [&s1, &s2] {
+        let (_, dump, _) = ctl(s.ctl_path(), &["dump-flows"]);
+        let learned: Vec<&str> = dump
+            .lines()
+            .filter(|l| l.contains("priority=1,in_port=") && l.contains(",dl_dst="))
+            .collect();
+        assert!(learned.len() >= 2, "{dump}");
+        if ebpf {
+            // The kernel's cached flows carried the stream; their counts
+            // are not credited back to the rules (not built).
+            continue;
+        }
+        let busiest = learned
+            .iter()
+            .filter_map(|l| {
+                l.split("n_packets=")
+                    .nth(1)?
+                    .split(',')
+                    .next()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .max()
+            .unwrap_or(0);
+        assert!(
+            busiest > 100,
+            "the stream went through learned rules:\n{dump}"
+        );
+    }
+    let log = controller.log();
+    assert!(
+        log.contains("packet in"),
+        "os-ken logged no PACKET_IN:\n{log}"
+    );
+    if ebpf {
+        assert_kernel_carried(&l.dir, "n1", "the learned rules");
+    }
+    s1.stop();
+    s2.stop();
+}

@@ -130,7 +130,31 @@ pub fn packet_out(xid: u32, in_port: u32, acts: &[Action<'_>], frame: &[u8]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::openflow::OXM_BASIC;
+    use crate::openflow::{parse_flow_stats_request, parse_multipart, OXM_BASIC};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any body under a PACKET_OUT, PACKET_IN or multipart header is
+        /// read or refused, never a panic; what reads builds again to
+        /// bytes that read the same.
+        #[test]
+        fn any_body_reads_or_is_refused(typ in prop_oneof![Just(PACKET_OUT), Just(PACKET_IN), Just(18u8)],
+                                        body in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let mut b = header(OF13, typ, HEADER_LEN + body.len(), 1).to_vec();
+            b.extend_from_slice(&body);
+            let m = Message::new_checked(&b).unwrap();
+            if let Ok(po) = parse_packet_out(&m) {
+                let again = packet_out(1, po.in_port, &po.actions, po.frame);
+                let po2 = parse_packet_out(&Message::new_checked(&again).unwrap()).unwrap();
+                prop_assert_eq!(po2.actions, po.actions);
+                prop_assert_eq!(po2.frame, po.frame);
+            }
+            let _ = parse_packet_in(&m);
+            if let Ok(mp) = parse_multipart(&m) {
+                let _ = parse_flow_stats_request(mp.body);
+            }
+        }
+    }
 
     #[test]
     fn packet_in_and_out_read_what_they_build() {

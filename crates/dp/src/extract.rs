@@ -100,6 +100,15 @@ impl TlvMap {
         Ok(())
     }
 
+    /// Map field `n` to option (class, type, len), or unmap it (`None`).
+    /// The caller has checked what it needs to (OpenFlow's TLV table mod
+    /// refuses remapping a field in use).
+    pub fn set(&mut self, n: usize, option: Option<(u16, u8, u8)>) {
+        if let Some(e) = self.entries.get_mut(n) {
+            *e = option;
+        }
+    }
+
     /// The field an option maps to.
     pub fn field(&self, class: u16, typ: OptType) -> Option<usize> {
         self.entries

@@ -543,3 +543,109 @@ fn os_ken_programs_a_pair(ebpf: bool) {
     s1.stop();
     s2.stop();
 }
+
+/// `ovs-ofctl add-tlv-map` maps OVN's Geneve option (class 0x0102, type
+/// 0x80) to tun_metadata0 on both nodes, which start with no map; then a
+/// rule on n1 sets the option and a rule on n2 forwards only what carries
+/// the right value: the option crosses the tunnel end to end. The TLV
+/// table answers as OVS's does: dump-tlv-map lists it, a field mapped
+/// twice, an option mapped to two fields and a mapping still in use are
+/// refused by name.
+#[test]
+fn add_tlv_map_then_a_tun_metadata0_rule_carries_the_ovn_option() {
+    let l = lab();
+    let (c1, c2) = pair_configs(&l, "geneve");
+    let (s1, s2) = start_pair(&l, &c1, &c2);
+    let t1 = format!(
+        "unix:{}",
+        tunlab_switch::mgmt::path_beside(s1.ctl_path()).display()
+    );
+    let t2 = format!(
+        "unix:{}",
+        tunlab_switch::mgmt::path_beside(s2.ctl_path()).display()
+    );
+    let ovn = "{class=0x0102,type=0x80,len=4}->tun_metadata0";
+    // One node in ovs-ofctl's default (1.0 with Nicira's extensions), the
+    // other in 1.3.
+    let (ok, out) = ofctl(&["add-tlv-map", &t1, ovn]);
+    assert!(ok, "{out}");
+    let (ok, out) = ofctl(&["-O", "OpenFlow13", "add-tlv-map", &t2, ovn]);
+    assert!(ok, "{out}");
+    let (ok, out) = ofctl(&["-O", "OpenFlow13", "dump-tlv-map", &t2]);
+    assert!(
+        ok && out.contains("0x102  0x80       4  tun_metadata0"),
+        "{out}"
+    );
+    let program = |target: &str, rules: &[&str]| {
+        let (ok, out) = ofctl(&["-O", "OpenFlow13", "del-flows", target]);
+        assert!(ok, "{out}");
+        for r in rules {
+            let (ok, out) = ofctl(&["-O", "OpenFlow13", "add-flow", target, r]);
+            assert!(ok, "{r}: {out}");
+        }
+    };
+    program(
+        &t1,
+        &[
+            "in_port=1 actions=set_field:0x20003->tun_metadata0,output:10",
+            "in_port=10 actions=output:1",
+        ],
+    );
+    program(
+        &t2,
+        &[
+            "in_port=10,tun_metadata0=0x20003 actions=output:1",
+            "in_port=1 actions=output:10",
+        ],
+    );
+    traffic_both_ways(&l, "geneve with OVN's option in tun_metadata0");
+    // n2 now wants another value: nothing gets through a to b.
+    program(
+        &t2,
+        &[
+            "in_port=10,tun_metadata0=0x20004 actions=output:1",
+            "in_port=1 actions=output:10",
+        ],
+    );
+    let through = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            l.ta.name(),
+            "ping",
+            "-q",
+            "-c",
+            "2",
+            "-W",
+            "1",
+            "192.168.7.2",
+        ])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!through.success(), "the option's value decides");
+    let (_, stats, _) = ctl(s2.ctl_path(), &["stats"]);
+    assert!(dropped(&stats, "no_rule") > 0, "{stats}");
+
+    // OVS's refusals, by name.
+    let (ok, out) = ofctl(&["-O", "OpenFlow13", "add-tlv-map", &t2, ovn]);
+    assert!(!ok && out.contains("NXTTMFC_ALREADY_MAPPED"), "{out}");
+    let (ok, out) = ofctl(&[
+        "-O",
+        "OpenFlow13",
+        "add-tlv-map",
+        &t2,
+        "{class=0x0102,type=0x80,len=4}->tun_metadata1",
+    ]);
+    assert!(!ok && out.contains("NXTTMFC_DUP_ENTRY"), "{out}");
+    let (ok, out) = ofctl(&["del-tlv-map", &t2]);
+    assert!(!ok && out.contains("NXTTMFC_INVALID_TLV_DEL"), "{out}");
+    // Once no rule uses it, it goes.
+    program(&t2, &["in_port=1 actions=output:10"]);
+    let (ok, out) = ofctl(&["del-tlv-map", &t2]);
+    assert!(ok, "{out}");
+    let (ok, out) = ofctl(&["-O", "OpenFlow13", "dump-tlv-map", &t2]);
+    assert!(ok && !out.contains("tun_metadata0"), "{out}");
+    s1.stop();
+    s2.stop();
+}

@@ -471,9 +471,11 @@ pub fn parse_flow_mod<'a>(m: &Message<'a>) -> Result<FlowMod<'a>> {
 
 mod build;
 mod multipart;
+mod nicira;
 mod packet;
 pub use build::*;
 pub use multipart::*;
+pub use nicira::*;
 pub use packet::*;
 
 #[cfg(test)]

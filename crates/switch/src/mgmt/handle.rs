@@ -5,6 +5,8 @@
 use super::{ours, send, Conn, Next};
 use crate::ofrules::ctl_request;
 use crate::workers::Switch;
+use tunlab_dp::key::TUN_METADATA_FIELDS;
+use tunlab_dp::TlvMap;
 use tunlab_wire::openflow::{self as of, Message};
 
 /// OpenFlow 1.3 message types beyond the session ones (§ 7.1).
@@ -26,8 +28,10 @@ mod t10 {
     pub const BARRIER_REPLY: u8 = 19;
 }
 
-/// BAD_REQUEST codes: a statistics / multipart type not served.
+/// BAD_REQUEST codes: a statistics / multipart type not served, an
+/// experimenter (or Nicira subtype) not known.
 const BRC_BAD_MULTIPART: u16 = 2;
+const BRC_BAD_EXPERIMENTER: u16 = 3;
 
 /// Answer one message.
 pub(super) fn handle(c: &mut Conn, m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Next {
@@ -108,12 +112,120 @@ pub(super) fn handle(c: &mut Conn, m: &Message<'_>, dpid: u64, sw: &mut Switch) 
                 Err((typ, code)) => error(c, typ, code),
             }
         }
+        of::EXPERIMENTER => match of::parse_nx(m) {
+            // A 1.0 client's flow format: only 1.3's flow_mod is built,
+            // so the choice changes nothing yet; it is accepted so that
+            // the requests after it (add-tlv-map) go through.
+            Some(nx) if nx.subtype == of::NXT_SET_FLOW_FORMAT => Next::Keep,
+            Some(nx) if nx.subtype == of::NXT_TLV_TABLE_MOD => {
+                match of::parse_tlv_table_mod(nx.body) {
+                    Ok((cmd, maps)) => match tlv_table_mod(cmd, &maps, sw) {
+                        Ok(()) => Next::Keep,
+                        Err(e) => match send(c, &of::nx_error(v, e, m.xid(), m.bytes())) {
+                            Ok(()) => Next::Keep,
+                            Err(_) => Next::Close,
+                        },
+                    },
+                    Err(_) => error(c, of::ET_BAD_REQUEST, of::BRC_BAD_LEN),
+                }
+            }
+            Some(nx) if nx.subtype == of::NXT_TLV_TABLE_REQUEST => match sw.on(0, |n| n.tlv()) {
+                Ok(tlv) => {
+                    let maps: Vec<of::TlvMapping> = (0..TUN_METADATA_FIELDS)
+                        .filter_map(|i| {
+                            let (class, typ, len) = tlv.option(i)?;
+                            Some(of::TlvMapping {
+                                class,
+                                typ,
+                                len,
+                                index: i as u16,
+                            })
+                        })
+                        .collect();
+                    let space = (TUN_METADATA_FIELDS * 4) as u32;
+                    let r =
+                        of::tlv_table_reply(v, m.xid(), space, TUN_METADATA_FIELDS as u16, &maps);
+                    reply(c, r)
+                }
+                Err(_) => error(c, of::ET_BAD_REQUEST, BRC_EPERM),
+            },
+            _ => error(c, of::ET_BAD_REQUEST, BRC_BAD_EXPERIMENTER),
+        },
         of::PACKET_OUT if v == of::OF13 => match packet_out(m, sw) {
             Ok(()) => Next::Keep,
             Err((typ, code)) => error(c, typ, code),
         },
         _ => error(c, of::ET_BAD_REQUEST, of::BRC_BAD_TYPE),
     }
+}
+
+/// NXT_TLV_TABLE_MOD, all or nothing, with Open vSwitch's rules: a field
+/// mapped already cannot be mapped again, an option maps to one field,
+/// and a mapping a rule uses cannot go. Every worker gets the new map.
+fn tlv_table_mod(
+    cmd: u16,
+    maps: &[of::TlvMapping],
+    sw: &mut Switch,
+) -> Result<(), of::TlvModError> {
+    use of::TlvModError as E;
+    let (mut tlv, used) = sw
+        .on(0, |n| {
+            let used: Vec<bool> = (0..TUN_METADATA_FIELDS)
+                .map(|i| {
+                    n.classifier.iter().any(|r| {
+                        r.flow.m.mask.get(tunlab_dp::key::tun_metadata(i)) != 0
+                            || r.flow.actions.iter().any(
+                                |a| matches!(a, tunlab_dp::Action::SetTunMetadata(k, _) if usize::from(*k) == i),
+                            )
+                    })
+                })
+                .collect();
+            (n.tlv(), used)
+        })
+        .map_err(|_| E::BadCommand)?;
+    let index = |m: &of::TlvMapping| {
+        let i = usize::from(m.index);
+        (i < TUN_METADATA_FIELDS).then_some(i).ok_or(E::BadFieldIdx)
+    };
+    match cmd {
+        of::NXTTMC_ADD => {
+            for m in maps {
+                let i = index(m)?;
+                if m.len != 4 {
+                    // tunlab's tun_metadata fields are 4 bytes.
+                    return Err(E::BadOptLen);
+                }
+                if tlv.option(i).is_some() {
+                    return Err(E::AlreadyMapped);
+                }
+                if (0..TUN_METADATA_FIELDS)
+                    .any(|k| matches!(tlv.option(k), Some((c, t, _)) if c == m.class && t == m.typ))
+                {
+                    return Err(E::DupEntry);
+                }
+                tlv.set(i, Some((m.class, m.typ, m.len)));
+            }
+        }
+        of::NXTTMC_DELETE => {
+            for m in maps {
+                let i = index(m)?;
+                if tlv.option(i).is_some() && used[i] {
+                    return Err(E::InvalidTlvDel);
+                }
+                tlv.set(i, None);
+            }
+        }
+        of::NXTTMC_CLEAR => {
+            if (0..TUN_METADATA_FIELDS).any(|i| tlv.option(i).is_some() && used[i]) {
+                return Err(E::InvalidTlvDel);
+            }
+            tlv = TlvMap::default();
+        }
+        _ => return Err(E::BadCommand),
+    }
+    sw.on_all(move |n| n.set_tlv(tlv))
+        .map(|_| ())
+        .map_err(|_| E::BadCommand)
 }
 
 /// PACKET_OUT: the frame goes through worker 0 with the message's

@@ -815,6 +815,18 @@ impl Node {
         }
     }
 
+    /// The Geneve options mapped to tun_metadata fields.
+    pub fn tlv(&self) -> TlvMap {
+        self.tlv
+    }
+
+    /// Map Geneve options anew (OpenFlow's TLV table mod); the cached
+    /// flows are checked against the new map.
+    pub fn set_tlv(&mut self, tlv: TlvMap) {
+        self.tlv = tlv;
+        self.revalidate();
+    }
+
     /// OpenFlow's PACKET_OUT: `data` as if it came in on `in_port` (a
     /// controller's 0xfffffffd when none), with `actions` applied.
     pub fn packet_out(&mut self, in_port: u32, data: &[u8], actions: &[tunlab_dp::Action]) {

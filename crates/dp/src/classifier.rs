@@ -28,8 +28,10 @@ pub struct Rule {
     pub flow: FlowRule,
     pub packets: u64,
     pub bytes: u64,
-    /// Caller's time when the rule was added (for `duration=` in dumps).
+    /// Caller's time when the rule was added (for `duration=` in dumps),
+    /// and when a packet last hit it (for the idle timeout).
     pub added: u64,
+    pub used: u64,
     seq: u64,
 }
 
@@ -189,6 +191,9 @@ impl Classifier {
             if r.flow.priority == flow.priority {
                 r.flow.actions = flow.actions;
                 r.flow.cookie = flow.cookie;
+                r.flow.idle_timeout = flow.idle_timeout;
+                r.flow.hard_timeout = flow.hard_timeout;
+                r.flow.send_flow_rem = flow.send_flow_rem;
                 return true;
             }
         }
@@ -197,6 +202,7 @@ impl Classifier {
             packets: 0,
             bytes: 0,
             added: now,
+            used: now,
             seq: self.seq,
         };
         let order = rule.order();
@@ -356,11 +362,12 @@ impl Classifier {
         self.slots.get(r.index as usize)?.as_ref()
     }
 
-    /// Count a packet of `bytes` against a rule.
-    pub fn hit(&mut self, r: RuleRef, bytes: u64) {
+    /// Count a packet of `bytes` against a rule at time `now`.
+    pub fn hit(&mut self, r: RuleRef, bytes: u64, now: u64) {
         if let Some(Some(rule)) = self.slots.get_mut(r.index as usize) {
             rule.packets += 1;
             rule.bytes += bytes;
+            rule.used = now;
         }
     }
 
@@ -477,7 +484,7 @@ mod tests {
         let mut c = Classifier::new();
         c.add(rule("in_port=1 actions=output:2"), 0);
         let r = c.lookup(0, &key(1, None)).unwrap();
-        c.hit(r, 100);
+        c.hit(r, 100, 1);
         assert!(c.add(rule("in_port=1 actions=output:3"), 5));
         assert_eq!(c.len(), 1);
         let rr = c.get(c.lookup(0, &key(1, None)).unwrap()).unwrap();
@@ -494,7 +501,7 @@ mod tests {
         c.add(rule("cookie=0x12,in_port=1,dl_vlan=5 actions=output:6"), 0);
         c.add(rule("cookie=0x21,priority=5,in_port=1 actions=drop"), 0);
         let r = c.lookup(0, &key(1, Some(5))).unwrap();
-        c.hit(r, 64);
+        c.hit(r, 64, 1);
         let gen = c.generation();
         let any = Selector {
             m: rule("in_port=1 actions=drop").m,

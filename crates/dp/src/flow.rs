@@ -94,6 +94,12 @@ pub struct FlowRule {
     pub table: u8,
     pub priority: u16,
     pub cookie: u64,
+    /// Seconds without a packet, and seconds since added, after which the
+    /// rule goes (0: never), as OpenFlow's flow timeouts.
+    pub idle_timeout: u16,
+    pub hard_timeout: u16,
+    /// Tell the controllers when the rule goes (FLOW_REMOVED).
+    pub send_flow_rem: bool,
     pub m: Match,
     /// Empty means drop.
     pub actions: Vec<Action>,
@@ -345,6 +351,9 @@ pub fn parse_flow(text: &str, ports: &dyn PortNames) -> Result<FlowRule, FlowErr
         table: 0,
         priority: DEFAULT_PRIORITY,
         cookie: 0,
+        idle_timeout: 0,
+        hard_timeout: 0,
+        send_flow_rem: false,
         m: Match::default(),
         actions: Vec::new(),
     };
@@ -475,11 +484,11 @@ pub fn parse_flow(text: &str, ports: &dyn PortNames) -> Result<FlowRule, FlowErr
                 let (a, b) = p.masked(t, k, v, u32::MAX as u64)?;
                 m.set(tun_metadata(n), a, b)
             }
-            "idle_timeout" | "hard_timeout" | "importance" | "send_flow_rem" | "check_overlap" => {
-                return Err(p.err(
-                    t,
-                    format!("{k} is not supported by tunlab (rules stay until deleted)"),
-                ))
+            "idle_timeout" => rule.idle_timeout = p.num(t, k, v, u16::MAX as u64)? as u16,
+            "hard_timeout" => rule.hard_timeout = p.num(t, k, v, u16::MAX as u64)? as u16,
+            "send_flow_rem" if v.is_empty() => rule.send_flow_rem = true,
+            "importance" | "check_overlap" => {
+                return Err(p.err(t, format!("{k} is not supported by tunlab")))
             }
             _ => match SHORTHANDS.iter().find(|(n, _, _)| *n == k) {
                 Some(&(_, et, proto)) if v.is_empty() => {
@@ -710,6 +719,15 @@ pub fn format_flow(r: &FlowRule, ports: &dyn PortNames) -> String {
     }
     if r.cookie != 0 {
         let _ = write!(s, "cookie={:#x},", r.cookie);
+    }
+    if r.idle_timeout != 0 {
+        let _ = write!(s, "idle_timeout={},", r.idle_timeout);
+    }
+    if r.hard_timeout != 0 {
+        let _ = write!(s, "hard_timeout={},", r.hard_timeout);
+    }
+    if r.send_flow_rem {
+        s.push_str("send_flow_rem,");
     }
     if r.priority != DEFAULT_PRIORITY {
         let _ = write!(s, "priority={},", r.priority);

@@ -254,7 +254,7 @@ impl Pipeline {
             };
         };
         if self.counting {
-            c.hit(r, bytes);
+            c.hit(r, bytes, now);
         }
         let from = match c.get(r) {
             Some(rule) => Origin {

@@ -12,6 +12,10 @@ use tunlab_wire::openflow::{self as of, Action, FlowMod, Oxm};
 /// The highest table a rule can be in (the classifier's limit; 0xff is
 /// "all tables" in requests).
 pub const MAX_TABLE: u8 = 254;
+/// flow_mod flags: tell the controllers when the rule goes.
+pub const FF_SEND_FLOW_REM: u16 = 1;
+/// Unsupported flags (flow_mod failed).
+pub const FMFC_BAD_FLAGS: u16 = 7;
 /// Bad table id (flow_mod failed).
 pub const FMFC_BAD_TABLE_ID: u16 = 9;
 /// Bad output port (bad action).
@@ -381,14 +385,22 @@ pub fn ctl_request(fm: &FlowMod<'_>) -> Result<String, (u16, u16)> {
     }
     match fm.command {
         of::FC_ADD => {
-            if fm.idle_timeout != 0 || fm.hard_timeout != 0 {
-                // Flow expiry is not built: refuse rather than keep the
-                // flow forever.
-                return Err((of::ET_FLOW_MOD_FAILED, of::FMFC_UNKNOWN));
+            if fm.flags & !FF_SEND_FLOW_REM != 0 {
+                // Overlap checks and counter flags are not built.
+                return Err((of::ET_FLOW_MOD_FAILED, FMFC_BAD_FLAGS));
             }
             let mut m = matches;
             if fm.cookie != 0 {
                 m.push(format!("cookie={:#x}", fm.cookie));
+            }
+            if fm.idle_timeout != 0 {
+                m.push(format!("idle_timeout={}", fm.idle_timeout));
+            }
+            if fm.hard_timeout != 0 {
+                m.push(format!("hard_timeout={}", fm.hard_timeout));
+            }
+            if fm.flags & FF_SEND_FLOW_REM != 0 {
+                m.push("send_flow_rem".into());
             }
             Ok(format!(
                 "add-flow {} actions={}",

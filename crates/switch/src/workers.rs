@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use tunlab_dp::{FlowRule, Selector};
 use tunlab_netio::tap::Tap;
 
 /// Work for a worker, run between two rounds of packets.
@@ -151,6 +152,25 @@ pub enum WorkerError {
     NoAnswer(usize),
 }
 
+/// Why a rule went (OpenFlow's flow_removed reasons).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemovedReason {
+    IdleTimeout = 0,
+    HardTimeout = 1,
+    Delete = 2,
+}
+
+/// A rule that went, with its counters summed over the workers.
+#[derive(Debug, Clone)]
+pub struct Expired {
+    pub flow: FlowRule,
+    pub reason: RemovedReason,
+    /// Nanoseconds it lived.
+    pub age_ns: u64,
+    pub packets: u64,
+    pub bytes: u64,
+}
+
 impl Switch {
     /// Open every port for every worker, load the flows, start the threads.
     pub fn start(cfg: &Config) -> Result<Switch, StartError> {
@@ -273,6 +293,71 @@ impl Switch {
             return Ok(());
         }
         self.on(0, |n| n.revalidate())
+    }
+
+    /// Delete the rules whose idle or hard timeout has passed, on every
+    /// worker (a rule is idle when no worker has seen a packet hit it for
+    /// that long); what went, with its counters summed over the workers.
+    pub fn expire_flows(&self) -> Result<Vec<Expired>, WorkerError> {
+        type Timed = (FlowRule, u64, u64, u64, u64, u64);
+        // Each worker's rules with a timeout: the rule, when added and
+        // last used, its counters, and the worker's clock.
+        let per: Vec<Vec<Timed>> = self.on_all(|n| {
+            let now = n.uptime_ns();
+            n.classifier
+                .rules()
+                .filter(|r| r.flow.idle_timeout != 0 || r.flow.hard_timeout != 0)
+                .map(|r| (r.flow.clone(), r.added, r.used, r.packets, r.bytes, now))
+                .collect()
+        })?;
+        let Some(first) = per.first() else {
+            return Ok(Vec::new());
+        };
+        let mut gone = Vec::new();
+        for (i, (flow, added, _, _, _, now)) in first.iter().enumerate() {
+            // Every worker got the same rules in the same order.
+            let same = per.iter().filter_map(|w| w.get(i)).filter(|t| t.0 == *flow);
+            let (mut idle_ns, mut packets, mut bytes) = (u64::MAX, 0, 0);
+            for (_, _, used, p, b, wnow) in same {
+                idle_ns = idle_ns.min(wnow.saturating_sub(*used));
+                packets += p;
+                bytes += b;
+            }
+            let age_ns = now.saturating_sub(*added);
+            let secs = |s: u16| u64::from(s) * 1_000_000_000;
+            let reason = if flow.hard_timeout != 0 && age_ns >= secs(flow.hard_timeout) {
+                RemovedReason::HardTimeout
+            } else if flow.idle_timeout != 0 && idle_ns >= secs(flow.idle_timeout) {
+                RemovedReason::IdleTimeout
+            } else {
+                continue;
+            };
+            gone.push(Expired {
+                flow: flow.clone(),
+                reason,
+                age_ns,
+                packets,
+                bytes,
+            });
+        }
+        if !gone.is_empty() {
+            let sels: Vec<Selector> = gone
+                .iter()
+                .map(|e| Selector {
+                    table: Some(e.flow.table),
+                    m: e.flow.m,
+                    strict: Some(e.flow.priority),
+                    cookie: None,
+                })
+                .collect();
+            self.on_all(move |n| {
+                for s in &sels {
+                    n.classifier.delete_where(s);
+                }
+                n.revalidate();
+            })?;
+        }
+        Ok(gone)
     }
 
     /// The revalidator's totals, if this node's datapath has one.
@@ -510,7 +595,7 @@ mod tests {
                 let key = tunlab_dp::FlowKey::default();
                 let r = n.classifier.lookup(0, &key).unwrap();
                 for _ in 0..packets {
-                    n.classifier.hit(r, bytes);
+                    n.classifier.hit(r, bytes, 0);
                 }
             })
             .unwrap();

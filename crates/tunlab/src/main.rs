@@ -405,6 +405,8 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
         use std::os::fd::AsFd;
         if mgmt.poll(ctl.listener().as_fd(), 100, &mut sw) {
             ctl.serve(&mut sw);
+            // add-port and del-port come this way: controllers are told.
+            mgmt.ports_changed(&mut sw);
         }
         if let Some(e) = sw.failed() {
             eprintln!("tunlab switch: {e}");

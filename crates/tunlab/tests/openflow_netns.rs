@@ -649,3 +649,167 @@ fn add_tlv_map_then_a_tun_metadata0_rule_carries_the_ovn_option() {
     s1.stop();
     s2.stop();
 }
+
+/// A controller written here, over `tcp:`, sees what OVS's controllers
+/// see: FLOW_REMOVED for rules that time out (hard and idle) or are
+/// deleted with send_flow_rem, PORT_STATUS when `tunlab ctl` adds and
+/// deletes a port, and ECHO requests when it is quiet. A controller that
+/// stops answering is dropped after the probe, forwarding never stops,
+/// and the switch connects again.
+#[test]
+fn a_controller_hears_of_expiry_deletion_and_ports_and_a_silent_one_is_dropped() {
+    use std::net::{TcpListener, TcpStream};
+    let l = lab();
+    let (c1, c2) = pair_configs(&l, "geneve");
+    // The controller listens in hv1 before the node starts, and hands
+    // over each connection as it comes.
+    let (conns, accepted) = std::sync::mpsc::channel::<TcpStream>();
+    let (ready, listening) = std::sync::mpsc::channel();
+    let _acceptor = in_ns(l.hv1.name(), move || {
+        let ls = TcpListener::bind("172.31.0.1:16700").unwrap();
+        ready.send(()).unwrap();
+        for s in ls.incoming().take(2).flatten() {
+            if conns.send(s).is_err() {
+                break;
+            }
+        }
+    });
+    listening.recv().unwrap();
+    let c1 = c1.replacen(
+        "[switch]\n",
+        "[switch]\nopenflow = [\"tcp:172.31.0.1:16700\"]\n",
+        1,
+    );
+    let (s1, s2) = start_pair(&l, &c1, &c2);
+    let mut s = accepted
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the node connects to its controller");
+    // The next message of type `typ`, answering echo requests on the way.
+    let next = |s: &mut TcpStream, typ: u8| -> Vec<u8> {
+        s.set_read_timeout(Some(Duration::from_secs(6))).unwrap();
+        loop {
+            let mut m = vec![0u8; 8];
+            s.read_exact(&mut m)
+                .unwrap_or_else(|e| panic!("waiting for type {typ}: {e}"));
+            let len = usize::from(u16::from_be_bytes([m[2], m[3]]));
+            m.resize(len, 0);
+            s.read_exact(&mut m[8..]).unwrap();
+            if m[1] == typ {
+                return m;
+            }
+            if m[1] == of::ECHO_REQUEST {
+                let r = of::echo_reply(&Message::new_checked(&m).unwrap());
+                s.write_all(&r).unwrap();
+            }
+        }
+    };
+    let hello = next(&mut s, of::HELLO);
+    assert_eq!(
+        of::hello_bitmap(&Message::new_checked(&hello).unwrap()).unwrap(),
+        Some(0x12)
+    );
+    s.write_all(&of::hello(of::OF13, 1 << of::OF13, 1)).unwrap();
+    s.write_all(&of::header(of::OF13, 5, 8, 2)).unwrap();
+    let f = next(&mut s, 6);
+    assert_eq!(
+        &f[8..16],
+        &tunlab_switch::mgmt::datapath_id("n1").to_be_bytes()
+    );
+
+    let port3 = 3u32.to_be_bytes();
+    let flow_mod = |command, cookie: u64, idle, hard| {
+        of::FlowMod {
+            cookie,
+            cookie_mask: 0,
+            table_id: 0,
+            command,
+            idle_timeout: idle,
+            hard_timeout: hard,
+            priority: 5,
+            buffer_id: of::NO_BUFFER,
+            out_port: of::PORT_ANY,
+            out_group: of::GROUP_ANY,
+            flags: 1, // send_flow_rem
+            matches: vec![of::Oxm {
+                class: of::OXM_BASIC,
+                field: 0,
+                value: &port3,
+                mask: None,
+            }],
+            actions: vec![of::Action::Output {
+                port: 4,
+                max_len: 0,
+            }],
+            other_instructions: Vec::new(),
+        }
+        .emit(7)
+    };
+    // (cookie, reason) of a FLOW_REMOVED.
+    let removed = |m: &[u8]| (u64::from_be_bytes(m[8..16].try_into().unwrap()), m[18]);
+    s.write_all(&flow_mod(of::FC_ADD, 0x11, 0, 1)).unwrap();
+    assert_eq!(
+        removed(&next(&mut s, of::FLOW_REMOVED)),
+        (0x11, 1),
+        "hard timeout"
+    );
+    s.write_all(&flow_mod(of::FC_ADD, 0x12, 1, 0)).unwrap();
+    assert_eq!(
+        removed(&next(&mut s, of::FLOW_REMOVED)),
+        (0x12, 0),
+        "idle timeout"
+    );
+    s.write_all(&flow_mod(of::FC_ADD, 0x13, 0, 0)).unwrap();
+    s.write_all(&flow_mod(of::FC_DELETE_STRICT, 0, 0, 0))
+        .unwrap();
+    assert_eq!(
+        removed(&next(&mut s, of::FLOW_REMOVED)),
+        (0x13, 2),
+        "deleted"
+    );
+    let (_, dump, _) = ctl(s1.ctl_path(), &["dump-flows"]);
+    assert!(!dump.contains("in_port=3"), "{dump}");
+
+    // Ports that come and go.
+    let x = "x-n1 ofport=12 type=vxlan local_ip=172.31.0.1 remote_ip=172.31.0.9 key=6";
+    let (ok, _, err) = ctl(s1.ctl_path(), &["add-port", x]);
+    assert!(ok, "{err}");
+    let st = next(&mut s, 12);
+    assert_eq!((st[8], &st[16..20]), (0, &12u32.to_be_bytes()[..]), "added");
+    assert!(st[32..48].starts_with(b"x-n1\0"), "{:?}", &st[32..48]);
+    let (ok, _, err) = ctl(s1.ctl_path(), &["del-port", "x-n1"]);
+    assert!(ok, "{err}");
+    let st = next(&mut s, 12);
+    assert_eq!(
+        (st[8], &st[16..20]),
+        (1, &12u32.to_be_bytes()[..]),
+        "deleted"
+    );
+
+    // Silence: the switch asks (ECHO after 5 s), gives up after 5 s more,
+    // and connects again; the tenants' traffic never waits for it.
+    let t0 = std::time::Instant::now();
+    traffic_both_ways(&l, "geneve while the controller is silent");
+    let again = accepted
+        .recv_timeout(Duration::from_secs(25))
+        .expect("the node reconnects after dropping a silent controller");
+    let waited = t0.elapsed();
+    assert!(waited >= Duration::from_secs(9), "dropped after {waited:?}");
+    // The first connection was closed by the switch.
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut buf = [0u8; 4096];
+    let mut closed = false;
+    for _ in 0..64 {
+        match s.read(&mut buf) {
+            Ok(0) => {
+                closed = true;
+                break;
+            }
+            Ok(_) => continue, // its echo requests, unanswered
+            Err(_) => break,
+        }
+    }
+    assert!(closed, "the silent connection was closed");
+    drop(again);
+    s1.stop();
+    s2.stop();
+}

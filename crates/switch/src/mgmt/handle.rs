@@ -4,7 +4,7 @@
 
 use super::{ours, send, Conn, Next};
 use crate::ofrules::ctl_request;
-use crate::workers::Switch;
+use crate::workers::{Expired, RemovedReason, Switch};
 use tunlab_dp::key::TUN_METADATA_FIELDS;
 use tunlab_dp::TlvMap;
 use tunlab_wire::openflow::{self as of, Message};
@@ -34,7 +34,13 @@ const BRC_BAD_MULTIPART: u16 = 2;
 const BRC_BAD_EXPERIMENTER: u16 = 3;
 
 /// Answer one message.
-pub(super) fn handle(c: &mut Conn, m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Next {
+pub(super) fn handle(
+    c: &mut Conn,
+    m: &Message<'_>,
+    dpid: u64,
+    sw: &mut Switch,
+    outbox: &mut Vec<Vec<u8>>,
+) -> Next {
     let Some(v) = c.version else {
         return hello(c, m);
     };
@@ -103,12 +109,22 @@ pub(super) fn handle(c: &mut Conn, m: &Message<'_>, dpid: u64, sw: &mut Switch) 
         of::FLOW_MOD if v == of::OF13 => {
             let request = of::parse_flow_mod(m)
                 .map_err(|_| (of::ET_BAD_REQUEST, of::BRC_BAD_LEN))
-                .and_then(|fm| ctl_request(&fm));
+                .and_then(|fm| Ok((ctl_request(&fm)?, fm)));
             match request {
-                Ok(req) => match crate::ctl::handle(&req, sw) {
-                    Ok(_) => Next::Keep,
-                    Err(_) => error(c, of::ET_FLOW_MOD_FAILED, of::FMFC_UNKNOWN),
-                },
+                Ok((req, fm)) => {
+                    // Rules a delete takes that asked to be reported.
+                    let reported = match fm.command {
+                        of::FC_DELETE | of::FC_DELETE_STRICT => doomed(&req, sw),
+                        _ => Vec::new(),
+                    };
+                    match crate::ctl::handle(&req, sw) {
+                        Ok(_) => {
+                            outbox.extend(reported.iter().map(flow_removed));
+                            Next::Keep
+                        }
+                        Err(_) => error(c, of::ET_FLOW_MOD_FAILED, of::FMFC_UNKNOWN),
+                    }
+                }
                 Err((typ, code)) => error(c, typ, code),
             }
         }
@@ -370,6 +386,50 @@ fn flow_stats(
         .collect())
 }
 
+/// The rules with send_flow_rem that the del-flows request `req` (in
+/// `tunlab ctl`'s words) is about to take, with their counters.
+fn doomed(req: &str, sw: &mut Switch) -> Vec<Expired> {
+    let Some(arg) = req.strip_prefix("del-flows") else {
+        return Vec::new();
+    };
+    let Ok(names) = sw.on(0, |n| n.port_map()) else {
+        return Vec::new();
+    };
+    let Ok(sel) = crate::ctl::selector(arg.trim(), &names) else {
+        return Vec::new();
+    };
+    crate::ctl::flow_entries(sw)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.flow.send_flow_rem && sel.picks(&e.flow))
+        .map(|e| Expired {
+            flow: e.flow,
+            reason: RemovedReason::Delete,
+            age_ns: e.age_ns,
+            packets: e.packets,
+            bytes: e.bytes,
+        })
+        .collect()
+}
+
+/// FLOW_REMOVED for a rule that went.
+pub(super) fn flow_removed(e: &Expired) -> Vec<u8> {
+    let fields = crate::ofrules::match_fields(&e.flow.m);
+    of::FlowRemoved {
+        cookie: e.flow.cookie,
+        priority: e.flow.priority,
+        reason: e.reason as u8,
+        table_id: e.flow.table,
+        duration_ns: to_ms(e.age_ns),
+        idle_timeout: e.flow.idle_timeout,
+        hard_timeout: e.flow.hard_timeout,
+        packets: e.packets,
+        bytes: e.bytes,
+        matches: fields.iter().map(crate::ofrules::Field::oxm).collect(),
+    }
+    .emit()
+}
+
 /// One rule's flow statistics entry.
 fn flow_entry(e: &crate::ctl::FlowEntry) -> Vec<u8> {
     let (fields, actions) = crate::ofrules::rule_to_of(&e.flow);
@@ -377,9 +437,13 @@ fn flow_entry(e: &crate::ctl::FlowEntry) -> Vec<u8> {
         table_id: e.flow.table,
         duration_ns: to_ms(e.age_ns),
         priority: e.flow.priority,
-        idle_timeout: 0,
-        hard_timeout: 0,
-        flags: 0,
+        idle_timeout: e.flow.idle_timeout,
+        hard_timeout: e.flow.hard_timeout,
+        flags: if e.flow.send_flow_rem {
+            crate::ofrules::FF_SEND_FLOW_REM
+        } else {
+            0
+        },
         cookie: e.flow.cookie,
         packets: e.packets,
         bytes: e.bytes,
@@ -391,7 +455,7 @@ fn flow_entry(e: &crate::ctl::FlowEntry) -> Vec<u8> {
 
 /// A port's description: its device's MAC and link state where it is a
 /// device here (a tunnel port is not: always live).
-fn port_desc(name: &str, ofport: u32) -> Vec<u8> {
+pub(super) fn port_desc(name: &str, ofport: u32) -> Vec<u8> {
     let sys = |what: &str| std::fs::read_to_string(format!("/sys/class/net/{name}/{what}")).ok();
     let hw_addr = sys("address")
         .and_then(|a| {

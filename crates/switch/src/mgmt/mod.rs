@@ -51,6 +51,8 @@ pub const PROBE_INTERVAL: Duration = Duration::from_secs(5);
 /// Reconnection backoff for `tcp:` controllers.
 const BACKOFF_MIN: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(8);
+/// How often rules' idle and hard timeouts are checked.
+const EXPIRY_INTERVAL: Duration = Duration::from_secs(1);
 /// How long the switch waits for a `tcp:` controller to accept.
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 
@@ -221,6 +223,13 @@ pub struct MgmtServer {
     /// take them.
     pub packet_ins_sent: u64,
     pub packet_ins_unsent: u64,
+    /// Asynchronous messages for every controller (FLOW_REMOVED,
+    /// PORT_STATUS), sent after each round.
+    outbox: Vec<Vec<u8>>,
+    /// When rules' timeouts were last checked.
+    expired_at: Instant,
+    /// The ports as controllers were last told of them.
+    ports: Option<Vec<(String, u32)>>,
 }
 
 impl std::fmt::Debug for MgmtServer {
@@ -342,6 +351,9 @@ impl MgmtServer {
             packet_in_tx,
             packet_ins_sent: 0,
             packet_ins_unsent: 0,
+            outbox: Vec::new(),
+            expired_at: Instant::now(),
+            ports: None,
         })
     }
 
@@ -363,6 +375,9 @@ impl MgmtServer {
     /// `other` (the control socket's listener); serve what is ready here,
     /// keep the controller connections up, and say whether `other` is.
     pub fn poll(&mut self, other: BorrowedFd<'_>, timeout_ms: u16, sw: &mut Switch) -> bool {
+        if self.ports.is_none() {
+            self.ports_changed(sw);
+        }
         self.connect_controllers();
         let (other_ready, listeners_ready, packet_ins, ready) = {
             let mut fds = vec![
@@ -398,6 +413,16 @@ impl MgmtServer {
         if packet_ins {
             self.forward_packet_ins();
         }
+        if self.expired_at.elapsed() >= EXPIRY_INTERVAL {
+            self.expired_at = Instant::now();
+            let gone = sw.expire_flows().unwrap_or_default();
+            self.outbox.extend(
+                gone.iter()
+                    .filter(|e| e.flow.send_flow_rem)
+                    .map(handle::flow_removed),
+            );
+        }
+        self.broadcast();
         for (i, ready) in listeners_ready.into_iter().enumerate() {
             if ready {
                 self.accept(i);
@@ -469,6 +494,52 @@ impl MgmtServer {
             // Both ends say HELLO first, without waiting (1.3 § 6.3.1).
             if send(&mut c, &of::hello(of::OF13, ours(), 0)).is_ok() {
                 self.conns.push(c);
+            }
+        }
+    }
+
+    /// Tell the controllers of ports that came or went since they were
+    /// last told (PORT_STATUS); the caller calls this after each request
+    /// that can change ports (`tunlab ctl add-port`, `del-port`).
+    pub fn ports_changed(&mut self, sw: &mut Switch) {
+        let Ok(now) = sw.on(0, |n| {
+            n.ports()
+                .map(|(name, ofport, _, _)| (name.to_string(), ofport))
+                .collect::<Vec<_>>()
+        }) else {
+            return;
+        };
+        if let Some(before) = &self.ports {
+            for (name, no) in &now {
+                if !before.contains(&(name.clone(), *no)) {
+                    let desc = handle::port_desc(name, *no);
+                    self.outbox.push(of::port_status(of::PPR_ADD, &desc));
+                }
+            }
+            for (name, no) in before {
+                if !now.contains(&(name.clone(), *no)) {
+                    let desc = handle::port_desc(name, *no);
+                    self.outbox.push(of::port_status(of::PPR_DELETE, &desc));
+                }
+            }
+        }
+        self.ports = Some(now);
+        self.broadcast();
+    }
+
+    /// Send what is in the outbox to every 1.3 controller connection.
+    fn broadcast(&mut self) {
+        if self.outbox.is_empty() {
+            return;
+        }
+        let msgs = std::mem::take(&mut self.outbox);
+        for i in (0..self.conns.len()).rev() {
+            let c = &mut self.conns[i];
+            if !c.controller || c.version != Some(of::OF13) {
+                continue;
+            }
+            if msgs.iter().any(|m| send(c, m).is_err()) {
+                self.close(i);
             }
         }
     }
@@ -556,7 +627,7 @@ impl MgmtServer {
                     let Ok(m) = Message::new_checked(&rx[at..used]) else {
                         break Next::Close;
                     };
-                    if let Next::Close = handle(c, &m, dpid, sw) {
+                    if let Next::Close = handle(c, &m, dpid, sw, &mut self.outbox) {
                         break Next::Close;
                     }
                 }

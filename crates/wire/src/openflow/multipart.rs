@@ -256,6 +256,19 @@ impl PortDesc<'_> {
     }
 }
 
+/// PORT_STATUS (§ 7.4.3): a port came (reason 0), went (1) or changed
+/// (2); `port` is its description. Asynchronous: xid 0.
+pub fn port_status(reason: u8, port: &[u8]) -> Vec<u8> {
+    const PORT_STATUS: u8 = 12;
+    let mut m = header(OF13, PORT_STATUS, HEADER_LEN + 8 + port.len(), 0).to_vec();
+    m.push(reason);
+    m.extend_from_slice(&[0; 7]);
+    m.extend_from_slice(port);
+    m
+}
+pub const PPR_ADD: u8 = 0;
+pub const PPR_DELETE: u8 = 1;
+
 /// A port's counters (§ 7.3.5.6); what a port does not count is all ones,
 /// as the specification asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

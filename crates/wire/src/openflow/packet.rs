@@ -1,7 +1,8 @@
 //! Packets between switch and controller (OpenFlow 1.3 § 7.3.7, 7.4.1):
 //! PACKET_IN carries a packet up, unbuffered (this switch keeps no
 //! buffers), with the match fields saying where it came from; PACKET_OUT
-//! brings one down with the actions to apply to it.
+//! brings one down with the actions to apply to it. FLOW_REMOVED (§ 7.4.2)
+//! tells the controllers that a rule went.
 //!
 //! ```text
 //! packet_in:  header | buffer_id (4) | total_len (2) | reason (1) | table (1)
@@ -44,6 +45,46 @@ pub fn packet_in(
     let len = (m.len() as u16).to_be_bytes();
     m[2..4].copy_from_slice(&len);
     m
+}
+
+pub const FLOW_REMOVED: u8 = 11;
+
+/// A rule that went, as FLOW_REMOVED tells the controllers (§ 7.4.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowRemoved<'a> {
+    pub cookie: u64,
+    pub priority: u16,
+    /// 0 idle timeout, 1 hard timeout, 2 deleted.
+    pub reason: u8,
+    pub table_id: u8,
+    pub duration_ns: u64,
+    pub idle_timeout: u16,
+    pub hard_timeout: u16,
+    pub packets: u64,
+    pub bytes: u64,
+    pub matches: Vec<Oxm<'a>>,
+}
+
+impl FlowRemoved<'_> {
+    /// The message, with xid 0 (asynchronous).
+    pub fn emit(&self) -> Vec<u8> {
+        let mut m = header(OF13, FLOW_REMOVED, 0, 0).to_vec();
+        m.extend_from_slice(&self.cookie.to_be_bytes());
+        m.extend_from_slice(&self.priority.to_be_bytes());
+        m.push(self.reason);
+        m.push(self.table_id);
+        let secs = self.duration_ns / 1_000_000_000;
+        m.extend_from_slice(&(secs.min(u64::from(u32::MAX)) as u32).to_be_bytes());
+        m.extend_from_slice(&((self.duration_ns % 1_000_000_000) as u32).to_be_bytes());
+        m.extend_from_slice(&self.idle_timeout.to_be_bytes());
+        m.extend_from_slice(&self.hard_timeout.to_be_bytes());
+        m.extend_from_slice(&self.packets.to_be_bytes());
+        m.extend_from_slice(&self.bytes.to_be_bytes());
+        put_match(&mut m, &self.matches);
+        let len = (m.len() as u16).to_be_bytes();
+        m[2..4].copy_from_slice(&len);
+        m
+    }
 }
 
 /// A PACKET_IN, read (a controller's view; tests and tools use it).
@@ -201,6 +242,34 @@ mod tests {
                 let _ = parse_packet_in(&msg);
             }
         }
+    }
+
+    #[test]
+    fn flow_removed_has_its_layout() {
+        let port = 3u32.to_be_bytes();
+        let r = FlowRemoved {
+            cookie: 0x77,
+            priority: 5,
+            reason: 0,
+            table_id: 0,
+            duration_ns: 2_500_000_000,
+            idle_timeout: 2,
+            hard_timeout: 0,
+            packets: 9,
+            bytes: 900,
+            matches: vec![Oxm {
+                class: OXM_BASIC,
+                field: 0,
+                value: &port,
+                mask: None,
+            }],
+        }
+        .emit();
+        let m = Message::new_checked(&r).unwrap();
+        assert_eq!((m.msg_type(), m.len()), (FLOW_REMOVED, 48 + 16));
+        assert_eq!(&r[8..16], &0x77u64.to_be_bytes());
+        assert_eq!(&r[20..24], &2u32.to_be_bytes(), "whole seconds");
+        assert_eq!(&r[24..28], &500_000_000u32.to_be_bytes());
     }
 
     /// The PACKET_OUT a learning switch sends to flood: unbuffered,

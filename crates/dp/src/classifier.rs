@@ -362,10 +362,11 @@ impl Classifier {
         self.slots.get(r.index as usize)?.as_ref()
     }
 
-    /// Count a packet of `bytes` against a rule at time `now`.
-    pub fn hit(&mut self, r: RuleRef, bytes: u64, now: u64) {
+    /// Count `packets` packets of `bytes` bytes in all against a rule, at
+    /// time `now`.
+    pub fn hit(&mut self, r: RuleRef, packets: u64, bytes: u64, now: u64) {
         if let Some(Some(rule)) = self.slots.get_mut(r.index as usize) {
-            rule.packets += 1;
+            rule.packets += packets;
             rule.bytes += bytes;
             rule.used = now;
         }
@@ -484,7 +485,7 @@ mod tests {
         let mut c = Classifier::new();
         c.add(rule("in_port=1 actions=output:2"), 0);
         let r = c.lookup(0, &key(1, None)).unwrap();
-        c.hit(r, 100, 1);
+        c.hit(r, 1, 100, 1);
         assert!(c.add(rule("in_port=1 actions=output:3"), 5));
         assert_eq!(c.len(), 1);
         let rr = c.get(c.lookup(0, &key(1, None)).unwrap()).unwrap();
@@ -501,7 +502,7 @@ mod tests {
         c.add(rule("cookie=0x12,in_port=1,dl_vlan=5 actions=output:6"), 0);
         c.add(rule("cookie=0x21,priority=5,in_port=1 actions=drop"), 0);
         let r = c.lookup(0, &key(1, Some(5))).unwrap();
-        c.hit(r, 64, 1);
+        c.hit(r, 1, 64, 1);
         let gen = c.generation();
         let any = Selector {
             m: rule("in_port=1 actions=drop").m,

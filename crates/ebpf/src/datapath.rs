@@ -699,6 +699,11 @@ impl KernelDatapath {
         Ok(out)
     }
 
+    /// The flow key a cache key of this generation packs.
+    pub fn unpack(&self, k: &CKey) -> FlowKey {
+        self.mask.unpack(k)
+    }
+
     /// A second handle on the flow cache for a revalidator thread, which
     /// then sweeps it without holding up the thread that owns this.
     pub fn sweeper(&self) -> Result<FlowSweeper, Error> {
@@ -708,6 +713,8 @@ impl KernelDatapath {
         };
         Ok(FlowSweeper {
             capacity: self.flow_capacity as u64,
+            counts: std::collections::HashMap::new(),
+            deltas: Vec::new(),
             batch: Some(self.flow_batch()?),
             flows: HashMap::try_from(handle("tl_flows")?).map_err(map_err("tl_flows"))?,
             generation: Array::try_from(handle("tl_generation")?)
@@ -825,6 +832,11 @@ impl KernelDatapath {
 /// does not evict by itself).
 pub struct FlowSweeper {
     capacity: u64,
+    /// Each live entry's counters at the last sweep.
+    counts: std::collections::HashMap<CKey, (u64, u64)>,
+    /// What entries carried since the last sweep: key, packets, bytes
+    /// ([`Self::take_deltas`]).
+    deltas: Vec<(CKey, u64, u64)>,
     flows: HashMap<aya::maps::MapData, CKey, Flow>,
     generation: Array<aya::maps::MapData, u64>,
     /// Batched reads and deletes (`BPF_MAP_*_BATCH`); None once the
@@ -888,12 +900,25 @@ impl FlowSweeper {
             ((idle as u64 * AGE_BUCKETS as u64) / (limit as u64 + 1)).min(AGE_BUCKETS as u64 - 1)
                 as usize
         };
-        self.walk(&mut |f: &Flow| {
+        // What each live entry carried since the last sweep (an entry
+        // re-installed since counts afresh), for the rules' counters.
+        let before = std::mem::take(&mut self.counts);
+        let mut counts = std::collections::HashMap::with_capacity(before.len());
+        let mut deltas = std::mem::take(&mut self.deltas);
+        self.walk(&mut |k: &CKey, f: &Flow| {
             out.seen += 1;
             if f.generation != generation {
                 out.stale += 1;
                 return true;
             }
+            let (p0, b0) = match before.get(k) {
+                Some(&(p, b)) if p <= f.packets && b <= f.bytes => (p, b),
+                _ => (0, 0),
+            };
+            if f.packets > p0 {
+                deltas.push((*k, f.packets - p0, f.bytes - b0));
+            }
+            counts.insert(*k, (f.packets, f.bytes));
             let idle = idle_for(f);
             if idle > limit {
                 out.idle += 1;
@@ -902,6 +927,8 @@ impl FlowSweeper {
             ages[bucket(idle)] += 1;
             false
         })?;
+        self.counts = counts;
+        self.deltas = deltas;
         let live = out.seen - out.stale - out.idle;
         if (live as f64) <= self.capacity as f64 * EVICT_FROM {
             return Ok(out);
@@ -917,7 +944,7 @@ impl FlowSweeper {
         }
         let mut from_cut = excess - older;
         let cut = cut.saturating_sub(1);
-        self.walk(&mut |f: &Flow| {
+        self.walk(&mut |_, f: &Flow| {
             if f.generation != generation {
                 return false;
             }
@@ -932,11 +959,18 @@ impl FlowSweeper {
         Ok(out)
     }
 
+    /// What the cache's entries carried since the sweep before the last
+    /// one looked (keys packed under the mask of their generation: the
+    /// datapath unpacks them with [`Datapath::unpack`]).
+    pub fn take_deltas(&mut self) -> Vec<(CKey, u64, u64)> {
+        std::mem::take(&mut self.deltas)
+    }
+
     /// Walk the cache and delete the entries `doomed` says go: batched
     /// where the kernel can, else one by one.
-    fn walk(&mut self, doomed: &mut impl FnMut(&Flow) -> bool) -> Result<(), Error> {
+    fn walk(&mut self, doomed: &mut impl FnMut(&CKey, &Flow) -> bool) -> Result<(), Error> {
         let batched = match &mut self.batch {
-            Some(b) => match b.sweep(&mut |_, f| doomed(f)) {
+            Some(b) => match b.sweep(&mut |k, f| doomed(k, f)) {
                 Ok(()) => true,
                 // Refused before reading anything (an older kernel).
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) && b.walked == 0 => false,
@@ -956,7 +990,7 @@ impl FlowSweeper {
                 .flows
                 .iter()
                 .flatten()
-                .filter(|(_, f)| doomed(f))
+                .filter(|(k, f)| doomed(k, f))
                 .map(|(k, _)| k)
                 .collect();
             // Deleted after the walk: removing the key a walk stands on

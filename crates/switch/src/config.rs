@@ -710,14 +710,6 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
             index,
             err,
         })?;
-        if rule.idle_timeout != 0 && cfg.datapath != DatapathChoice::Userspace {
-            return Err(ConfigError::Syntax {
-                file: file.to_string(),
-                msg: format!(
-                    "flows[{index}]: idle_timeout needs datapath = \"userspace\": the eBPF datapath's cached flows do not report their packets to rules yet (hard_timeout works)"
-                ),
-            });
-        }
         cfg.flows.push(rule);
     }
     Ok(cfg)

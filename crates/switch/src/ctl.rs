@@ -341,7 +341,6 @@ pub fn add_flows(text: &str, sw: &mut Switch) -> Result<String, String> {
         }
         rules.push(parse_flow(line, &names).map_err(|e| format!("line {}: {e}", i + 1))?);
     }
-    idle_timeouts_seen(&rules, sw)?;
     let parsed = t0.elapsed();
     let n = rules.len();
     let rules = Arc::new(rules);
@@ -440,7 +439,6 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
         }
         "add-flow" => {
             let rule = parse_flow(arg, &names).map_err(|e| e.to_string())?;
-            idle_timeouts_seen(std::slice::from_ref(&rule), sw)?;
             let replaced = sw
                 .on_all(move |n| {
                     let now = n.uptime_ns();
@@ -585,23 +583,6 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
 
 /// Run `f` on the caching datapath under worker 0 (the one that holds
 /// it), or say that this node has none.
-/// An idle timeout needs every packet a rule carries counted against it;
-/// the kernel datapath's cached flows are not (yet) credited to rules,
-/// so there a rule that carries traffic would look idle and go.
-fn idle_timeouts_seen(rules: &[FlowRule], sw: &mut Switch) -> Result<(), String> {
-    let Some(r) = rules.iter().find(|r| r.idle_timeout != 0) else {
-        return Ok(());
-    };
-    let kernel = sw.on(0, |n| n.dpif.is_some()).map_err(|e| e.to_string())?;
-    if kernel {
-        return Err(format!(
-            "idle_timeout={}: the eBPF datapath's cached flows do not report their packets to rules yet, so idle timeouts are refused on it (hard_timeout works)",
-            r.idle_timeout
-        ));
-    }
-    Ok(())
-}
-
 /// A rule with its counters summed over the workers.
 #[derive(Debug, Clone)]
 pub struct FlowEntry {

@@ -112,6 +112,12 @@ pub trait Dpif: std::fmt::Debug + Send {
 
     /// A handle for a revalidator thread that expires idle cached flows,
     /// if this datapath caches flows in a map it can share.
+    /// The flow key of a cached flow's packed key (the sweeper's counts
+    /// name flows so); `None` where the datapath packs none.
+    fn unpack(&self, _k: &tunlab_ebpf::maps::CKey) -> Option<FlowKey> {
+        None
+    }
+
     fn sweeper(&self) -> Result<Option<tunlab_ebpf::datapath::FlowSweeper>, String> {
         Ok(None)
     }

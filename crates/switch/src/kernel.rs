@@ -900,6 +900,10 @@ impl Dpif for Kernel {
         smallest
     }
 
+    fn unpack(&self, k: &tunlab_ebpf::maps::CKey) -> Option<FlowKey> {
+        Some(self.dp.unpack(k))
+    }
+
     fn sweeper(&self) -> Result<Option<tunlab_ebpf::datapath::FlowSweeper>, String> {
         self.dp.sweeper().map(Some).map_err(|e| e.to_string())
     }

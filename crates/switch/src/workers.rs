@@ -80,9 +80,20 @@ struct Revalidator {
     stats: Arc<Mutex<RevalidatorStats>>,
 }
 
+/// The longest the revalidator waits between sweeps (it also credits the
+/// rules with what the kernel's flows carried then).
+const SWEEP_MAX: Duration = Duration::from_secs(1);
+
+/// Worker 0's door, for the revalidator's counts.
+struct Credit {
+    cmds: mpsc::Sender<Cmd>,
+    wake: UnixStream,
+}
+
 impl Revalidator {
     fn start(
         mut sweeper: tunlab_ebpf::datapath::FlowSweeper,
+        credit: Option<Credit>,
         max_idle: Duration,
         restore_wait: Arc<AtomicBool>,
         stop: Arc<AtomicBool>,
@@ -90,7 +101,7 @@ impl Revalidator {
     ) -> std::io::Result<Revalidator> {
         let stats = Arc::new(Mutex::new(RevalidatorStats::default()));
         let totals = stats.clone();
-        let every = (max_idle / 2).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        let every = (max_idle / 2).clamp(Duration::from_millis(50), SWEEP_MAX);
         let thread = std::thread::Builder::new()
             .name("revalidator".into())
             .spawn(move || {
@@ -104,6 +115,15 @@ impl Revalidator {
                     let t0 = Instant::now();
                     match sweeper.sweep(max_idle) {
                         Ok(s) => {
+                            let deltas = sweeper.take_deltas();
+                            if let (Some(c), false) = (&credit, deltas.is_empty()) {
+                                let cmd: Cmd =
+                                    Box::new(move |n: &mut Node| n.credit_kernel(&deltas));
+                                if c.cmds.send(cmd).is_ok() {
+                                    // A full pipe means a wake-up is already waiting.
+                                    let _ = (&c.wake).write(&[1]);
+                                }
+                            }
                             if let Ok(mut t) = totals.lock() {
                                 t.sweeps += 1;
                                 t.idle_deleted += s.idle;
@@ -222,22 +242,6 @@ impl Switch {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let failed = Arc::new(Mutex::new(None));
-        let revalidator = match sweeper {
-            Some(s) => Some(
-                Revalidator::start(
-                    s,
-                    cfg.max_idle,
-                    restore_wait.clone(),
-                    stop.clone(),
-                    failed.clone(),
-                )
-                .map_err(|e| StartError::Port {
-                    port: "-".into(),
-                    msg: format!("cannot start the revalidator thread: {e}"),
-                })?,
-            ),
-            None => None,
-        };
         let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
         let mut workers = Vec::with_capacity(n);
         for (i, node) in nodes.into_iter().enumerate() {
@@ -268,6 +272,32 @@ impl Switch {
                 thread: Some(thread),
             });
         }
+        // The revalidator hands what the kernel's cached flows carried to
+        // worker 0, which credits the rules they came from.
+        let credit = match workers
+            .first()
+            .map(|w| (w.cmds.clone(), w.wake.try_clone()))
+        {
+            Some((cmds, Ok(wake))) => Some(Credit { cmds, wake }),
+            _ => None,
+        };
+        let revalidator = match sweeper {
+            Some(s) => Some(
+                Revalidator::start(
+                    s,
+                    credit,
+                    cfg.max_idle,
+                    restore_wait.clone(),
+                    stop.clone(),
+                    failed.clone(),
+                )
+                .map_err(|e| StartError::Port {
+                    port: "-".into(),
+                    msg: format!("cannot start the revalidator thread: {e}"),
+                })?,
+            ),
+            None => None,
+        };
         Ok(Switch {
             name: cfg.name.clone(),
             offloads: cfg.offloads,
@@ -325,9 +355,16 @@ impl Switch {
             }
             let age_ns = now.saturating_sub(*added);
             let secs = |s: u16| u64::from(s) * 1_000_000_000;
+            // A kernel datapath's use is known only as of the
+            // revalidator's last sweep: that much later, the rule is idle.
+            let grace = if self.revalidator.is_some() {
+                SWEEP_MAX.as_nanos() as u64
+            } else {
+                0
+            };
             let reason = if flow.hard_timeout != 0 && age_ns >= secs(flow.hard_timeout) {
                 RemovedReason::HardTimeout
-            } else if flow.idle_timeout != 0 && idle_ns >= secs(flow.idle_timeout) {
+            } else if flow.idle_timeout != 0 && idle_ns >= secs(flow.idle_timeout) + grace {
                 RemovedReason::IdleTimeout
             } else {
                 continue;
@@ -595,7 +632,7 @@ mod tests {
                 let key = tunlab_dp::FlowKey::default();
                 let r = n.classifier.lookup(0, &key).unwrap();
                 for _ in 0..packets {
-                    n.classifier.hit(r, bytes, 0);
+                    n.classifier.hit(r, 1, bytes, 0);
                 }
             })
             .unwrap();

@@ -815,6 +815,25 @@ impl Node {
         }
     }
 
+    /// Credit the rules with what the kernel's cached flows carried since
+    /// the revalidator last looked (as OVS's revalidators push datapath
+    /// flow stats to rules): each flow's key is looked up again, and every
+    /// rule on its way counts its packets and bytes as used now.
+    pub fn credit_kernel(&mut self, deltas: &[(tunlab_ebpf::maps::CKey, u64, u64)]) {
+        let Some(d) = self.dpif.as_ref() else {
+            return;
+        };
+        let keys: Vec<(FlowKey, u64, u64)> = deltas
+            .iter()
+            .filter_map(|(k, p, b)| Some((d.unpack(k)?, *p, *b)))
+            .collect();
+        let now = self.now();
+        for (key, packets, bytes) in keys {
+            self.pipeline
+                .credit(&mut self.classifier, &key, packets, bytes, now);
+        }
+    }
+
     /// The Geneve options mapped to tun_metadata fields.
     pub fn tlv(&self) -> TlvMap {
         self.tlv

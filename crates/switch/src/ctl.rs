@@ -587,8 +587,9 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
 #[derive(Debug, Clone)]
 pub struct FlowEntry {
     pub flow: FlowRule,
-    /// Nanoseconds since it was added.
+    /// Nanoseconds since it was added, and since a packet last hit it.
     pub age_ns: u64,
+    pub idle_ns: u64,
     pub packets: u64,
     pub bytes: u64,
 }
@@ -600,9 +601,10 @@ pub fn flow_entries(sw: &mut Switch) -> Result<Vec<FlowEntry>, String> {
     let gone = |e: WorkerError| e.to_string();
     let per = sw
         .on_all(|n| {
+            let now = n.uptime_ns();
             n.classifier
                 .rules()
-                .map(|r| (r.packets, r.bytes))
+                .map(|r| (r.packets, r.bytes, now.saturating_sub(r.used)))
                 .collect::<Vec<_>>()
         })
         .map_err(gone)?;
@@ -619,13 +621,16 @@ pub fn flow_entries(sw: &mut Switch) -> Result<Vec<FlowEntry>, String> {
         .into_iter()
         .enumerate()
         .map(|(i, (flow, age_ns))| {
-            let (packets, bytes) = per
+            let (packets, bytes, idle_ns) = per
                 .iter()
                 .filter_map(|w| w.get(i))
-                .fold((0, 0), |(p, b), (wp, wb)| (p + wp, b + wb));
+                .fold((0, 0, u64::MAX), |(p, b, idle), (wp, wb, wi)| {
+                    (p + wp, b + wb, idle.min(*wi))
+                });
             FlowEntry {
                 flow,
                 age_ns,
+                idle_ns: idle_ns.min(age_ns),
                 packets,
                 bytes,
             }

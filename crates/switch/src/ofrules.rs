@@ -62,8 +62,36 @@ mod oxm {
     pub const TUNNEL_ID: u8 = 38;
 }
 
-/// Nicira's NXM_1 tunnel fields (Open vSwitch's `meta-flow.h`).
+/// NXM's OpenFlow 1.0 fields (class 0x0000), as Open vSwitch numbers them.
+mod nxm0 {
+    pub const IN_PORT: u8 = 0;
+    pub const ETH_DST: u8 = 1;
+    pub const ETH_SRC: u8 = 2;
+    pub const ETH_TYPE: u8 = 3;
+    pub const VLAN_TCI: u8 = 4;
+    pub const IP_TOS: u8 = 5;
+    pub const IP_PROTO: u8 = 6;
+    pub const IP_SRC: u8 = 7;
+    pub const IP_DST: u8 = 8;
+    pub const TCP_SRC: u8 = 9;
+    pub const TCP_DST: u8 = 10;
+    pub const UDP_SRC: u8 = 11;
+    pub const UDP_DST: u8 = 12;
+    pub const ICMP_TYPE: u8 = 13;
+    pub const ICMP_CODE: u8 = 14;
+    pub const ARP_OP: u8 = 15;
+    pub const ARP_SPA: u8 = 16;
+    pub const ARP_TPA: u8 = 17;
+}
+
+/// Nicira's NXM_1 fields (Open vSwitch's `meta-flow.h`): the tunnel's,
+/// and IPv6's under 1.0.
 mod nxm {
+    pub const IPV6_SRC: u8 = 19;
+    pub const COOKIE: u8 = 30;
+    pub const IPV6_DST: u8 = 20;
+    pub const ICMPV6_TYPE: u8 = 21;
+    pub const ICMPV6_CODE: u8 = 22;
     pub const TUN_ID: u8 = 16;
     pub const TUN_IPV4_SRC: u8 = 31;
     pub const TUN_IPV4_DST: u8 = 32;
@@ -268,6 +296,125 @@ pub fn match_fields(m: &Match) -> Vec<Field> {
     o.out
 }
 
+/// The match of `m` as NXM fields (OpenFlow 1.0 with Nicira's
+/// extensions), in the same order as [`match_fields`]: in_port in 16
+/// bits, the VLAN as one TCI field, IP's TOS as it is.
+pub fn match_fields_nxm(m: &Match) -> Vec<Field> {
+    let exact = |p: FieldPos| (m.mask.get(p) == p.max()).then(|| m.value.get(p));
+    let dl_type = exact(f::DL_TYPE);
+    let nw_proto = exact(f::NW_PROTO);
+    let (n0, n1) = (of::NXM_0, of::NXM_1);
+    let mut o = Fields { m, out: Vec::new() };
+    if m.mask.get(f::IN_PORT) != 0 {
+        let port = tunlab_wire::openflow::port_to10(m.value.get(f::IN_PORT) as u32);
+        o.push(n0, nxm0::IN_PORT, port.to_be_bytes().to_vec(), None);
+    }
+    o.put(n0, nxm0::ETH_SRC, f::DL_SRC, 6);
+    o.put(n0, nxm0::ETH_DST, f::DL_DST, 6);
+    o.put(n0, nxm0::ETH_TYPE, f::DL_TYPE, 2);
+    o.put(n0, nxm0::VLAN_TCI, f::VLAN_TCI, 2);
+    let arp = dl_type == Some(0x0806);
+    if arp {
+        o.put(n0, nxm0::ARP_SPA, f::NW_SRC, 4);
+        o.put(n0, nxm0::ARP_TPA, f::NW_DST, 4);
+        o.put(n0, nxm0::ARP_OP, f::NW_PROTO, 2);
+    } else {
+        o.put(n0, nxm0::IP_SRC, f::NW_SRC, 4);
+        o.put(n0, nxm0::IP_DST, f::NW_DST, 4);
+    }
+    o.put128(n1, nxm::IPV6_SRC, f::IPV6_SRC_HI, f::IPV6_SRC_LO);
+    o.put128(n1, nxm::IPV6_DST, f::IPV6_DST_HI, f::IPV6_DST_LO);
+    if let Some(tos) = exact(f::NW_TOS) {
+        o.push(n0, nxm0::IP_TOS, vec![tos as u8 & 0xfc], None);
+    }
+    if !arp {
+        o.put(n0, nxm0::IP_PROTO, f::NW_PROTO, 1);
+    }
+    let l4 = match nw_proto {
+        Some(6) => Some((n0, nxm0::TCP_SRC, nxm0::TCP_DST, 2)),
+        Some(17) => Some((n0, nxm0::UDP_SRC, nxm0::UDP_DST, 2)),
+        // SCTP has no NXM field: OVS writes the OXM one there too.
+        Some(132) => Some((of::OXM_BASIC, oxm::SCTP_SRC, oxm::SCTP_DST, 2)),
+        Some(1) => Some((n0, nxm0::ICMP_TYPE, nxm0::ICMP_CODE, 1)),
+        Some(58) => Some((n1, nxm::ICMPV6_TYPE, nxm::ICMPV6_CODE, 1)),
+        _ => None,
+    };
+    if let Some((class, src, dst, bytes)) = l4 {
+        o.put(class, src, f::TP_SRC, bytes);
+        o.put(class, dst, f::TP_DST, bytes);
+    }
+    o.put(n1, nxm::TUN_ID, f::TUN_ID, 8);
+    o.put(n1, nxm::TUN_IPV4_SRC, f::TUN_SRC, 4);
+    o.put(n1, nxm::TUN_IPV4_DST, f::TUN_DST, 4);
+    o.put128(
+        n1,
+        nxm::TUN_IPV6_SRC,
+        f::TUN_IPV6_SRC_HI,
+        f::TUN_IPV6_SRC_LO,
+    );
+    o.put128(
+        n1,
+        nxm::TUN_IPV6_DST,
+        f::TUN_IPV6_DST_HI,
+        f::TUN_IPV6_DST_LO,
+    );
+    for n in 0..TUN_METADATA_FIELDS {
+        o.put(n1, nxm::TUN_METADATA0 + n as u8, tun_metadata(n), 4);
+    }
+    o.out
+}
+
+/// A 1.0 `ofp_match` in ovs-ofctl's words.
+pub fn match10_text(m: &of::Match10) -> Vec<String> {
+    let mac = |a: [u8; 6]| {
+        a.iter()
+            .map(|x| format!("{x:02x}"))
+            .collect::<Vec<_>>()
+            .join(":")
+    };
+    let net = |(a, len): ([u8; 4], u8)| format!("{}/{len}", std::net::Ipv4Addr::from(a));
+    let mut t = Vec::new();
+    if let Some(p) = m.in_port {
+        t.push(format!("in_port={}", of::port_from10(p)));
+    }
+    if let Some(a) = m.dl_src {
+        t.push(format!("dl_src={}", mac(a)));
+    }
+    if let Some(a) = m.dl_dst {
+        t.push(format!("dl_dst={}", mac(a)));
+    }
+    match m.dl_vlan {
+        Some(0xffff) => t.push("vlan_tci=0x0000/0x1fff".into()),
+        Some(v) => t.push(format!("dl_vlan={}", v & 0xfff)),
+        None => {}
+    }
+    if let Some(p) = m.dl_vlan_pcp {
+        t.push(format!("dl_vlan_pcp={}", p & 7));
+    }
+    if let Some(e) = m.dl_type {
+        t.push(format!("dl_type={e:#06x}"));
+    }
+    if let Some(v) = m.nw_tos {
+        t.push(format!("nw_tos={}", v & 0xfc));
+    }
+    if let Some(v) = m.nw_proto {
+        t.push(format!("nw_proto={v}"));
+    }
+    if let Some(n) = m.nw_src {
+        t.push(format!("nw_src={}", net(n)));
+    }
+    if let Some(n) = m.nw_dst {
+        t.push(format!("nw_dst={}", net(n)));
+    }
+    if let Some(p) = m.tp_src {
+        t.push(format!("tp_src={p}"));
+    }
+    if let Some(p) = m.tp_dst {
+        t.push(format!("tp_dst={p}"));
+    }
+    t
+}
+
 /// The fewest big-endian bytes that hold `v` (at least one), as Open
 /// vSwitch writes a variable-length field's set_field value.
 fn least_bytes(v: u64) -> Vec<u8> {
@@ -338,6 +485,16 @@ pub fn rule_to_of(r: &FlowRule) -> (Vec<Field>, Vec<OfAction>) {
 /// mod-flows, del-flows, each `--strict` where asked), in ovs-ofctl's
 /// syntax; or the OpenFlow error type and code that refuse it.
 pub fn ctl_request(fm: &FlowMod<'_>) -> Result<String, (u16, u16)> {
+    let mut matches = Vec::new();
+    for o in &fm.matches {
+        matches.push(match_text(o).ok_or((of::ET_BAD_MATCH, of::BMC_BAD_FIELD))?);
+    }
+    ctl_request_with(fm, matches)
+}
+
+/// [`ctl_request`] for a flow_mod whose match is already in ovs-ofctl's
+/// words (a 1.0 `ofp_match`, [`match10_text`]).
+pub fn ctl_request_with(fm: &FlowMod<'_>, match_texts: Vec<String>) -> Result<String, (u16, u16)> {
     let is_delete = matches!(fm.command, of::FC_DELETE | of::FC_DELETE_STRICT);
     // Tables 0 to MAX_TABLE; "all tables" picks rules to delete.
     let table_ok = fm.table_id <= MAX_TABLE || (fm.table_id == of::TABLE_ALL && is_delete);
@@ -351,9 +508,7 @@ pub fn ctl_request(fm: &FlowMod<'_>) -> Result<String, (u16, u16)> {
     if fm.table_id != 0 && fm.table_id <= MAX_TABLE {
         matches.push(format!("table={}", fm.table_id));
     }
-    for o in &fm.matches {
-        matches.push(match_text(o).ok_or((of::ET_BAD_MATCH, of::BMC_BAD_FIELD))?);
-    }
+    matches.extend(match_texts);
     let actions = || -> Result<String, (u16, u16)> {
         let mut acts = Vec::new();
         for a in &fm.actions {
@@ -469,7 +624,32 @@ pub fn match_text(o: &Oxm<'_>) -> Option<String> {
     let num = |b: &[u8]| be(b).map(|n| n.to_string());
     let exact = o.mask.is_none();
     let (name, val) = match (o.class, o.field) {
-        (of::OXM_BASIC, oxm::IN_PORT) if exact => ("in_port", num(o.value)?),
+        (of::OXM_BASIC, oxm::IN_PORT) | (of::NXM_0, nxm0::IN_PORT) if exact => {
+            let p = be(o.value)?;
+            // 1.0's 16-bit reserved ports are 1.3's 32-bit ones.
+            let p = if o.class == of::NXM_0 {
+                u64::from(of::port_from10(p as u16))
+            } else {
+                p
+            };
+            ("in_port", p.to_string())
+        }
+        (of::NXM_0, nxm0::ETH_DST) => ("dl_dst", masked(o, mac)?),
+        (of::NXM_0, nxm0::ETH_SRC) => ("dl_src", masked(o, mac)?),
+        (of::NXM_0, nxm0::ETH_TYPE) if exact => ("dl_type", format!("{:#06x}", be(o.value)?)),
+        (of::NXM_0, nxm0::VLAN_TCI) => {
+            ("vlan_tci", masked(o, |b| Some(format!("{:#06x}", be(b)?)))?)
+        }
+        (of::NXM_0, nxm0::IP_TOS) if exact => ("nw_tos", num(o.value)?),
+        (of::NXM_0, nxm0::IP_PROTO | nxm0::ARP_OP) if exact => ("nw_proto", num(o.value)?),
+        (of::NXM_0, nxm0::IP_SRC | nxm0::ARP_SPA) => ("nw_src", masked(o, ip4)?),
+        (of::NXM_0, nxm0::IP_DST | nxm0::ARP_TPA) => ("nw_dst", masked(o, ip4)?),
+        (of::NXM_0, nxm0::TCP_SRC | nxm0::UDP_SRC) => ("tp_src", masked(o, num)?),
+        (of::NXM_0, nxm0::TCP_DST | nxm0::UDP_DST) => ("tp_dst", masked(o, num)?),
+        // 1.0 with NXM picks rules by cookie in the match.
+        (of::NXM_1, nxm::COOKIE) => ("cookie", masked(o, |b| Some(hex(b)))?),
+        (of::NXM_1, nxm::IPV6_SRC) => ("ipv6_src", masked(o, ip6)?),
+        (of::NXM_1, nxm::IPV6_DST) => ("ipv6_dst", masked(o, ip6)?),
         (of::OXM_BASIC, oxm::ETH_DST) => ("dl_dst", masked(o, mac)?),
         (of::OXM_BASIC, oxm::ETH_SRC) => ("dl_src", masked(o, mac)?),
         (of::OXM_BASIC, oxm::ETH_TYPE) if exact => ("dl_type", format!("{:#06x}", be(o.value)?)),

@@ -76,6 +76,21 @@ pub fn openflow(data: &[u8]) {
                 }
             }
         }
+        // OpenFlow 1.0 with Nicira's extensions.
+        if let Ok((fm, _)) = openflow::parse_flow_mod10(&m) {
+            let mut b = Vec::new();
+            for a in &fm.actions {
+                a.emit10(&mut b);
+            }
+            assert_eq!(b.len() % 8, 0);
+        }
+        if let Some(nx) = openflow::parse_nx(&m) {
+            let _ = openflow::parse_nx_flow_mod(nx.body);
+            let _ = openflow::parse_tlv_table_mod(nx.body);
+        }
+        if let Ok((_, body)) = openflow::parse_stats10(&m) {
+            let _ = openflow::parse_nx_stats_request(body);
+        }
         if let Ok(pi) = openflow::parse_packet_in(&m) {
             assert!(pi.frame.len() < n);
         }

@@ -472,10 +472,12 @@ pub fn parse_flow_mod<'a>(m: &Message<'a>) -> Result<FlowMod<'a>> {
 mod build;
 mod multipart;
 mod nicira;
+mod of10;
 mod packet;
 pub use build::*;
 pub use multipart::*;
 pub use nicira::*;
+pub use of10::*;
 pub use packet::*;
 
 #[cfg(test)]

@@ -70,7 +70,25 @@ pub(super) fn handle(
     match m.msg_type() {
         of::HELLO | of::ECHO_REPLY | of::ERROR => Next::Keep,
         of::ECHO_REQUEST => reply(c, of::echo_reply(m)),
-        t13::FEATURES_REQUEST => reply(c, features_reply(v, m.xid(), dpid)),
+        t13::FEATURES_REQUEST => {
+            let mut r = features_reply(v, m.xid(), dpid);
+            // 1.0 lists the ports in the reply.
+            if v == of::OF10 {
+                for (name, no) in ports(sw) {
+                    let (hw, state) = port_state(&name);
+                    r.extend_from_slice(&of::phy_port10(
+                        of::port_to10(no),
+                        hw,
+                        &name,
+                        0,
+                        state & of::PS_LINK_DOWN,
+                    ));
+                }
+                let len = (r.len().min(of::MAX_LEN) as u16).to_be_bytes();
+                r[2..4].copy_from_slice(&len);
+            }
+            reply(c, r)
+        }
         t13::GET_CONFIG_REQUEST => {
             let mut r = of::header(v, t13::GET_CONFIG_REPLY, 12, m.xid()).to_vec();
             r.extend_from_slice(&0u16.to_be_bytes());
@@ -103,28 +121,35 @@ pub(super) fn handle(
             let active = sw.on(0, |n| n.classifier.len()).unwrap_or(0);
             reply(c, table_reply(v, m.xid(), active as u32))
         }
-        t if t == stats_request => error(c, of::ET_BAD_REQUEST, BRC_BAD_MULTIPART),
-        // One flow table, two doors: a flow_mod becomes the request
-        // `tunlab ctl` would send, and takes the same path.
-        of::FLOW_MOD if v == of::OF13 => {
-            let request = of::parse_flow_mod(m)
-                .map_err(|_| (of::ET_BAD_REQUEST, of::BRC_BAD_LEN))
-                .and_then(|fm| Ok((ctl_request(&fm)?, fm)));
-            match request {
-                Ok((req, fm)) => {
-                    // Rules a delete takes that asked to be reported.
-                    let reported = match fm.command {
-                        of::FC_DELETE | of::FC_DELETE_STRICT => doomed(&req, sw),
-                        _ => Vec::new(),
-                    };
-                    match crate::ctl::handle(&req, sw) {
-                        Ok(_) => {
-                            outbox.extend(reported.iter().map(flow_removed));
-                            Next::Keep
-                        }
-                        Err(_) => error(c, of::ET_FLOW_MOD_FAILED, of::FMFC_UNKNOWN),
+        t if t == stats_request => match stats10(m, dpid, sw) {
+            Ok(replies) => {
+                for r in replies {
+                    if send(c, &r).is_err() {
+                        return Next::Close;
                     }
                 }
+                Next::Keep
+            }
+            Err((typ, code)) => error(c, typ, code),
+        },
+        // One flow table, two doors: a flow_mod becomes the request
+        // `tunlab ctl` would send, and takes the same path.
+        of::FLOW_MOD => {
+            let request = if v == of::OF13 {
+                of::parse_flow_mod(m)
+                    .map_err(bad_len)
+                    .and_then(|fm| Ok((ctl_request(&fm)?, fm.command)))
+            } else {
+                // 1.0's fixed match.
+                of::parse_flow_mod10(m)
+                    .map_err(bad_len)
+                    .and_then(|(fm, m10)| {
+                        let text = crate::ofrules::match10_text(&m10);
+                        Ok((crate::ofrules::ctl_request_with(&fm, text)?, fm.command))
+                    })
+            };
+            match request.and_then(|(req, command)| flow_mod(&req, command, sw, outbox)) {
+                Ok(()) => Next::Keep,
                 Err((typ, code)) => error(c, typ, code),
             }
         }
@@ -133,6 +158,16 @@ pub(super) fn handle(
             // so the choice changes nothing yet; it is accepted so that
             // the requests after it (add-tlv-map) go through.
             Some(nx) if nx.subtype == of::NXT_SET_FLOW_FORMAT => Next::Keep,
+            // A 1.0 client's flow_mod with an NXM match.
+            Some(nx) if nx.subtype == of::NXT_FLOW_MOD => {
+                let request = of::parse_nx_flow_mod(nx.body)
+                    .map_err(bad_len)
+                    .and_then(|fm| Ok((ctl_request(&fm)?, fm.command)));
+                match request.and_then(|(req, command)| flow_mod(&req, command, sw, outbox)) {
+                    Ok(()) => Next::Keep,
+                    Err((typ, code)) => error(c, typ, code),
+                }
+            }
             Some(nx) if nx.subtype == of::NXT_TLV_TABLE_MOD => {
                 match of::parse_tlv_table_mod(nx.body) {
                     Ok((cmd, maps)) => match tlv_table_mod(cmd, &maps, sw) {
@@ -173,6 +208,147 @@ pub(super) fn handle(
         },
         _ => error(c, of::ET_BAD_REQUEST, of::BRC_BAD_TYPE),
     }
+}
+
+/// A flow_mod's request to `tunlab ctl`'s door, carried out; a delete
+/// queues FLOW_REMOVED for the rules it takes that asked for it.
+fn flow_mod(
+    req: &str,
+    command: u8,
+    sw: &mut Switch,
+    outbox: &mut Vec<Vec<u8>>,
+) -> Result<(), (u16, u16)> {
+    let reported = match command {
+        of::FC_DELETE | of::FC_DELETE_STRICT => doomed(req, sw),
+        _ => Vec::new(),
+    };
+    crate::ctl::handle(req, sw).map_err(|_| (of::ET_FLOW_MOD_FAILED, of::FMFC_UNKNOWN))?;
+    outbox.extend(reported.iter().map(flow_removed));
+    Ok(())
+}
+
+/// A message that does not read is refused as of bad length.
+fn bad_len<E>(_: E) -> (u16, u16) {
+    (of::ET_BAD_REQUEST, of::BRC_BAD_LEN)
+}
+
+/// The node's ports: name and number.
+fn ports(sw: &mut Switch) -> Vec<(String, u32)> {
+    sw.on(0, |n| {
+        n.ports()
+            .map(|(name, ofport, _, _)| (name.to_string(), ofport))
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// The replies to a 1.0 statistics request (besides the table's): the
+/// description, ports and their descriptions, and Nicira's flow and
+/// aggregate statistics that `ovs-ofctl dump-flows` and `dump-aggregate`
+/// ask for.
+fn stats10(m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Result<Vec<Vec<u8>>, (u16, u16)> {
+    let (typ, body) = of::parse_stats10(m).map_err(bad_len)?;
+    let xid = m.xid();
+    let plain = |entries: Vec<Vec<u8>>| of::stats10_replies(xid, typ, &[], &entries);
+    Ok(match typ {
+        of::ST10_DESC => plain(vec![desc(dpid, sw)]),
+        of::ST10_PORT => {
+            let want = body
+                .get(..2)
+                .map(|b| u16::from_be_bytes([b[0], b[1]]))
+                .ok_or_else(|| bad_len(()))?;
+            let (rows, _) = crate::ctl::port_rows(sw).map_err(gone)?;
+            plain(
+                rows.iter()
+                    .filter(|r| want == 0xffff || of::port_from10(want) == r.ofport)
+                    .map(|r| {
+                        of::port_stats10(
+                            of::port_to10(r.ofport),
+                            [
+                                r.rx_packets,
+                                r.tx_packets,
+                                r.rx_bytes,
+                                r.tx_bytes,
+                                r.rx_dropped,
+                                0,
+                                0,
+                                r.tx_errors,
+                            ],
+                        )
+                    })
+                    .collect(),
+            )
+        }
+        of::ST10_PORT_DESC => plain(
+            ports(sw)
+                .iter()
+                .map(|(name, no)| {
+                    let (hw, state) = port_state(name);
+                    // 1.0 has no "live" bit.
+                    of::phy_port10(of::port_to10(*no), hw, name, 0, state & of::PS_LINK_DOWN)
+                })
+                .collect(),
+        ),
+        of::ST10_VENDOR => {
+            let Some(req) = of::parse_nx_stats_request(body).map_err(bad_len)? else {
+                return Err((of::ET_BAD_REQUEST, BRC_BAD_EXPERIMENTER));
+            };
+            let filter = of::FlowStatsRequest {
+                table_id: req.table_id,
+                out_port: req.out_port,
+                out_group: of::GROUP_ANY,
+                cookie: 0,
+                cookie_mask: 0,
+                matches: req.matches,
+            };
+            let picked = flow_stats(&filter, sw)?;
+            let head = of::nx_stats_head(req.subtype);
+            let entries = match req.subtype {
+                of::NXST_FLOW => picked.iter().map(nx_flow_entry).collect(),
+                of::NXST_AGGREGATE => {
+                    let (p, b) = picked
+                        .iter()
+                        .fold((0, 0), |(p, b), e| (p + e.packets, b + e.bytes));
+                    vec![of::aggregate_body(p, b, picked.len() as u32)]
+                }
+                _ => return Err((of::ET_BAD_REQUEST, BRC_BAD_MULTIPART)),
+            };
+            of::stats10_replies(xid, typ, &head, &entries)
+        }
+        _ => return Err((of::ET_BAD_REQUEST, BRC_BAD_MULTIPART)),
+    })
+}
+
+/// One rule's NXST_FLOW entry: NXM match, 1.0 actions.
+fn nx_flow_entry(e: &crate::ctl::FlowEntry) -> Vec<u8> {
+    let fields = crate::ofrules::match_fields_nxm(&e.flow.m);
+    let actions = crate::ofrules::of_actions(&e.flow.actions);
+    let oxms: Vec<of::Oxm<'_>> = fields.iter().map(crate::ofrules::Field::oxm).collect();
+    let acts: Vec<of::Action<'_>> = actions.iter().map(crate::ofrules::OfAction::view).collect();
+    of::nx_flow_stats_entry(
+        e.flow.table,
+        to_ms(e.age_ns),
+        e.flow.priority,
+        e.flow.idle_timeout,
+        e.flow.hard_timeout,
+        (e.idle_ns / 1_000_000_000).min(0xfffe) as u16,
+        e.flow.cookie,
+        e.packets,
+        e.bytes,
+        &oxms,
+        &acts,
+    )
+}
+
+/// The switch's description (both versions' bodies are alike).
+fn desc(dpid: u64, sw: &Switch) -> Vec<u8> {
+    of::desc_body(
+        "tunlab",
+        "tunlab overlay switch",
+        concat!("tunlab ", env!("CARGO_PKG_VERSION")),
+        "None",
+        &format!("{} (dpid {dpid:#018x})", sw.name),
+    )
 }
 
 /// NXT_TLV_TABLE_MOD, all or nothing, with Open vSwitch's rules: a field
@@ -272,13 +448,7 @@ fn multipart(m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Result<Vec<Vec<u8>>
     let bad_len = |_| (of::ET_BAD_REQUEST, of::BRC_BAD_LEN);
     let mp = of::parse_multipart(m).map_err(bad_len)?;
     let entries: Vec<Vec<u8>> = match mp.typ {
-        of::MP_DESC => vec![of::desc_body(
-            "tunlab",
-            "tunlab overlay switch",
-            concat!("tunlab ", env!("CARGO_PKG_VERSION")),
-            "None",
-            &format!("{} (dpid {dpid:#018x})", sw.name),
-        )],
+        of::MP_DESC => vec![desc(dpid, sw)],
         of::MP_FLOW | of::MP_AGGREGATE => {
             let req = of::parse_flow_stats_request(mp.body).map_err(bad_len)?;
             let picked = flow_stats(&req, sw)?;
@@ -456,6 +626,24 @@ fn flow_entry(e: &crate::ctl::FlowEntry) -> Vec<u8> {
 /// A port's description: its device's MAC and link state where it is a
 /// device here (a tunnel port is not: always live).
 pub(super) fn port_desc(name: &str, ofport: u32) -> Vec<u8> {
+    let (hw_addr, state) = port_state(name);
+    of::PortDesc {
+        port_no: ofport,
+        hw_addr,
+        name,
+        config: 0,
+        state,
+        curr: 0,
+        curr_speed: 0,
+        max_speed: 0,
+    }
+    .emit()
+}
+
+/// A port's MAC and state, where it is a device in this namespace (a
+/// tenant's TAP lives in the tenant's, a tunnel port is no device: zeros
+/// and live).
+fn port_state(name: &str) -> ([u8; 6], u32) {
     let sys = |what: &str| std::fs::read_to_string(format!("/sys/class/net/{name}/{what}")).ok();
     let hw_addr = sys("address")
         .and_then(|a| {
@@ -471,17 +659,7 @@ pub(super) fn port_desc(name: &str, ofport: u32) -> Vec<u8> {
         Some("down" | "lowerlayerdown") => of::PS_LINK_DOWN,
         _ => of::PS_LIVE,
     };
-    of::PortDesc {
-        port_no: ofport,
-        hw_addr,
-        name,
-        config: 0,
-        state,
-        curr: 0,
-        curr_speed: 0,
-        max_speed: 0,
-    }
-    .emit()
+    (hw_addr, state)
 }
 
 /// A duration cut to whole milliseconds, as Open vSwitch reports them
@@ -633,8 +811,8 @@ fn hello(c: &mut Conn, m: &Message<'_>) -> Next {
 }
 
 /// FEATURES_REPLY: tables 0 to 254, no buffers; flow and port statistics (1.3
-/// § 7.3.1; 1.0 § 5.3.1 adds the actions bitmap and the ports, none
-/// listed yet).
+/// § 7.3.1; 1.0 § 5.3.1 adds the actions bitmap, and the caller the
+/// ports).
 fn features_reply(v: u8, xid: u32, dpid: u64) -> Vec<u8> {
     const FLOW_STATS: u32 = 1 << 0;
     const PORT_STATS: u32 = 1 << 2;
@@ -649,8 +827,8 @@ fn features_reply(v: u8, xid: u32, dpid: u64) -> Vec<u8> {
     } else {
         r.extend_from_slice(&[0, 0, 0]); // pad
         r.extend_from_slice(&(FLOW_STATS | PORT_STATS).to_be_bytes());
-        // OFPAT_OUTPUT only, until flow_mod is built.
-        r.extend_from_slice(&1u32.to_be_bytes());
+        // Actions: output, set VLAN VID and PCP, strip VLAN.
+        r.extend_from_slice(&0b1111u32.to_be_bytes());
     }
     r
 }

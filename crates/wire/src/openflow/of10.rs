@@ -641,7 +641,7 @@ mod tests {
         let m = Message::new_checked(&b).unwrap();
         let (typ, body) = parse_stats10(&m).unwrap();
         assert_eq!(typ, ST10_VENDOR);
-        let r = parse_nx_stats_request(&body[..]).unwrap().unwrap();
+        let r = parse_nx_stats_request(body).unwrap().unwrap();
         assert_eq!(
             (r.subtype, r.out_port, r.table_id, r.matches.len()),
             (NXST_FLOW, 0xffff_ffff, 0xff, 0)

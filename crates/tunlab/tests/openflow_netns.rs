@@ -98,6 +98,21 @@ fn ovs_ofctl_programs_the_node_and_bad_clients_are_turned_away() {
     let (t, c, data) = of::parse_error(&m).unwrap();
     assert_eq!((t, c), (of::ET_BAD_REQUEST, of::BRC_BAD_TYPE));
     assert_eq!(&data[..8], &of::header(of::OF13, 99, 8, 3));
+    // The largest message there is, of garbage: a flow_mod that does not
+    // read (BAD_LEN, its first 64 bytes sent back), and the connection
+    // goes on (the features are still answered).
+    let mut big = of::header(of::OF13, of::FLOW_MOD, of::MAX_LEN, 4).to_vec();
+    big.extend((0..of::MAX_LEN - 8).map(|i| (i * 7 % 251) as u8));
+    big[48..52].copy_from_slice(&[0, 1, 0xff, 0xf0]); // an OXM match longer than the message
+    s.write_all(&big).unwrap();
+    let e = read_msg(&mut s).expect("an error for the oversized flow_mod");
+    let m = Message::new_checked(&e).unwrap();
+    let (t, c, data) = of::parse_error(&m).unwrap();
+    assert_eq!((m.xid(), t, c), (4, of::ET_BAD_REQUEST, of::BRC_BAD_LEN));
+    assert_eq!(data.len(), of::ERROR_DATA_LEN);
+    s.write_all(&of::header(of::OF13, 5, 8, 5)).unwrap();
+    let f = read_msg(&mut s).expect("features after the garbage");
+    assert_eq!(Message::new_checked(&f).unwrap().msg_type(), 6);
     s.write_all(&[4, 2, 0, 3, 0, 0, 0, 4]).unwrap();
     let e = read_msg(&mut s).expect("an error before closing");
     let (_, c, _) = of::parse_error(&Message::new_checked(&e).unwrap()).unwrap();

@@ -331,11 +331,13 @@ impl Switch {
     pub fn expire_flows(&self) -> Result<Vec<Expired>, WorkerError> {
         type Timed = (FlowRule, u64, u64, u64, u64, u64);
         // Each worker's rules with a timeout: the rule, when added and
-        // last used, its counters, and the worker's clock.
+        // last used, its counters, and the worker's clock. (A walk in no
+        // particular order: this runs every second, and sorting a big
+        // table each time would hold up the packets.)
         let per: Vec<Vec<Timed>> = self.on_all(|n| {
             let now = n.uptime_ns();
             n.classifier
-                .rules()
+                .iter()
                 .filter(|r| r.flow.idle_timeout != 0 || r.flow.hard_timeout != 0)
                 .map(|r| (r.flow.clone(), r.added, r.used, r.packets, r.bytes, now))
                 .collect()
@@ -343,16 +345,21 @@ impl Switch {
         let Some(first) = per.first() else {
             return Ok(Vec::new());
         };
+        // A rule is the same on every worker where table, priority and
+        // match are: its idle time is the least, its counters the sum.
+        let id = |f: &FlowRule| (f.table, f.priority, f.m.value.w, f.m.mask.w);
+        let mut over_workers: HashMap<_, (u64, u64, u64)> = HashMap::new();
+        for (flow, _, used, p, b, wnow) in per.iter().flatten() {
+            let e = over_workers.entry(id(flow)).or_insert((u64::MAX, 0, 0));
+            e.0 = e.0.min(wnow.saturating_sub(*used));
+            e.1 += p;
+            e.2 += b;
+        }
         let mut gone = Vec::new();
-        for (i, (flow, added, _, _, _, now)) in first.iter().enumerate() {
-            // Every worker got the same rules in the same order.
-            let same = per.iter().filter_map(|w| w.get(i)).filter(|t| t.0 == *flow);
-            let (mut idle_ns, mut packets, mut bytes) = (u64::MAX, 0, 0);
-            for (_, _, used, p, b, wnow) in same {
-                idle_ns = idle_ns.min(wnow.saturating_sub(*used));
-                packets += p;
-                bytes += b;
-            }
+        for (flow, added, _, _, _, now) in first {
+            let Some(&(idle_ns, packets, bytes)) = over_workers.get(&id(flow)) else {
+                continue;
+            };
             let age_ns = now.saturating_sub(*added);
             let secs = |s: u16| u64::from(s) * 1_000_000_000;
             // A kernel datapath's use is known only as of the

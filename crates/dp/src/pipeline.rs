@@ -215,10 +215,7 @@ impl Pipeline {
         let mut key = *key;
         let mut tun = TunnelSet::default();
         self.run_table(c, &mut key, 0, bytes, now, &mut tun, ops, 0)?;
-        if !ops.iter().any(Op::sends) {
-            return Err(DropReason::Action);
-        }
-        Ok(())
+        sends(ops)
     }
 
     /// Carry out `actions` on a packet whose flow key is `key`, as a rule
@@ -244,10 +241,7 @@ impl Pipeline {
         self.run_actions(c, &mut key, from, bytes, now, &mut tun, ops, 0, |_, i| {
             actions.get(i).copied()
         })?;
-        if !ops.iter().any(Op::sends) {
-            return Err(DropReason::Action);
-        }
-        Ok(())
+        sends(ops)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -400,6 +394,15 @@ struct Origin {
     table: u8,
     cookie: u64,
     reason: PacketInReason,
+}
+
+/// Steps that send the packet nowhere drop it.
+fn sends(ops: &[Op]) -> Result<(), DropReason> {
+    if ops.iter().any(Op::sends) {
+        Ok(())
+    } else {
+        Err(DropReason::Action)
+    }
 }
 
 impl Op {

@@ -777,10 +777,7 @@ mod tests {
     use tunlab_wire::openflow::Message;
 
     fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
+        tunlab_wire::from_hex(s).unwrap()
     }
 
     /// ovs-ofctl's bytes for two of the articles' rules (wire's golden

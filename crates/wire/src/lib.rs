@@ -74,6 +74,25 @@ impl std::fmt::Display for Vni {
     }
 }
 
+/// Bytes from hex digits as tcpdump, tshark and `ovs-ofctl` print them
+/// (`"0104001400000002"`); `None` for an odd count or a non-hex digit.
+/// Golden vectors are written this way.
+///
+/// ```
+/// assert_eq!(tunlab_wire::from_hex("0a0B"), Some(vec![10, 11]));
+/// assert_eq!(tunlab_wire::from_hex("0a0"), None);
+/// assert_eq!(tunlab_wire::from_hex("0g"), None);
+/// ```
+pub fn from_hex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) || !s.is_ascii() {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+        .collect()
+}
+
 /// Read a big-endian u16 at `at`; the caller has checked the length.
 #[inline(always)]
 pub(crate) fn be16(b: &[u8], at: usize) -> u16 {

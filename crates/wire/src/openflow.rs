@@ -353,8 +353,15 @@ pub fn oxms(b: &[u8], base: usize) -> Result<Vec<Oxm<'_>>> {
     Ok(out)
 }
 
-/// The actions of `b`, at `base` in the message.
-fn actions(b: &[u8], base: usize) -> Result<Vec<Action<'_>>> {
+/// Each action of the list `b` (at `base` in the message) as `read`
+/// makes it of its type, whole bytes and offset in the message; every
+/// action's length is checked first (a multiple of 8, inside `b`). Both
+/// versions' action lists are laid out so.
+fn each_action<'a>(
+    b: &'a [u8],
+    base: usize,
+    mut read: impl FnMut(u16, &'a [u8], usize) -> Result<Action<'a>>,
+) -> Result<Vec<Action<'a>>> {
     let mut out = Vec::new();
     let mut at = 0;
     while at < b.len() {
@@ -369,11 +376,20 @@ fn actions(b: &[u8], base: usize) -> Result<Vec<Action<'_>>> {
             ));
         }
         need(Layer::OpenFlow, "action", b, at, len).map_err(|e| e.at(base))?;
-        let a = &b[at..at + len];
-        out.push(match typ {
+        out.push(read(typ, &b[at..at + len], base + at)?);
+        at += len;
+    }
+    Ok(out)
+}
+
+/// The actions of `b`, at `base` in the message.
+fn actions(b: &[u8], base: usize) -> Result<Vec<Action<'_>>> {
+    each_action(b, base, |typ, a, at| {
+        let len = a.len();
+        Ok(match typ {
             0 => {
                 if len != 16 {
-                    return Err(bad("output action length", base + at + 2, "not 16"));
+                    return Err(bad("output action length", at + 2, "not 16"));
                 }
                 Action::Output {
                     port: be32(a, 4),
@@ -385,7 +401,7 @@ fn actions(b: &[u8], base: usize) -> Result<Vec<Action<'_>>> {
             },
             18 => Action::PopVlan,
             // One TLV, then padding to 8.
-            25 => Action::SetField(oxm(&a[4..], base + at + 4)?.0),
+            25 => Action::SetField(oxm(&a[4..], at + 4)?.0),
             EXPERIMENTER_ACTION
                 if len == 16
                     && be32(a, 4) == NX_VENDOR
@@ -401,10 +417,8 @@ fn actions(b: &[u8], base: usize) -> Result<Vec<Action<'_>>> {
                 }
             }
             t => Action::Other { typ: t },
-        });
-        at += len;
-    }
-    Ok(out)
+        })
+    })
 }
 
 /// Read a flow_mod of OpenFlow 1.3. Offsets in errors are the message's.
@@ -486,10 +500,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
+        crate::from_hex(s).unwrap()
     }
 
     /// What Open vSwitch 3.1's `ovs-ofctl` sent first on a unix socket

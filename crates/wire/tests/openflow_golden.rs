@@ -6,10 +6,7 @@
 use tunlab_wire::openflow::{self as of, Message};
 
 fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-        .collect()
+    tunlab_wire::from_hex(s).expect("hex")
 }
 
 #[test]

@@ -55,6 +55,17 @@ pub(super) fn handle(
             Err(_) => Next::Close,
         }
     };
+    // Replies, or the error that refuses the request.
+    let answer = |c: &mut Conn, r: Result<Vec<Vec<u8>>, (u16, u16)>| match r {
+        Ok(replies) => {
+            if replies.iter().all(|r| send(c, r).is_ok()) {
+                Next::Keep
+            } else {
+                Next::Close
+            }
+        }
+        Err((typ, code)) => error(c, typ, code),
+    };
     if m.version() != v {
         return error(c, of::ET_BAD_REQUEST, of::BRC_BAD_VERSION);
     }
@@ -106,32 +117,12 @@ pub(super) fn handle(
         // Requests are answered in order as they come: everything before
         // a barrier is done when it is read.
         t if t == barrier_request => reply(c, of::header(v, barrier_reply, 8, m.xid()).to_vec()),
-        t if t == stats_request && v == of::OF13 => match multipart(m, dpid, sw) {
-            Ok(replies) => {
-                for r in replies {
-                    if send(c, &r).is_err() {
-                        return Next::Close;
-                    }
-                }
-                Next::Keep
-            }
-            Err((typ, code)) => error(c, typ, code),
-        },
+        t if t == stats_request && v == of::OF13 => answer(c, multipart(m, dpid, sw)),
         t if t == stats_request && table_request(v, m.body()) => {
             let active = sw.on(0, |n| n.classifier.len()).unwrap_or(0);
             reply(c, table_reply(v, m.xid(), active as u32))
         }
-        t if t == stats_request => match stats10(m, dpid, sw) {
-            Ok(replies) => {
-                for r in replies {
-                    if send(c, &r).is_err() {
-                        return Next::Close;
-                    }
-                }
-                Next::Keep
-            }
-            Err((typ, code)) => error(c, typ, code),
-        },
+        t if t == stats_request => answer(c, stats10(m, dpid, sw)),
         // One flow table, two doors: a flow_mod becomes the request
         // `tunlab ctl` would send, and takes the same path.
         of::FLOW_MOD => {
@@ -148,10 +139,8 @@ pub(super) fn handle(
                         Ok((crate::ofrules::ctl_request_with(&fm, text)?, fm.command))
                     })
             };
-            match request.and_then(|(req, command)| flow_mod(&req, command, sw, outbox)) {
-                Ok(()) => Next::Keep,
-                Err((typ, code)) => error(c, typ, code),
-            }
+            let done = request.and_then(|(req, command)| flow_mod(&req, command, sw, outbox));
+            answer(c, done.map(|()| Vec::new()))
         }
         of::EXPERIMENTER => match of::parse_nx(m) {
             // A 1.0 client's flow format: only 1.3's flow_mod is built,
@@ -163,10 +152,8 @@ pub(super) fn handle(
                 let request = of::parse_nx_flow_mod(nx.body)
                     .map_err(bad_len)
                     .and_then(|fm| Ok((ctl_request(&fm)?, fm.command)));
-                match request.and_then(|(req, command)| flow_mod(&req, command, sw, outbox)) {
-                    Ok(()) => Next::Keep,
-                    Err((typ, code)) => error(c, typ, code),
-                }
+                let done = request.and_then(|(req, command)| flow_mod(&req, command, sw, outbox));
+                answer(c, done.map(|()| Vec::new()))
             }
             Some(nx) if nx.subtype == of::NXT_TLV_TABLE_MOD => {
                 match of::parse_tlv_table_mod(nx.body) {
@@ -202,10 +189,7 @@ pub(super) fn handle(
             },
             _ => error(c, of::ET_BAD_REQUEST, BRC_BAD_EXPERIMENTER),
         },
-        of::PACKET_OUT if v == of::OF13 => match packet_out(m, sw) {
-            Ok(()) => Next::Keep,
-            Err((typ, code)) => error(c, typ, code),
-        },
+        of::PACKET_OUT if v == of::OF13 => answer(c, packet_out(m, sw).map(|()| Vec::new())),
         _ => error(c, of::ET_BAD_REQUEST, of::BRC_BAD_TYPE),
     }
 }

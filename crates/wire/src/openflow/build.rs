@@ -17,6 +17,14 @@ pub const AT_PUSH_VLAN: u16 = 17;
 pub const AT_POP_VLAN: u16 = 18;
 pub const AT_SET_FIELD: u16 = 25;
 
+/// A duration as OpenFlow's statistics write it: whole seconds (32 bits,
+/// saturating), then the nanoseconds beyond them.
+pub(super) fn put_duration(out: &mut Vec<u8>, ns: u64) {
+    let secs = (ns / 1_000_000_000).min(u64::from(u32::MAX)) as u32;
+    out.extend_from_slice(&secs.to_be_bytes());
+    out.extend_from_slice(&((ns % 1_000_000_000) as u32).to_be_bytes());
+}
+
 /// Pad `out` with zeros from `start` to a multiple of 8 bytes.
 fn pad8(out: &mut Vec<u8>, start: usize) {
     let len = out.len() - start;
@@ -144,10 +152,7 @@ mod tests {
     use super::*;
 
     fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
+        crate::from_hex(s).unwrap()
     }
 
     /// Matches and instructions from Open vSwitch 3.1's flow statistics

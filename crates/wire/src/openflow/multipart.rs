@@ -155,9 +155,7 @@ impl FlowStats<'_> {
     pub fn emit(&self) -> Vec<u8> {
         let mut e = Vec::with_capacity(128);
         e.extend_from_slice(&[0, 0, self.table_id, 0]);
-        let secs = self.duration_ns / 1_000_000_000;
-        e.extend_from_slice(&(secs.min(u64::from(u32::MAX)) as u32).to_be_bytes());
-        e.extend_from_slice(&((self.duration_ns % 1_000_000_000) as u32).to_be_bytes());
+        super::put_duration(&mut e, self.duration_ns);
         for v in [
             self.priority,
             self.idle_timeout,
@@ -310,9 +308,7 @@ impl PortStats {
         ] {
             b.extend_from_slice(&v.to_be_bytes());
         }
-        let secs = self.duration_ns / 1_000_000_000;
-        b.extend_from_slice(&(secs.min(u64::from(u32::MAX)) as u32).to_be_bytes());
-        b.extend_from_slice(&((self.duration_ns % 1_000_000_000) as u32).to_be_bytes());
+        super::put_duration(&mut b, self.duration_ns);
         b
     }
 }
@@ -426,10 +422,7 @@ mod tests {
     use crate::openflow::{frame, Message, OXM_BASIC};
 
     fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
+        crate::from_hex(s).unwrap()
     }
 
     /// `ovs-ofctl -O OpenFlow13 dump-flows` sends this (captured): all

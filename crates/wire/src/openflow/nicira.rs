@@ -184,10 +184,7 @@ mod tests {
     use crate::openflow::OF13;
 
     fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
+        crate::from_hex(s).unwrap()
     }
 
     /// `ovs-ofctl add-tlv-map` (1.0, its default) and `-O OpenFlow13

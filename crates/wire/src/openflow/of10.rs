@@ -120,23 +120,9 @@ fn bad(field: &'static str, offset: usize, reason: &'static str) -> Error {
 
 /// 1.0's actions of `b` (at `base` in the message), as [`Action`]s.
 pub fn actions10(b: &[u8], base: usize) -> Result<Vec<Action<'_>>> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at < b.len() {
-        need(Layer::OpenFlow, "action header", b, at, 4).map_err(|e| e.at(base))?;
-        let typ = be16(b, at);
-        let len = be16(b, at + 2) as usize;
-        if len < 8 || !len.is_multiple_of(8) {
-            return Err(bad(
-                "action length",
-                base + at + 2,
-                "not a multiple of 8 of at least 8",
-            ));
-        }
-        need(Layer::OpenFlow, "action", b, at, len).map_err(|e| e.at(base))?;
-        let a = &b[at..at + len];
-        let vendor = typ == EXPERIMENTER_ACTION && len >= 16 && be32(a, 4) == NX_VENDOR;
-        out.push(match typ {
+    super::each_action(b, base, |typ, a, at| {
+        let vendor = typ == EXPERIMENTER_ACTION && a.len() >= 16 && be32(a, 4) == NX_VENDOR;
+        Ok(match typ {
             AT10_OUTPUT => Action::Output {
                 port: port_from10(be16(a, 4)),
                 max_len: be16(a, 6),
@@ -154,12 +140,10 @@ pub fn actions10(b: &[u8], base: usize) -> Result<Vec<Action<'_>>> {
                 mask: None,
             }),
             AT10_STRIP_VLAN => Action::PopVlan,
-            _ if vendor => nx_action(a, base + at)?,
+            _ if vendor => nx_action(a, at)?,
             t => Action::Other { typ: t },
-        });
-        at += len;
-    }
-    Ok(out)
+        })
+    })
 }
 
 /// A Nicira vendor action (16 bytes or more, vendor checked).
@@ -415,8 +399,7 @@ pub fn nx_flow_stats_entry(
 ) -> Vec<u8> {
     let mut e = vec![0, 0, table_id, 0];
     let secs = duration_ns / 1_000_000_000;
-    e.extend_from_slice(&(secs.min(u64::from(u32::MAX)) as u32).to_be_bytes());
-    e.extend_from_slice(&((duration_ns % 1_000_000_000) as u32).to_be_bytes());
+    super::put_duration(&mut e, duration_ns);
     e.extend_from_slice(&priority.to_be_bytes());
     e.extend_from_slice(&idle_timeout.to_be_bytes());
     e.extend_from_slice(&hard_timeout.to_be_bytes());
@@ -523,10 +506,7 @@ mod tests {
     use crate::openflow::{parse_nx, NXM_1};
 
     fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
+        crate::from_hex(s).unwrap()
     }
 
     /// What `ovs-ofctl add-flow` (1.0, its default) sent for

@@ -73,9 +73,7 @@ impl FlowRemoved<'_> {
         m.extend_from_slice(&self.priority.to_be_bytes());
         m.push(self.reason);
         m.push(self.table_id);
-        let secs = self.duration_ns / 1_000_000_000;
-        m.extend_from_slice(&(secs.min(u64::from(u32::MAX)) as u32).to_be_bytes());
-        m.extend_from_slice(&((self.duration_ns % 1_000_000_000) as u32).to_be_bytes());
+        super::put_duration(&mut m, self.duration_ns);
         m.extend_from_slice(&self.idle_timeout.to_be_bytes());
         m.extend_from_slice(&self.hard_timeout.to_be_bytes());
         m.extend_from_slice(&self.packets.to_be_bytes());

@@ -728,7 +728,7 @@ fn a_controller_hears_of_expiry_deletion_and_ports_and_a_silent_one_is_dropped()
     let _acceptor = in_ns(l.hv1.name(), move || {
         let ls = TcpListener::bind("172.31.0.1:16700").unwrap();
         ready.send(()).unwrap();
-        for s in ls.incoming().take(2).flatten() {
+        for s in ls.incoming().take(3).flatten() {
             if conns.send(s).is_err() {
                 break;
             }
@@ -869,7 +869,94 @@ fn a_controller_hears_of_expiry_deletion_and_ports_and_a_silent_one_is_dropped()
         }
     }
     assert!(closed, "the silent connection was closed");
-    drop(again);
+
+    // A controller that stops reading while a flood of its PACKET_INs
+    // comes: the switch's writes stall, it drops the connection after
+    // 500 ms (long before the probe would), the workers never wait (what
+    // the queue cannot take is dropped and counted), and the tenants'
+    // other traffic goes on.
+    let mut s = again;
+    let hello = next(&mut s, of::HELLO);
+    assert_eq!(hello[0], of::OF13);
+    s.write_all(&of::hello(of::OF13, 1 << of::OF13, 1)).unwrap();
+    let (port1, ip, udp, dport) = (
+        1u32.to_be_bytes(),
+        [0x08, 0x00],
+        [17],
+        9999u16.to_be_bytes(),
+    );
+    let field = |field, value| of::Oxm {
+        class: of::OXM_BASIC,
+        field,
+        value,
+        mask: None,
+    };
+    let to_controller = of::FlowMod {
+        cookie: 0x99,
+        cookie_mask: 0,
+        table_id: 0,
+        command: of::FC_ADD,
+        idle_timeout: 0,
+        hard_timeout: 0,
+        priority: 40000, // above the node's own rules
+        buffer_id: of::NO_BUFFER,
+        out_port: of::PORT_ANY,
+        out_group: of::GROUP_ANY,
+        flags: 0,
+        matches: vec![
+            field(0, &port1[..]),
+            field(5, &ip[..]),
+            field(10, &udp[..]),
+            field(16, &dport[..]),
+        ],
+        actions: vec![of::Action::Output {
+            port: 0xffff_fffd,
+            max_len: 0xffff,
+        }],
+        other_instructions: Vec::new(),
+    };
+    s.write_all(&to_controller.emit(9)).unwrap();
+    s.write_all(&of::header(of::OF13, 20, 8, 10)).unwrap(); // barrier
+    let _ = next(&mut s, 21);
+    let t0 = std::time::Instant::now();
+    let flood = in_ns(l.ta.name(), || {
+        let u = std::net::UdpSocket::bind("192.168.7.1:0").unwrap();
+        let payload = [0x5a; 1000];
+        for _ in 0..40_000 {
+            let _ = u.send_to(&payload, "192.168.7.2:9999");
+        }
+    });
+    let third = accepted.recv_timeout(Duration::from_secs(20));
+    let took = t0.elapsed();
+    flood.join().unwrap();
+    let (_, stats, _) = ctl(s1.ctl_path(), &["stats"]);
+    let (_, flows, _) = ctl(s1.ctl_path(), &["dump-flows"]);
+    eprintln!("after the flood (reconnected after {took:?}): {stats}\n{flows}");
+    assert!(
+        third.is_ok(),
+        "the switch connects again after dropping the stuck controller"
+    );
+    let to_controller = flows
+        .lines()
+        .find(|l| l.contains("actions=controller:65535"))
+        .and_then(|l| {
+            l.split("n_packets=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .unwrap_or(0);
+    assert!(
+        to_controller > 1000,
+        "the flood met the controller rule:\n{flows}"
+    );
+    traffic_both_ways(
+        &l,
+        "geneve after a flood of PACKET_INs to a stuck controller",
+    );
+    drop(s);
     s1.stop();
     s2.stop();
 }

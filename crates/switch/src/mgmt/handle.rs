@@ -1,6 +1,7 @@
 //! Answering a connection's messages: the session (HELLO, ECHO,
-//! FEATURES, configuration, BARRIER), flow_mod through `tunlab ctl`'s
-//! door, the multipart statistics, and PACKET_OUT.
+//! FEATURES, configuration, BARRIER); flow_mod of 1.3, of 1.0 and
+//! Nicira's, through `tunlab ctl`'s door; the statistics (1.3's multipart,
+//! 1.0's and Nicira's NXST); PACKET_OUT; Nicira's TLV table.
 
 use super::{ours, send, Conn, Next};
 use crate::ofrules::ctl_request;

@@ -20,7 +20,13 @@ impl Ovs {
     /// What an earlier run left in that folder (the same `--out`) goes
     /// first: `ovsdb-tool create` refuses an existing database.
     pub fn start(ns: &str, dir: &Path) -> Result<Ovs, LabError> {
-        let dir = dir.join("ovs");
+        // Absolute: OVS resolves a relative --pidfile against OVS_RUNDIR,
+        // itself relative, and fails on the doubled path (`tunlab bench`
+        // writes under ./tunlab-results by default).
+        let dir = std::path::absolute(dir.join("ovs")).map_err(|err| LabError::Io {
+            path: dir.display().to_string(),
+            err,
+        })?;
         match std::fs::remove_dir_all(&dir) {
             Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
                 return Err(LabError::Io {

@@ -161,6 +161,12 @@ enum Command {
     /// Ports: multi-queue TAP tenant ports; Geneve and VXLAN over UDP (IPv4
     /// or IPv6 underlay); GRE and NVGRE over raw IP and STT over raw TCP
     /// (IPv4); QinQ on an underlay interface. Counters are printed on exit.
+    ///
+    /// OpenFlow: `ovs-ofctl` reaches the node at
+    /// punix:/run/tunlab/NAME.mgmt (1.3, and 1.0 with Nicira's extensions);
+    /// controllers listed in `[switch] openflow` (tcp:IP[:PORT] to connect,
+    /// ptcp:[PORT][:IP] to listen) get PACKET_IN, FLOW_REMOVED and
+    /// PORT_STATUS.
     Switch {
         /// The node's configuration (TOML; see crates/switch/src/config.rs).
         #[arg(long)]

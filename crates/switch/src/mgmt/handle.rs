@@ -144,9 +144,9 @@ pub(super) fn handle(
             answer(c, done.map(|()| Vec::new()))
         }
         of::EXPERIMENTER => match of::parse_nx(m) {
-            // A 1.0 client's flow format: only 1.3's flow_mod is built,
-            // so the choice changes nothing yet; it is accepted so that
-            // the requests after it (add-tlv-map) go through.
+            // The flow format a 1.0 client asks for: plain and NXM
+            // flow_mods are both read, and statistics go out in the form
+            // asked (NXST or plain), so there is nothing to switch.
             Some(nx) if nx.subtype == of::NXT_SET_FLOW_FORMAT => Next::Keep,
             // A 1.0 client's flow_mod with an NXM match.
             Some(nx) if nx.subtype == of::NXT_FLOW_MOD => {
@@ -728,14 +728,14 @@ const TFFC_EPERM: u16 = 5;
 
 /// Whether a 1.0 stats request asks for the table stats: ovs-ofctl asks
 /// before it sends a flow_mod (to learn the tables' names), and gives up
-/// if refused. (1.3's TABLE_FEATURES reply needs eight properties that are
-/// not built yet: under 1.3, `ovs-ofctl --no-names` skips the question.)
+/// if refused. (Under 1.3 it asks for the table features instead.)
 fn table_request(v: u8, body: &[u8]) -> bool {
     v == of::OF10 && body.get(..2) == Some(&[0, 3])
 }
 
-/// 1.0's TABLE stats reply (§ 5.3.5) for the one flow table with its
-/// `active` rules (lookups and matches are not counted per table: 0).
+/// 1.0's TABLE stats reply (§ 5.3.5): one entry, table 0, with the
+/// node's `active` rules (of every table; lookups and matches are not
+/// counted here: 0; 1.3's table stats give each table its own).
 fn table_reply(v: u8, xid: u32, active: u32) -> Vec<u8> {
     const STATS_REPLY: u8 = 17;
     let mut name = [0u8; 32];

@@ -30,6 +30,14 @@ fn ofctl(args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
+/// `ovs-ofctl`'s name for a node's management socket.
+fn ofctl_target(s: &Switch) -> String {
+    format!(
+        "unix:{}",
+        tunlab_switch::mgmt::path_beside(s.ctl_path()).display()
+    )
+}
+
 /// Read one whole message (at most 2 s).
 fn read_msg(s: &mut UnixStream) -> Option<Vec<u8>> {
     s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
@@ -53,7 +61,7 @@ fn ovs_ofctl_programs_the_node_and_bad_clients_are_turned_away() {
     let (c1, c2) = pair_configs(&l, "geneve");
     let (s1, s2) = start_pair(&l, &c1, &c2);
     let mgmt = tunlab_switch::mgmt::path_beside(s1.ctl_path());
-    let target = format!("unix:{}", mgmt.display());
+    let target = ofctl_target(&s1);
 
     // Open vSwitch's client agrees on 1.0 by default and on 1.3 when
     // asked; its echo requests come back.
@@ -322,10 +330,7 @@ fn dump_flows_lists_what_ovs_3_1_lists_for_the_same_flows() {
     let l = lab();
     let (c1, c2) = pair_configs(&l, "geneve");
     let (s1, s2) = start_pair(&l, &c1, &c2);
-    let ours = format!(
-        "unix:{}",
-        tunlab_switch::mgmt::path_beside(s1.ctl_path()).display()
-    );
+    let ours = ofctl_target(&s1);
     let ovs = Ovs::start(l.hv2.name(), &l.dir).unwrap();
     ovs.vsctl(&[
         "add-br",
@@ -338,8 +343,9 @@ fn dump_flows_lists_what_ovs_3_1_lists_for_the_same_flows() {
     ])
     .unwrap();
     let theirs = format!("unix:{}", l.dir.join("ovs").join("br0.mgmt").display());
-    // OVS takes tun_metadata0 once a TLV is mapped to it (tunlab's TLV
-    // table mod is not built; it takes the field as it is).
+    // OVS takes tun_metadata0 only once a TLV is mapped to it; tunlab
+    // takes the field either way (the map matters when the option goes on
+    // the wire).
     ovs.ofctl(&[
         "add-tlv-map",
         "br0",
@@ -616,14 +622,8 @@ fn add_tlv_map_then_a_tun_metadata0_rule_carries_the_ovn_option() {
     let l = lab();
     let (c1, c2) = pair_configs(&l, "geneve");
     let (s1, s2) = start_pair(&l, &c1, &c2);
-    let t1 = format!(
-        "unix:{}",
-        tunlab_switch::mgmt::path_beside(s1.ctl_path()).display()
-    );
-    let t2 = format!(
-        "unix:{}",
-        tunlab_switch::mgmt::path_beside(s2.ctl_path()).display()
-    );
+    let t1 = ofctl_target(&s1);
+    let t2 = ofctl_target(&s2);
     let ovn = "{class=0x0102,type=0x80,len=4}->tun_metadata0";
     // One node in ovs-ofctl's default (1.0 with Nicira's extensions), the
     // other in 1.3.

@@ -10,7 +10,8 @@
 //! ```
 //!
 //! Layers: [`host`] runs commands "on a host" (a namespace today, so that a
-//! remote host can replace it), [`variant`] sets a datapath up and down,
+//! remote host can replace it), [`remote`] reaches real hosts over SSH
+//! (the check before a run, so far), [`variant`] sets a datapath up and down,
 //! [`traffic`] runs one test and parses the tool's figures, [`cpu`]
 //! samples CPU, [`stats`] holds the sample rule, [`report`] makes the
 //! tables, [`chart`] and [`html`] the charts and the report page,
@@ -25,6 +26,7 @@ pub mod host;
 pub mod html;
 pub mod ovs;
 pub mod pvp;
+pub mod remote;
 pub mod report;
 pub mod run;
 pub mod setup_rate;

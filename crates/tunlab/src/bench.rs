@@ -459,3 +459,61 @@ pub fn setup_rate(profile: &str, variants: &[String], out: Option<PathBuf>) -> E
         ExitCode::SUCCESS
     }
 }
+
+/// `tunlab bench --hosts A,B --underlay IP1,IP2 --check`: each host
+/// checked over SSH, nothing changed; a table, and the exit code says
+/// whether both are ready. (Running the variants on real hosts is not
+/// built yet.)
+pub fn check_hosts(
+    hosts: &[String],
+    underlay: &[String],
+    ssh_config: Option<PathBuf>,
+    check: bool,
+) -> ExitCode {
+    if hosts.len() != 2 || underlay.len() != 2 {
+        eprintln!(
+            "tunlab bench: --hosts takes two hosts and --underlay their two addresses (got {} and {})",
+            hosts.len(),
+            underlay.len()
+        );
+        return ExitCode::from(2);
+    }
+    if let Some((i, a)) = underlay
+        .iter()
+        .enumerate()
+        .find(|(_, a)| a.parse::<std::net::IpAddr>().is_err())
+    {
+        eprintln!(
+            "tunlab bench: --underlay: '{a}' (for {}) is not an IP address",
+            hosts[i]
+        );
+        return ExitCode::from(2);
+    }
+    if !check {
+        eprintln!(
+            "tunlab bench --hosts: running the variants on real hosts is not built yet; --check checks the hosts over SSH"
+        );
+        return ExitCode::from(2);
+    }
+    let mut found = Vec::new();
+    let mut failed = false;
+    for (h, u) in hosts.iter().zip(underlay) {
+        let ssh = tunlab_lab::remote::Ssh::new(h, ssh_config.clone());
+        match tunlab_lab::remote::check(&ssh, u) {
+            Ok(p) => {
+                failed |= !p.missing.is_empty();
+                found.push(p);
+            }
+            Err(e) => {
+                eprintln!("tunlab bench: {e}");
+                failed = true;
+            }
+        }
+    }
+    print!("{}", tunlab_lab::remote::table(&found));
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

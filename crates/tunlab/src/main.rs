@@ -100,6 +100,24 @@ enum Command {
         /// flows a trial; full: 100,000). Results in OUT/setup-rate.json.
         #[arg(long, conflicts_with_all = ["tests", "samples", "seconds", "pvp"])]
         setup_rate: bool,
+        /// Two real hosts, as `ssh` takes them (USER@HOST1,USER@HOST2; your
+        /// keys, agent and ssh config apply). Built so far: --check, which
+        /// checks them over SSH and changes nothing; running the variants
+        /// on them is not built yet.
+        #[arg(long, value_delimiter = ',', requires = "underlay")]
+        hosts: Vec<String>,
+        /// The hosts' underlay addresses (IP1,IP2), each checked to be on
+        /// its host.
+        #[arg(long, value_delimiter = ',', requires = "hosts")]
+        underlay: Vec<String>,
+        /// A config file for ssh (`ssh -F FILE`).
+        #[arg(long, requires = "hosts")]
+        ssh_config: Option<PathBuf>,
+        /// With --hosts: check each host over SSH (kernel, CPUs, the
+        /// interface holding its underlay address, the lab's tools, with
+        /// the command that installs a missing one) and exit.
+        #[arg(long, requires = "hosts")]
+        check: bool,
     },
     /// Run the lab's two hypervisors under mixed traffic for a long time:
     /// the generator's UDP flows and rate-limited iperf3 streams, a flow
@@ -212,7 +230,14 @@ fn main() -> ExitCode {
             cleanup,
             pvp,
             setup_rate,
+            hosts,
+            underlay,
+            ssh_config,
+            check,
         } => {
+            if !hosts.is_empty() {
+                return bench::check_hosts(&hosts, &underlay, ssh_config, check);
+            }
             if cleanup {
                 let n = tunlab_lab::host::cleanup();
                 println!("tunlab bench: removed {n} namespaces left by killed runs");

@@ -1,0 +1,285 @@
+//! Real hosts over SSH (issue 18, first part): the transport and the
+//! check that comes before anything is changed on a host.
+//!
+//! OpenSSH is the engine: `ssh` as the user runs it, so their keys, agent
+//! and `~/.ssh/config` apply, and `--ssh-config FILE` hands it another
+//! config with `-F`. Every command goes as one argument vector, each
+//! argument quoted for the remote shell, with `BatchMode` (no password
+//! prompt can hang a run) and a connect timeout.
+//!
+//! [`check`] asks a host, in one round trip, for its kernel, CPUs, the
+//! interface that holds the underlay address it was given, and the tools
+//! the lab runs there; it names what is missing with the command that
+//! installs it. Nothing on the host is changed.
+
+use crate::LabError;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// How long `ssh` waits for a host to answer.
+pub const CONNECT_TIMEOUT_S: u32 = 5;
+
+/// One host reached over SSH.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ssh {
+    /// The destination as `ssh` takes it (`user@host`, or a `Host` of the
+    /// config).
+    pub dest: String,
+    /// A config file for `ssh -F`.
+    pub config: Option<PathBuf>,
+}
+
+/// `arg` quoted for a POSIX shell: as it is when it is plain, else in
+/// single quotes (a single quote inside becomes `'\''`).
+pub fn quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@%+".contains(&b));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+impl Ssh {
+    pub fn new(dest: &str, config: Option<PathBuf>) -> Ssh {
+        Ssh {
+            dest: dest.to_string(),
+            config,
+        }
+    }
+
+    /// The `ssh` command line that runs `args` on the host.
+    pub fn command(&self, args: &[&str]) -> Vec<String> {
+        let mut v = vec!["ssh".to_string()];
+        if let Some(c) = &self.config {
+            v.push("-F".into());
+            v.push(c.display().to_string());
+        }
+        for o in [
+            "BatchMode=yes".to_string(),
+            format!("ConnectTimeout={CONNECT_TIMEOUT_S}"),
+        ] {
+            v.push("-o".into());
+            v.push(o);
+        }
+        v.push(self.dest.clone());
+        v.push("--".into());
+        v.push(args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "));
+        v
+    }
+
+    /// Run `args` on the host to completion: its stdout, or an error that
+    /// says whether SSH itself failed (exit 255) or the command did.
+    pub fn run(&self, args: &[&str]) -> Result<String, LabError> {
+        let cmd = self.command(args);
+        let out = Command::new(&cmd[0])
+            .args(&cmd[1..])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| LabError::Setup(format!("ssh: {e} (apt-get install openssh-client)")))?;
+        let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        match out.status.code() {
+            Some(0) => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+            Some(255) => Err(LabError::Setup(format!("{}: SSH failed: {err}", self.dest))),
+            code => Err(LabError::Setup(format!(
+                "{}: {} exited with {}: {err}",
+                self.dest,
+                args.join(" "),
+                code.map_or("a signal".into(), |c| c.to_string())
+            ))),
+        }
+    }
+}
+
+/// The tools the lab runs on a host, each with the Debian package that
+/// brings it.
+pub const TOOLS: &[(&str, &str)] = &[
+    ("ip", "iproute2"),
+    ("iperf3", "iperf3"),
+    ("sockperf", "sockperf"),
+    ("ethtool", "ethtool"),
+    ("ovs-vswitchd", "openvswitch-switch"),
+];
+
+/// What [`check`] found on a host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preflight {
+    pub dest: String,
+    pub kernel: String,
+    pub cpus: u32,
+    /// The interface that holds the underlay address.
+    pub underlay_dev: String,
+    /// Tools not found, with what installs them.
+    pub missing: Vec<(String, String)>,
+    /// Whether tunlab is on the host's PATH (else it would be copied).
+    pub has_tunlab: bool,
+}
+
+/// The shell script [`check`] runs: one line per fact, `key value`.
+const CHECK_SCRIPT: &str = r#"echo "kernel $(uname -r)"
+echo "cpus $(getconf _NPROCESSORS_ONLN)"
+ip -o addr show 2>/dev/null | while read -r _ dev fam addr _; do echo "addr $dev ${addr%/*}"; done
+for t in TOOLS; do command -v "$t" >/dev/null 2>&1 || echo "missing $t"; done
+command -v tunlab >/dev/null 2>&1 && echo "tunlab yes"
+true"#;
+
+/// Ask `host` for its kernel, CPUs, tools and the interface holding
+/// `underlay`, changing nothing; an error names the host and what is
+/// wrong (unreachable, or the address on none of its interfaces).
+pub fn check(host: &Ssh, underlay: &str) -> Result<Preflight, LabError> {
+    let tools: Vec<&str> = TOOLS.iter().map(|(t, _)| *t).collect();
+    let script = CHECK_SCRIPT.replace("TOOLS", &tools.join(" "));
+    let out = host.run(&["sh", "-c", &script])?;
+    parse_check(&host.dest, underlay, &out)
+}
+
+/// Read what the check script printed.
+pub fn parse_check(dest: &str, underlay: &str, out: &str) -> Result<Preflight, LabError> {
+    let mut p = Preflight {
+        dest: dest.to_string(),
+        kernel: String::new(),
+        cpus: 0,
+        underlay_dev: String::new(),
+        missing: Vec::new(),
+        has_tunlab: false,
+    };
+    let mut addrs = Vec::new();
+    for line in out.lines() {
+        let (key, rest) = line.split_once(' ').unwrap_or((line, ""));
+        match key {
+            "kernel" => p.kernel = rest.trim().to_string(),
+            "cpus" => p.cpus = rest.trim().parse().unwrap_or(0),
+            "addr" => {
+                if let Some((dev, addr)) = rest.trim().split_once(' ') {
+                    // `ip -o` writes a VLAN's or veth's peer as DEV@PEER.
+                    let dev = dev.split('@').next().unwrap_or(dev);
+                    addrs.push((dev.to_string(), addr.to_string()));
+                }
+            }
+            "missing" => {
+                let t = rest.trim();
+                let pkg = TOOLS.iter().find(|(n, _)| *n == t).map_or(t, |(_, p)| *p);
+                p.missing
+                    .push((t.to_string(), format!("apt-get install {pkg}")));
+            }
+            "tunlab" => p.has_tunlab = true,
+            _ => {}
+        }
+    }
+    match addrs.iter().find(|(_, a)| a == underlay) {
+        Some((dev, _)) => p.underlay_dev = dev.clone(),
+        None => {
+            let have: Vec<String> = addrs
+                .iter()
+                .filter(|(d, _)| d != "lo")
+                .map(|(d, a)| format!("{a} on {d}"))
+                .collect();
+            return Err(LabError::Setup(format!(
+                "{dest}: the underlay address {underlay} is on none of its interfaces (it has {})",
+                if have.is_empty() {
+                    "none but loopback".to_string()
+                } else {
+                    have.join(", ")
+                }
+            )));
+        }
+    }
+    Ok(p)
+}
+
+/// The preflight of every host, as a table; missing tools with their
+/// install commands under it.
+pub fn table(hosts: &[Preflight]) -> String {
+    let mut s = format!(
+        "{:<24} {:<28} {:>4}  {:<12} {}\n",
+        "host", "kernel", "cpus", "underlay", "tunlab"
+    );
+    for h in hosts {
+        s.push_str(&format!(
+            "{:<24} {:<28} {:>4}  {:<12} {}\n",
+            h.dest,
+            h.kernel,
+            h.cpus,
+            h.underlay_dev,
+            if h.has_tunlab {
+                "found"
+            } else {
+                "not found (would be copied)"
+            }
+        ));
+    }
+    for h in hosts {
+        for (tool, install) in &h.missing {
+            s.push_str(&format!("{}: {tool} missing: {install}\n", h.dest));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_reach_the_remote_shell_as_they_are() {
+        assert_eq!(quote("ip"), "ip");
+        assert_eq!(quote("10.0.0.1/24"), "10.0.0.1/24");
+        assert_eq!(quote(""), "''");
+        assert_eq!(quote("a b"), "'a b'");
+        assert_eq!(quote("it's $HOME; rm -rf /"), r"'it'\''s $HOME; rm -rf /'");
+        // The remote shell gives back exactly what went in.
+        for arg in ["plain", "two words", "it's", "$(x) `y` \\z", ""] {
+            let out = Command::new("sh")
+                .args(["-c", &format!("printf %s {}", quote(arg))])
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&out.stdout), arg);
+        }
+        let c = Ssh::new("root@h1", Some("/tmp/cfg".into())).command(&["ip", "addr", "show dev"]);
+        assert_eq!(
+            c,
+            [
+                "ssh",
+                "-F",
+                "/tmp/cfg",
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "ConnectTimeout=5",
+                "root@h1",
+                "--",
+                "ip addr 'show dev'"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_check_names_the_underlay_interface_or_what_is_there() {
+        let out = "kernel 6.18.0\ncpus 2\naddr lo 127.0.0.1\naddr eth1@if5 10.0.0.1\naddr eth1@if5 fd00::1\nmissing sockperf\ntunlab yes\n";
+        let p = parse_check("root@a", "10.0.0.1", out).unwrap();
+        assert_eq!(
+            (
+                p.kernel.as_str(),
+                p.cpus,
+                p.underlay_dev.as_str(),
+                p.has_tunlab
+            ),
+            ("6.18.0", 2, "eth1", true)
+        );
+        assert_eq!(
+            p.missing,
+            vec![("sockperf".into(), "apt-get install sockperf".into())]
+        );
+        let e = parse_check("root@a", "10.0.0.9", out)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("root@a") && e.contains("10.0.0.9") && e.contains("10.0.0.1 on eth1"),
+            "{e}"
+        );
+        assert!(table(&[p]).contains("sockperf missing: apt-get install sockperf"));
+    }
+}

@@ -104,26 +104,45 @@ pub const TOOLS: &[(&str, &str)] = &[
     ("ovs-vswitchd", "openvswitch-switch"),
 ];
 
-/// What [`check`] found on a host.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What [`check`] found on a host: its environment as results.json will
+/// record it, and what is missing.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Preflight {
     pub dest: String,
     pub kernel: String,
+    pub cpu_model: String,
     pub cpus: u32,
-    /// The interface that holds the underlay address.
+    /// The interface that holds the underlay address, and its facts:
+    /// driver and firmware (`ethtool -i`), the offloads that are on
+    /// (`ethtool -k`), MTU, the NUMA node of its device (-1: none).
     pub underlay_dev: String,
+    pub driver: String,
+    pub firmware: String,
+    pub offloads_on: Vec<String>,
+    pub mtu: u32,
+    pub numa_node: i32,
     /// Tools not found, with what installs them.
     pub missing: Vec<(String, String)>,
-    /// Whether tunlab is on the host's PATH (else it would be copied).
-    pub has_tunlab: bool,
+    /// `tunlab --version` on the host; empty where it is not on the PATH
+    /// (it would be copied).
+    pub tunlab: String,
 }
 
 /// The shell script [`check`] runs: one line per fact, `key value`.
 const CHECK_SCRIPT: &str = r#"echo "kernel $(uname -r)"
 echo "cpus $(getconf _NPROCESSORS_ONLN)"
+echo "cpu_model $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 ip -o addr show 2>/dev/null | while read -r _ dev fam addr _; do echo "addr $dev ${addr%/*}"; done
+dev=$(ip -o addr show 2>/dev/null | awk -v a="UNDERLAY" '{split($4, p, "/"); if (p[1] == a) {print $2; exit}}')
+dev=${dev%%@*}
+if [ -n "$dev" ]; then
+  echo "mtu $(cat /sys/class/net/$dev/mtu 2>/dev/null)"
+  echo "numa $(cat /sys/class/net/$dev/device/numa_node 2>/dev/null || echo -1)"
+  ethtool -i "$dev" 2>/dev/null | sed -n 's/^driver: /driver /p; s/^firmware-version: /firmware /p'
+  ethtool -k "$dev" 2>/dev/null | sed -n 's/^\([a-z0-9_-]*\): on.*/offload \1/p'
+fi
 for t in TOOLS; do command -v "$t" >/dev/null 2>&1 || echo "missing $t"; done
-command -v tunlab >/dev/null 2>&1 && echo "tunlab yes"
+command -v tunlab >/dev/null 2>&1 && echo "tunlab $(tunlab --version 2>/dev/null)"
 true"#;
 
 /// Ask `host` for its kernel, CPUs, tools and the interface holding
@@ -131,20 +150,24 @@ true"#;
 /// wrong (unreachable, or the address on none of its interfaces).
 pub fn check(host: &Ssh, underlay: &str) -> Result<Preflight, LabError> {
     let tools: Vec<&str> = TOOLS.iter().map(|(t, _)| *t).collect();
-    let script = CHECK_SCRIPT.replace("TOOLS", &tools.join(" "));
+    // The address goes into the script: it must be one (the caller
+    // checked; this keeps the script's quoting out of the question).
+    let underlay: std::net::IpAddr = underlay
+        .parse()
+        .map_err(|_| LabError::Setup(format!("'{underlay}' is not an IP address")))?;
+    let script = CHECK_SCRIPT
+        .replace("TOOLS", &tools.join(" "))
+        .replace("UNDERLAY", &underlay.to_string());
     let out = host.run(&["sh", "-c", &script])?;
-    parse_check(&host.dest, underlay, &out)
+    parse_check(&host.dest, &underlay.to_string(), &out)
 }
 
 /// Read what the check script printed.
 pub fn parse_check(dest: &str, underlay: &str, out: &str) -> Result<Preflight, LabError> {
     let mut p = Preflight {
         dest: dest.to_string(),
-        kernel: String::new(),
-        cpus: 0,
-        underlay_dev: String::new(),
-        missing: Vec::new(),
-        has_tunlab: false,
+        numa_node: -1,
+        ..Preflight::default()
     };
     let mut addrs = Vec::new();
     for line in out.lines() {
@@ -152,6 +175,12 @@ pub fn parse_check(dest: &str, underlay: &str, out: &str) -> Result<Preflight, L
         match key {
             "kernel" => p.kernel = rest.trim().to_string(),
             "cpus" => p.cpus = rest.trim().parse().unwrap_or(0),
+            "cpu_model" => p.cpu_model = rest.trim().to_string(),
+            "mtu" => p.mtu = rest.trim().parse().unwrap_or(0),
+            "numa" => p.numa_node = rest.trim().parse().unwrap_or(-1),
+            "driver" => p.driver = rest.trim().to_string(),
+            "firmware" => p.firmware = rest.trim().to_string(),
+            "offload" => p.offloads_on.push(rest.trim().to_string()),
             "addr" => {
                 if let Some((dev, addr)) = rest.trim().split_once(' ') {
                     // `ip -o` writes a VLAN's or veth's peer as DEV@PEER.
@@ -165,7 +194,7 @@ pub fn parse_check(dest: &str, underlay: &str, out: &str) -> Result<Preflight, L
                 p.missing
                     .push((t.to_string(), format!("apt-get install {pkg}")));
             }
-            "tunlab" => p.has_tunlab = true,
+            "tunlab" => p.tunlab = rest.trim().to_string(),
             _ => {}
         }
     }
@@ -190,25 +219,23 @@ pub fn parse_check(dest: &str, underlay: &str, out: &str) -> Result<Preflight, L
     Ok(p)
 }
 
-/// The preflight of every host, as a table; missing tools with their
-/// install commands under it.
-pub fn table(hosts: &[Preflight]) -> String {
+/// The preflight of every host, as a table (`ours`: this tunlab's
+/// version, which a host's must be); missing tools with their install
+/// commands under it.
+pub fn table(hosts: &[Preflight], ours: &str) -> String {
     let mut s = format!(
-        "{:<24} {:<28} {:>4}  {:<12} {}\n",
-        "host", "kernel", "cpus", "underlay", "tunlab"
+        "{:<24} {:<22} {:>4}  {:<12} {:<10} {:>5} {:>4}  {}\n",
+        "host", "kernel", "cpus", "underlay", "driver", "mtu", "numa", "tunlab"
     );
     for h in hosts {
+        let tunlab = match h.tunlab.as_str() {
+            "" => "not found (would be copied)".to_string(),
+            v if v == ours => format!("{v} (this one's)"),
+            v => format!("{v}, not {ours} (would be replaced)"),
+        };
         s.push_str(&format!(
-            "{:<24} {:<28} {:>4}  {:<12} {}\n",
-            h.dest,
-            h.kernel,
-            h.cpus,
-            h.underlay_dev,
-            if h.has_tunlab {
-                "found"
-            } else {
-                "not found (would be copied)"
-            }
+            "{:<24} {:<22} {:>4}  {:<12} {:<10} {:>5} {:>4}  {tunlab}\n",
+            h.dest, h.kernel, h.cpus, h.underlay_dev, h.driver, h.mtu, h.numa_node
         ));
     }
     for h in hosts {
@@ -258,16 +285,25 @@ mod tests {
 
     #[test]
     fn the_check_names_the_underlay_interface_or_what_is_there() {
-        let out = "kernel 6.18.0\ncpus 2\naddr lo 127.0.0.1\naddr eth1@if5 10.0.0.1\naddr eth1@if5 fd00::1\nmissing sockperf\ntunlab yes\n";
+        let out = "kernel 6.18.0\ncpus 2\ncpu_model AMD EPYC 7B13\naddr lo 127.0.0.1\naddr eth1@if5 10.0.0.1\naddr eth1@if5 fd00::1\nmtu 9000\nnuma 0\ndriver mlx5_core\nfirmware 16.35.2000 (MT_0000000080)\noffload tx-checksumming\noffload generic-receive-offload\nmissing sockperf\ntunlab tunlab 0.1.0\n";
         let p = parse_check("root@a", "10.0.0.1", out).unwrap();
         assert_eq!(
             (
                 p.kernel.as_str(),
                 p.cpus,
                 p.underlay_dev.as_str(),
-                p.has_tunlab
+                p.tunlab.as_str()
             ),
-            ("6.18.0", 2, "eth1", true)
+            ("6.18.0", 2, "eth1", "tunlab 0.1.0")
+        );
+        assert_eq!(
+            (p.cpu_model.as_str(), p.mtu, p.numa_node, p.driver.as_str()),
+            ("AMD EPYC 7B13", 9000, 0, "mlx5_core")
+        );
+        assert_eq!(p.firmware, "16.35.2000 (MT_0000000080)");
+        assert_eq!(
+            p.offloads_on,
+            ["tx-checksumming", "generic-receive-offload"]
         );
         assert_eq!(
             p.missing,
@@ -280,6 +316,12 @@ mod tests {
             e.contains("root@a") && e.contains("10.0.0.9") && e.contains("10.0.0.1 on eth1"),
             "{e}"
         );
-        assert!(table(&[p]).contains("sockperf missing: apt-get install sockperf"));
+        let t = table(std::slice::from_ref(&p), "tunlab 0.1.0");
+        assert!(
+            t.contains("sockperf missing: apt-get install sockperf"),
+            "{t}"
+        );
+        assert!(t.contains("tunlab 0.1.0 (this one's)"), "{t}");
+        assert!(table(&[p], "tunlab 0.2.0").contains("not tunlab 0.2.0 (would be replaced)"));
     }
 }

@@ -510,7 +510,8 @@ pub fn check_hosts(
             }
         }
     }
-    print!("{}", tunlab_lab::remote::table(&found));
+    let ours = format!("tunlab {}", env!("CARGO_PKG_VERSION"));
+    print!("{}", tunlab_lab::remote::table(&found, &ours));
     if failed {
         ExitCode::FAILURE
     } else {

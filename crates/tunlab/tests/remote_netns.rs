@@ -156,8 +156,13 @@ fn hosts_are_checked_over_ssh_and_what_is_wrong_is_named() {
             .lines()
             .find(|r| r.starts_with(host))
             .unwrap_or_else(|| panic!("{host} not in:\n{out}"));
+        // The veth's driver and MTU, and no NUMA node (a virtual device).
         assert!(
-            row.contains(dev.as_str()) && row.contains(kernel.trim()),
+            row.contains(dev.as_str())
+                && row.contains(kernel.trim())
+                && row.contains(" veth ")
+                && row.contains(" 1500 ")
+                && row.contains(" -1 "),
             "{row}"
         );
         assert!(row.contains("not found (would be copied)"), "{row}");

@@ -13,7 +13,6 @@
 //! the same flow. One-way delay = arrival − departure, so the return trip
 //! (which misses too) is not counted.
 
-use crate::cpu::Snapshot;
 use crate::traffic::{Peers, Sample, Test};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -184,13 +183,16 @@ pub fn run_sample(
     p: Peers<'_>,
     test: &Test,
     secs: u32,
-    pids: &[u32],
+    meter: &crate::traffic::Meter<'_>,
     flush: &(dyn Fn() -> Result<(), String> + Sync),
 ) -> Result<Sample, String> {
-    let cpu = Snapshot::take(pids);
+    if p.client.ssh().is_some() {
+        return Err("the first-packet test over SSH is not built yet".into());
+    }
+    let cpu = meter.mark()?;
     let started = Instant::now();
     let d = measure(p, test.size, secs, flush)?;
-    let usage = cpu.usage();
+    let (usage, hosts_cpu) = meter.usage(&cpu)?;
     let probes = d.first.len() + d.lost;
     if d.first.is_empty() {
         return Err(format!("no probe of {probes} came back"));
@@ -215,6 +217,7 @@ pub fn run_sample(
             next_p50_us: quantile(&d.next, 0.5),
             next_p99_us: quantile(&d.next, 0.99),
         }),
+        hosts_cpu,
     })
 }
 

@@ -277,12 +277,14 @@ impl Pvp {
             tunnel,
         };
         let switch = &mut pvp.switch;
-        crate::variant::wait_for_ctl(&ctl_path("pvp"), Duration::from_secs(20), || {
-            match switch.try_wait() {
+        crate::variant::wait_for_ctl(
+            &crate::variant::Ctl::local(ctl_path("pvp")),
+            Duration::from_secs(20),
+            || match switch.try_wait() {
                 Ok(Some(status)) => Some(format!("the PVP node's switch exited ({status})")),
                 _ => None,
-            }
-        })?;
+            },
+        )?;
         let at = Endpoint {
             ifname: "tap0".into(),
             netns: Some(pvp.tenant.name().to_string()),

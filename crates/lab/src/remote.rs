@@ -61,6 +61,10 @@ impl Ssh {
         for o in [
             "BatchMode=yes".to_string(),
             format!("ConnectTimeout={CONNECT_TIMEOUT_S}"),
+            // A connection that stops answering ends the command (exit
+            // 255) within about 6 s instead of hanging the run.
+            "ServerAliveInterval=2".to_string(),
+            "ServerAliveCountMax=3".to_string(),
         ] {
             v.push("-o".into());
             v.push(o);
@@ -74,12 +78,34 @@ impl Ssh {
     /// Run `args` on the host to completion: its stdout, or an error that
     /// says whether SSH itself failed (exit 255) or the command did.
     pub fn run(&self, args: &[&str]) -> Result<String, LabError> {
+        self.run_with_input(args, &[])
+    }
+
+    /// [`Ssh::run`] with `input` on the command's stdin.
+    pub fn run_with_input(&self, args: &[&str], input: &[u8]) -> Result<String, LabError> {
+        use std::process::Stdio;
         let cmd = self.command(args);
-        let out = Command::new(&cmd[0])
+        let spawned = Command::new(&cmd[0])
             .args(&cmd[1..])
-            .stdin(std::process::Stdio::null())
-            .output()
+            .stdin(if input.is_empty() {
+                Stdio::null()
+            } else {
+                Stdio::piped()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn();
+        let mut child = spawned
             .map_err(|e| LabError::Setup(format!("ssh: {e} (apt-get install openssh-client)")))?;
+        let out = std::thread::scope(|sc| {
+            if let Some(mut stdin) = child.stdin.take() {
+                sc.spawn(move || {
+                    let _ = std::io::Write::write_all(&mut stdin, input);
+                });
+            }
+            child.wait_with_output()
+        })
+        .map_err(|e| LabError::Setup(format!("{}: ssh: {e}", self.dest)))?;
         let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
         match out.status.code() {
             Some(0) => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
@@ -102,7 +128,12 @@ pub const TOOLS: &[(&str, &str)] = &[
     ("sockperf", "sockperf"),
     ("ethtool", "ethtool"),
     ("ovs-vswitchd", "openvswitch-switch"),
+    ("nft", "nftables"),
+    ("ping", "iputils-ping"),
 ];
+
+/// The tools every variant needs on a host (the rest only some).
+pub const NEEDED: &[&str] = &["ip", "iperf3", "sockperf", "ethtool"];
 
 /// What [`check`] found on a host: its environment as results.json will
 /// record it, and what is missing.
@@ -246,6 +277,181 @@ pub fn table(hosts: &[Preflight], ours: &str) -> String {
     s
 }
 
+/// Two real hosts made ready for a run: checked, a work folder on each,
+/// and the tunlab binary each runs (its own when it is this version, else
+/// a copy of this one).
+#[derive(Debug, Clone)]
+pub struct Remote {
+    pub ssh: [Ssh; 2],
+    /// What the check found: each host's environment for results.json.
+    pub found: [Preflight; 2],
+    pub underlay: [String; 2],
+    /// A tag unique to this run on the hosts: `tlr` and this process's id,
+    /// the stem of every name made there.
+    pub tag: String,
+    /// The work folder on each host (`/tmp/TAG`).
+    pub workdir: String,
+    /// The tunlab each host runs.
+    pub tunlab: [String; 2],
+}
+
+impl Remote {
+    /// Check both hosts and, when nothing needed is missing, make the work
+    /// folders and put tunlab in place. Nothing is changed on either host
+    /// before both checks pass.
+    pub fn prepare(
+        hosts: [Ssh; 2],
+        underlay: [String; 2],
+        local_tunlab: &std::path::Path,
+    ) -> Result<Remote, LabError> {
+        let mut found = Vec::new();
+        for (h, u) in hosts.iter().zip(&underlay) {
+            found.push(check(h, u)?);
+        }
+        let mut missing = Vec::new();
+        for p in &found {
+            for (tool, install) in &p.missing {
+                if NEEDED.contains(&tool.as_str()) {
+                    missing.push(format!("{}: {tool} not found: {install}", p.dest));
+                }
+            }
+        }
+        if !missing.is_empty() {
+            return Err(LabError::Setup(format!(
+                "{}; nothing was changed on either host",
+                missing.join("; ")
+            )));
+        }
+        let found: [Preflight; 2] = [found[0].clone(), found[1].clone()];
+        let tag = format!(
+            "{}{}",
+            crate::host::REMOTE_PREFIX,
+            std::process::id() % 100_000
+        );
+        let workdir = format!("/tmp/{tag}");
+        let ours = format!("tunlab {}", env!("CARGO_PKG_VERSION"));
+        let mut tunlab = [String::from("tunlab"), String::from("tunlab")];
+        for (i, h) in hosts.iter().enumerate() {
+            h.run(&["mkdir", "-p", "-m", "700", &workdir])?;
+            if found[i].tunlab == ours {
+                continue;
+            }
+            // Not there, or another version: this one goes over.
+            let bin = std::fs::read(local_tunlab).map_err(|err| LabError::Io {
+                path: local_tunlab.display().to_string(),
+                err,
+            })?;
+            let path = format!("{workdir}/tunlab");
+            let q = quote(&path);
+            h.run_with_input(&["sh", "-c", &format!("cat > {q} && chmod 755 {q}")], &bin)?;
+            let v = h.run(&[&path, "--version"])?;
+            if v.trim() != ours {
+                return Err(LabError::Setup(format!(
+                    "{}: the tunlab copied to {path} says '{}', not '{ours}'",
+                    h.dest,
+                    v.trim()
+                )));
+            }
+            tunlab[i] = path;
+        }
+        Ok(Remote {
+            ssh: hosts,
+            found,
+            underlay,
+            tag,
+            workdir,
+            tunlab,
+        })
+    }
+
+    /// Whether both hosts still answer; the first that does not, with
+    /// SSH's words.
+    pub fn lost(&self) -> Option<String> {
+        self.ssh
+            .iter()
+            .find_map(|h| h.run(&["true"]).err().map(|e| e.to_string()))
+    }
+
+    /// The work folders go (at the end of a run).
+    pub fn finish(&self) {
+        for h in &self.ssh {
+            let _ = h.run(&["rm", "-rf", &self.workdir]);
+        }
+    }
+}
+
+/// CPU counters of a host at one moment: `/proc/stat` and the datapath
+/// processes' `/proc/PID/stat`, read in one round trip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuMark {
+    pub busy: u64,
+    pub total: u64,
+    pub procs: u64,
+    pub cpus: usize,
+}
+
+/// Read `host`'s CPU counters, `pids` being processes there.
+pub fn cpu_mark(host: &Ssh, pids: &[u32]) -> Result<CpuMark, LabError> {
+    let mut script = String::from("head -n 1 /proc/stat; getconf _NPROCESSORS_ONLN");
+    for p in pids {
+        script.push_str(&format!("; cat /proc/{p}/stat 2>/dev/null || echo gone"));
+    }
+    parse_cpu_mark(&host.run(&["sh", "-c", &script])?)
+        .ok_or_else(|| LabError::Setup(format!("{}: cannot read /proc/stat", host.dest)))
+}
+
+fn parse_cpu_mark(out: &str) -> Option<CpuMark> {
+    let mut lines = out.lines();
+    let stat = lines.next().filter(|l| l.starts_with("cpu "))?;
+    let (busy, total) = tunlab_netio::cpu::busy_total(stat);
+    let cpus = lines.next()?.trim().parse().ok()?;
+    let procs = lines.map(tunlab_netio::cpu::pid_ticks).sum();
+    Some(CpuMark {
+        busy,
+        total,
+        procs,
+        cpus,
+    })
+}
+
+impl CpuMark {
+    /// What the host used from `self` to `later`.
+    pub fn usage(&self, later: &CpuMark) -> tunlab_netio::cpu::Usage {
+        tunlab_netio::cpu::Usage::from_jiffies(
+            later.busy.saturating_sub(self.busy),
+            later.total.saturating_sub(self.total),
+            later.procs.saturating_sub(self.procs),
+            later.cpus,
+        )
+    }
+}
+
+/// The script `--cleanup` runs on a host: everything named with
+/// [`crate::host::REMOTE_PREFIX`] goes, and each removal is printed.
+const CLEANUP_SCRIPT: &str = r#"for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^tlr'); do
+  ip netns pids "$n" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+  ip netns del "$n" && echo "namespace $n"
+done
+for p in $(pgrep -f '/tmp/tl[r][0-9]'); do kill -TERM "$p" 2>/dev/null && echo "process $p"; done
+sleep 1
+for p in $(pgrep -f '/tmp/tl[r][0-9]'); do kill -KILL "$p" 2>/dev/null; done
+for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep '^tlr'); do
+  ip link del "$l" 2>/dev/null && echo "link $l"
+done
+for d in /tmp/tlr[0-9]*; do [ -e "$d" ] && rm -rf "$d" && echo "folder $d"; done
+true"#;
+
+/// Remove from `host` what killed runs left (namespaces, links, the
+/// switches they started, work folders), all named by this lab; what went,
+/// one line each.
+pub fn cleanup(host: &Ssh) -> Result<Vec<String>, LabError> {
+    Ok(host
+        .run(&["sh", "-c", CLEANUP_SCRIPT])?
+        .lines()
+        .map(str::to_string)
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,6 +482,10 @@ mod tests {
                 "BatchMode=yes",
                 "-o",
                 "ConnectTimeout=5",
+                "-o",
+                "ServerAliveInterval=2",
+                "-o",
+                "ServerAliveCountMax=3",
                 "root@h1",
                 "--",
                 "ip addr 'show dev'"

@@ -195,6 +195,12 @@ pub struct Results {
     pub topology: String,
     pub variants: Vec<VariantResult>,
     pub interrupted: bool,
+    /// On real hosts: each host's environment as the check found it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<crate::remote::Preflight>,
+    /// Why the run stopped before its end (a host lost), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 impl Results {
@@ -348,11 +354,50 @@ fn every_offload(topo: &Topology) -> Vec<(String, String)> {
     out
 }
 
+/// The topology line of a run on real hosts.
+pub fn remote_topology(r: &crate::remote::Remote) -> String {
+    format!(
+        " netns t1 (tenant) on {a}    {a} ({ad} {au})  ═══  {b} ({bd} {bu})    netns t2 (tenant) on {b}\n {t1} ─ [datapath] ─ underlay ═══ underlay ─ [datapath] ─ {t2}",
+        a = r.ssh[0].dest,
+        b = r.ssh[1].dest,
+        ad = r.found[0].underlay_dev,
+        bd = r.found[1].underlay_dev,
+        au = r.underlay[0],
+        bu = r.underlay[1],
+        t1 = variant::TENANT[0],
+        t2 = variant::TENANT[1],
+    )
+}
+
+/// Why a variant cannot run on these real hosts, if it cannot.
+fn missing_remote(v: Variant, r: &crate::remote::Remote) -> Option<String> {
+    if v.is_ovs() {
+        return Some("Open vSwitch variants over SSH are not built yet".into());
+    }
+    if v == Variant::TunlabStt {
+        for f in &r.found {
+            if let Some((_, install)) = f.missing.iter().find(|(t, _)| t == "nft") {
+                return Some(format!("{}: nft not found: {install}", f.dest));
+            }
+        }
+    }
+    None
+}
+
 /// Run the plan; `tunlab` is the binary the switch variants run, `out` the
-/// results folder. Progress goes to `progress`.
-pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> {
-    if let Some(m) = missing_tools() {
-        return Err(LabError::Setup(m));
+/// results folder, `remote` the real hosts to run on (else namespaces
+/// here). A real host lost mid-run stops the run; what was measured is
+/// still written, with the reason in `stopped`.
+pub fn run(
+    plan: &Plan,
+    tunlab: &Path,
+    out: &Path,
+    remote: Option<&crate::remote::Remote>,
+) -> Result<Results, LabError> {
+    if remote.is_none() {
+        if let Some(m) = missing_tools() {
+            return Err(LabError::Setup(m));
+        }
     }
     let dir = variant::run_dir(out)?;
     let budget = Budget {
@@ -374,9 +419,19 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> 
     let mut results = Results {
         plan: plan.clone(),
         environment: environment(),
-        topology: TOPOLOGY.into(),
+        topology: remote.map_or(TOPOLOGY.into(), remote_topology),
         variants: Vec::new(),
         interrupted: false,
+        hosts: remote.map(|r| r.found.to_vec()).unwrap_or_default(),
+        stopped: None,
+    };
+    // A failure on real hosts may be a host gone: then the run stops.
+    let lost = |results: &mut Results| -> bool {
+        if let Some(why) = remote.and_then(|r| r.lost()) {
+            results.stopped = Some(format!("lost a host: {why}"));
+            return true;
+        }
+        false
     };
     for (n, &v) in plan.variants.iter().enumerate() {
         if INTERRUPTED.load(Ordering::SeqCst) {
@@ -392,7 +447,11 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> 
             offloads: Vec::new(),
             tests: Vec::new(),
         };
-        if let Some(m) = v.missing() {
+        let missing = match remote {
+            Some(r) => missing_remote(v, r),
+            None => v.missing(),
+        };
+        if let Some(m) = missing {
             vr.status = "skipped".into();
             vr.reason = Some(m);
             bar.inc((plan.tests.len() * plan.rule.samples) as u64);
@@ -400,10 +459,32 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> 
             continue;
         }
         bar.set_message(format!("{}: setting up", v.name()));
-        let topo = Topology::build(n)?;
+        let topo = match remote {
+            Some(r) => Topology::on_hosts(r, n),
+            None => Topology::build(n),
+        };
+        let topo = match topo {
+            Ok(t) => t,
+            Err(e) if remote.is_some() => {
+                vr.status = "failed".into();
+                vr.reason = Some(format!("set-up: {e}"));
+                results.variants.push(vr);
+                if lost(&mut results) {
+                    break;
+                }
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let running = match variant::setup(v, &topo, tunlab, &dir, plan.workers, plan.spin_us) {
             Ok(r) => r,
             Err(e) => {
+                if remote.is_some() && lost(&mut results) {
+                    vr.status = "failed".into();
+                    vr.reason = Some(format!("set-up: {e}"));
+                    results.variants.push(vr);
+                    break;
+                }
                 vr.status = "failed".into();
                 vr.reason = Some(format!("set-up: {e}"));
                 bar.inc((plan.tests.len() * plan.rule.samples) as u64);
@@ -417,7 +498,7 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> 
             client: &topo.t[0],
             server: &topo.t[1],
             server_ip: variant::TENANT[1],
-            server_if: running.tenant_if,
+            server_if: &running.tenant_if,
             cpus: plan.tenant_cpus,
         };
         for test in &plan.tests {
@@ -450,10 +531,10 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> 
                             peers,
                             test,
                             plan.seconds,
-                            &running.pids,
+                            &running.meter(),
                             &|| running.flush(),
                         ),
-                        _ => run_sample(peers, test, plan.seconds, &running.pids),
+                        _ => run_sample(peers, test, plan.seconds, &running.meter()),
                     };
                     if attempt > 1 {
                         let spent = budget.rerun_s.get() + t0.elapsed().as_secs_f64();
@@ -486,12 +567,22 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Results, LabError> 
                 results.interrupted = true;
                 break;
             }
+            let failed = vr.tests.last().is_some_and(|t| t.error.is_some());
+            if failed && remote.is_some() && lost(&mut results) {
+                break;
+            }
         }
         drop(running);
         drop(topo);
         results.variants.push(vr);
+        if results.stopped.is_some() {
+            break;
+        }
     }
     bar.finish_and_clear();
+    if let Some(r) = remote {
+        r.finish();
+    }
     let path = dir.join("results.json");
     let json =
         serde_json::to_string_pretty(&results).map_err(|e| LabError::Setup(e.to_string()))?;

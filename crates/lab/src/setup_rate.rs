@@ -102,7 +102,7 @@ fn search(
     running.set_rules(&RULES).map_err(LabError::Setup)?;
     let tg = TenantGen::new(
         &topo,
-        running.tenant_if,
+        &running.tenant_if,
         tunlab,
         1024..=1024 + plan.flows - 1,
         9,

@@ -237,7 +237,7 @@ fn drive(
     let gen_json = dir.join("soak-gen.json");
     let tg = TenantGen::new(
         topo,
-        running.tenant_if,
+        &running.tenant_if,
         tunlab,
         10000..=10000 + plan.gen_flows - 1,
         GEN_PORT,

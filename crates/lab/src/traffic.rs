@@ -192,6 +192,73 @@ pub struct Sample {
     /// A `first_packet` sample's one-way delays.
     #[serde(default)]
     pub first_packet: Option<crate::first_packet::FirstPacket>,
+    /// On real hosts: each host's own CPU (`cpu` is then their sum, as if
+    /// one machine).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts_cpu: Vec<HostCpu>,
+}
+
+/// One real host's CPU over a sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostCpu {
+    pub host: String,
+    pub usage: Usage,
+}
+
+/// What measures a sample's CPU: this machine's `/proc` with the datapath
+/// processes' pids, or each real host's over SSH with the pids there.
+#[derive(Debug, Clone)]
+pub enum Meter<'a> {
+    Local(&'a [u32]),
+    Remote(Vec<(&'a crate::remote::Ssh, Vec<u32>)>),
+}
+
+/// A [`Meter`]'s reading at the start of a sample.
+#[derive(Debug, Clone)]
+pub enum Mark {
+    Local(Snapshot),
+    Remote(Vec<crate::remote::CpuMark>),
+}
+
+impl Meter<'_> {
+    pub fn mark(&self) -> Result<Mark, String> {
+        match self {
+            Meter::Local(pids) => Ok(Mark::Local(Snapshot::take(pids))),
+            Meter::Remote(hosts) => hosts
+                .iter()
+                .map(|(ssh, pids)| crate::remote::cpu_mark(ssh, pids).map_err(|e| e.to_string()))
+                .collect::<Result<_, _>>()
+                .map(Mark::Remote),
+        }
+    }
+
+    /// CPU since `m`: the whole (both real hosts summed), and each host's.
+    pub fn usage(&self, m: &Mark) -> Result<(Usage, Vec<HostCpu>), String> {
+        match (self, m) {
+            (Meter::Remote(hosts), Mark::Remote(before)) => {
+                let mut each = Vec::new();
+                let (mut busy, mut total) = (0u64, 0u64);
+                for ((ssh, pids), b) in hosts.iter().zip(before) {
+                    let now = crate::remote::cpu_mark(ssh, pids).map_err(|e| e.to_string())?;
+                    busy += now.busy.saturating_sub(b.busy);
+                    total += now.total.saturating_sub(b.total);
+                    each.push(HostCpu {
+                        host: ssh.dest.clone(),
+                        usage: b.usage(&now),
+                    });
+                }
+                let sum = Usage {
+                    system_pct: 100.0 * busy as f64 / total.max(1) as f64,
+                    system_busy_s: each.iter().map(|h| h.usage.system_busy_s).sum(),
+                    datapath_pct: each.iter().map(|h| h.usage.datapath_pct).sum(),
+                    cpus: each.iter().map(|h| h.usage.cpus).sum(),
+                };
+                Ok((sum, each))
+            }
+            (_, Mark::Local(s)) => Ok((s.usage(), Vec::new())),
+            (Meter::Local(_), Mark::Remote(_)) => Err("a local meter read a remote mark".into()),
+        }
+    }
 }
 
 /// Where the server tenant listens.
@@ -244,7 +311,12 @@ fn take_ports(n: usize) -> u16 {
 
 /// Run one sample of `test` for `secs` seconds; `pids` are the datapath
 /// processes whose CPU is reported. The error carries the tool's output.
-pub fn run_sample(p: Peers<'_>, test: &Test, secs: u32, pids: &[u32]) -> Result<Sample, String> {
+pub fn run_sample(
+    p: Peers<'_>,
+    test: &Test,
+    secs: u32,
+    meter: &Meter<'_>,
+) -> Result<Sample, String> {
     let mut servers: Vec<Child> = Vec::new();
     let base = take_ports(test.instances);
     let result = (|| {
@@ -256,7 +328,7 @@ pub fn run_sample(p: Peers<'_>, test: &Test, secs: u32, pids: &[u32]) -> Result<
         }
         wait_listening(p.server, test, base)?;
         let rx0 = rx_bytes(p.server, p.server_if);
-        let cpu = Snapshot::take(pids);
+        let cpu = meter.mark()?;
         let started = Instant::now();
         let mut clients = Vec::new();
         for i in 0..test.instances {
@@ -273,10 +345,11 @@ pub fn run_sample(p: Peers<'_>, test: &Test, secs: u32, pids: &[u32]) -> Result<
         for c in clients {
             outs.push(wait_output(c, started, deadline)?);
         }
-        let usage = cpu.usage();
+        let (usage, hosts_cpu) = meter.usage(&cpu)?;
         let seconds = started.elapsed().as_secs_f64();
         let rx1 = rx_bytes(p.server, p.server_if);
         let mut s = combine(test, &outs, usage, seconds)?;
+        s.hosts_cpu = hosts_cpu;
         // The tools run a little shorter than the whole sample (start-up),
         // so this slightly underestimates; tests allow for it.
         if let (Some(a), Some(b)) = (rx0, rx1) {
@@ -430,6 +503,7 @@ fn combine(t: &Test, outs: &[String], cpu: Usage, seconds: f64) -> Result<Sample
         seconds,
         iface_rx_gbit_s: None,
         first_packet: None,
+        hosts_cpu: Vec::new(),
     };
     let bytes;
     if t.kind.is_rr() {

@@ -4,12 +4,11 @@
 //! (one instance per host namespace) and tunlab's switch, per
 //! encapsulation.
 
-use crate::host::Host;
+use crate::host::{Daemon, Host};
 use crate::ovs::Ovs;
 use crate::LabError;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::Child;
 use std::time::{Duration, Instant};
 
 /// Underlay and tenant addresses of the two sides.
@@ -178,12 +177,35 @@ pub fn on_path(bin: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
 }
 
-/// The lab's namespaces: two hosts joined by a veth underlay, a tenant
-/// behind each.
+/// Names of the links the lab makes on a host: in a namespace of its own
+/// the short ones; on a real host names with the run's tag, so that none
+/// can meet the host's own (and `--cleanup` finds them).
+#[derive(Debug, Clone)]
+pub struct Names {
+    pub bridge: String,
+    pub vxlan: String,
+    /// The host end of the tenant's veth.
+    pub ten: String,
+    /// tunlab's tenant port (a TAP, or the kernel datapath's veth; the
+    /// tenant's interface has the same name).
+    pub port: String,
+    /// The tenant's macvlan on the underlay (`none` on real hosts).
+    pub macvlan: String,
+}
+
+/// The lab's hosts: two hosts joined by an underlay, a tenant behind each.
+/// Here: four namespaces and a veth underlay. On real hosts: their root
+/// namespaces, their NICs, and a tenant namespace made on each.
 #[derive(Debug)]
 pub struct Topology {
     pub h: [Host; 2],
     pub t: [Host; 2],
+    /// The underlay interface on each host and its address.
+    pub under: [String; 2],
+    pub under_ip: [String; 2],
+    pub names: Names,
+    /// The real hosts, when the run is on them.
+    pub remote: Option<crate::remote::Remote>,
 }
 
 impl Topology {
@@ -195,6 +217,16 @@ impl Topology {
                 Host::create("t1", 4 * n + 2)?,
                 Host::create("t2", 4 * n + 3)?,
             ],
+            under: ["under".into(), "under".into()],
+            under_ip: UNDER.map(String::from),
+            names: Names {
+                bridge: "br0".into(),
+                vxlan: "vx0".into(),
+                ten: "ten".into(),
+                port: "tap0".into(),
+                macvlan: "mv0".into(),
+            },
+            remote: None,
         };
         topo.h[0].ip(&[
             "link",
@@ -220,6 +252,112 @@ impl Topology {
         }
         Ok(topo)
     }
+
+    /// The two real hosts of `r` and a fresh tenant namespace on each
+    /// (`n` keeps names apart between variants).
+    pub fn on_hosts(r: &crate::remote::Remote, n: usize) -> Result<Topology, LabError> {
+        let tag = &r.tag;
+        let h = [
+            Host::remote(r.ssh[0].clone(), "h1"),
+            Host::remote(r.ssh[1].clone(), "h2"),
+        ];
+        let t1 = Host::remote_ns(&r.ssh[0], &format!("{tag}-{n}-t1"), "t1")?;
+        let t2 = Host::remote_ns(&r.ssh[1], &format!("{tag}-{n}-t2"), "t2")?;
+        Ok(Topology {
+            h,
+            t: [t1, t2],
+            under: [
+                r.found[0].underlay_dev.clone(),
+                r.found[1].underlay_dev.clone(),
+            ],
+            under_ip: r.underlay.clone(),
+            names: Names {
+                bridge: format!("{tag}b"),
+                vxlan: format!("{tag}v"),
+                ten: format!("{tag}t"),
+                port: format!("{tag}p"),
+                macvlan: format!("{tag}m"),
+            },
+            remote: Some(r.clone()),
+        })
+    }
+
+    /// Where node `i`'s switch serves its control socket (per lab
+    /// process, so that concurrent runs do not meet).
+    pub fn ctl_path(&self, i: usize) -> String {
+        match &self.remote {
+            Some(r) => format!("{}/bench{}.ctl", r.workdir, i + 1),
+            None => ctl_path(&format!("bench{}", i + 1)),
+        }
+    }
+
+    /// How node `i`'s control socket is reached.
+    fn ctl(&self, i: usize) -> Ctl {
+        Ctl {
+            path: self.ctl_path(i),
+            remote: self
+                .remote
+                .as_ref()
+                .map(|r| (r.ssh[i].clone(), r.tunlab[i].clone())),
+        }
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        // On a real host the links made in its root namespace go (the
+        // tenant's veth goes with its namespace); here the namespaces take
+        // everything with them.
+        if self.remote.is_some() {
+            for h in &self.h {
+                for l in [&self.names.bridge, &self.names.vxlan, &self.names.ten] {
+                    let _ = h.run(&[
+                        "sh",
+                        "-c",
+                        &format!("! ip link show {l} >/dev/null 2>&1 || ip link del {l}"),
+                    ]);
+                }
+            }
+        }
+    }
+}
+
+/// A tunlab node's control socket, here or on a real host (reached with
+/// `tunlab ctl` over SSH).
+#[derive(Debug, Clone)]
+pub struct Ctl {
+    pub path: String,
+    remote: Option<(crate::remote::Ssh, String)>,
+}
+
+impl Ctl {
+    /// A socket on this machine.
+    pub fn local(path: String) -> Ctl {
+        Ctl { path, remote: None }
+    }
+
+    /// Send one request: whether the switch took it, and its answer.
+    pub fn request(&self, req: &str) -> Result<(bool, String), String> {
+        match &self.remote {
+            None => tunlab_switch::ctl::request(Path::new(&self.path), req)
+                .map_err(|e| format!("{}: {e}", self.path)),
+            Some((ssh, tunlab)) => {
+                match ssh.run(&[tunlab, "ctl", "--socket", &self.path, req]) {
+                    Ok(out) => Ok((true, out)),
+                    // `tunlab ctl` exits 1 when the switch refused.
+                    Err(e) if !e.to_string().contains("SSH failed") => Ok((false, e.to_string())),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+        }
+    }
+
+    fn ready(&self) -> bool {
+        match &self.remote {
+            None => std::os::unix::net::UnixStream::connect(&self.path).is_ok(),
+            Some(_) => matches!(self.request("show"), Ok((true, _))),
+        }
+    }
 }
 
 /// A variant set up on a topology: the daemons to stop and the processes
@@ -227,15 +365,58 @@ impl Topology {
 #[derive(Debug)]
 pub struct Running {
     pub variant: Variant,
-    daemons: Vec<Child>,
+    daemons: Vec<Daemon>,
     /// Open vSwitch instances (stopped on drop, before the namespaces go).
     ovs: Vec<Ovs>,
+    /// The datapath processes, each with the index of the host it runs on.
     pub pids: Vec<u32>,
-    pub tenant_if: &'static str,
+    pid_host: Vec<usize>,
+    /// The real hosts, when the run is on them (the pids are theirs).
+    remote: Option<[crate::remote::Ssh; 2]>,
+    /// tunlab's nodes' control sockets.
+    ctls: Vec<Ctl>,
+    pub tenant_if: String,
     pub notes: Vec<String>,
 }
 
 impl Running {
+    fn new(v: Variant, remote: Option<[crate::remote::Ssh; 2]>) -> Running {
+        Running {
+            variant: v,
+            daemons: Vec::new(),
+            ovs: Vec::new(),
+            pids: Vec::new(),
+            pid_host: Vec::new(),
+            remote,
+            ctls: Vec::new(),
+            tenant_if: "eth0".into(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// What measures the datapath's CPU: this machine's `/proc`, or each
+    /// real host's over SSH.
+    pub fn meter(&self) -> crate::traffic::Meter<'_> {
+        match &self.remote {
+            None => crate::traffic::Meter::Local(&self.pids),
+            Some(ssh) => crate::traffic::Meter::Remote(
+                ssh.iter()
+                    .enumerate()
+                    .map(|(i, s)| {
+                        let pids = self
+                            .pids
+                            .iter()
+                            .zip(&self.pid_host)
+                            .filter(|(_, h)| **h == i)
+                            .map(|(p, _)| *p)
+                            .collect();
+                        (s, pids)
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
     /// Empty the flow caches of the variant's datapaths (before a
     /// first-packet probe): tunlab's eBPF nodes `del-flows --datapath`,
     /// Open vSwitch `dpctl/del-flows`. The others keep no per-flow cache
@@ -243,12 +424,12 @@ impl Running {
     /// cache only remembers which rule a key found) and do nothing.
     pub fn flush(&self) -> Result<(), String> {
         if self.variant.is_ebpf() {
-            for i in 0..2 {
-                let ctl = ctl_path(&format!("bench{}", i + 1));
-                match tunlab_switch::ctl::request(Path::new(&ctl), "del-flows --datapath") {
-                    Ok((true, _)) => {}
-                    Ok((false, why)) => return Err(format!("{ctl}: del-flows --datapath: {why}")),
-                    Err(e) => return Err(format!("{ctl}: {e}")),
+            for ctl in &self.ctls {
+                match ctl.request("del-flows --datapath")? {
+                    (true, _) => {}
+                    (false, why) => {
+                        return Err(format!("{}: del-flows --datapath: {why}", ctl.path))
+                    }
                 }
             }
         }
@@ -262,17 +443,13 @@ impl Running {
     /// Replace both nodes' flow rules with `rules` (ovs-ofctl syntax):
     /// tunlab's through its control socket, Open vSwitch's on br-int.
     pub fn set_rules(&self, rules: &[&str]) -> Result<(), String> {
-        if self.variant.tunlab_kind().is_some() {
-            for i in 0..2 {
-                let ctl = ctl_path(&format!("bench{}", i + 1));
-                for req in std::iter::once("del-flows".to_string())
-                    .chain(rules.iter().map(|r| format!("add-flow {r}")))
-                {
-                    match tunlab_switch::ctl::request(Path::new(&ctl), &req) {
-                        Ok((true, _)) => {}
-                        Ok((false, why)) => return Err(format!("{ctl}: {req}: {}", why.trim())),
-                        Err(e) => return Err(format!("{ctl}: {e}")),
-                    }
+        for ctl in &self.ctls {
+            for req in std::iter::once("del-flows".to_string())
+                .chain(rules.iter().map(|r| format!("add-flow {r}")))
+            {
+                match ctl.request(&req)? {
+                    (true, _) => {}
+                    (false, why) => return Err(format!("{}: {req}: {}", ctl.path, why.trim())),
                 }
             }
         }
@@ -293,11 +470,11 @@ impl Running {
         use std::io::Read;
         let mut out = Vec::new();
         for (i, d) in self.daemons.iter_mut().enumerate() {
-            let Ok(Some(status)) = d.try_wait() else {
+            let Ok(Some(status)) = d.child.try_wait() else {
                 continue;
             };
             let mut err = String::new();
-            if let Some(mut e) = d.stderr.take() {
+            if let Some(mut e) = d.child.stderr.take() {
                 let _ = e.read_to_string(&mut err);
             }
             let lines: Vec<&str> = err.lines().collect();
@@ -315,13 +492,7 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         for d in &mut self.daemons {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(d.id() as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-        }
-        for d in &mut self.daemons {
-            let _ = d.wait();
+            d.stop();
         }
     }
 }
@@ -336,42 +507,73 @@ pub fn setup(
     workers: Option<u16>,
     spin_us: Option<u64>,
 ) -> Result<Running, LabError> {
-    let mut r = Running {
-        variant: v,
-        daemons: Vec::new(),
-        ovs: Vec::new(),
-        pids: Vec::new(),
-        tenant_if: "eth0",
-        notes: Vec::new(),
-    };
+    let mut r = Running::new(v, topo.remote.as_ref().map(|r| r.ssh.clone()));
+    let remote = topo.remote.is_some();
+    let nm = &topo.names;
     match v {
+        Variant::None if remote => {
+            // On a real host the underlay NIC carries the SSH session too,
+            // so it is not enslaved to a bridge: the tenant gets a macvlan
+            // of it (no tunnel, the tenant's frames on the wire as they
+            // are).
+            for (i, (h, t)) in topo.h.iter().zip(&topo.t).enumerate() {
+                h.ip(&[
+                    "link",
+                    "add",
+                    &nm.macvlan,
+                    "link",
+                    &topo.under[i],
+                    "type",
+                    "macvlan",
+                    "mode",
+                    "bridge",
+                ])?;
+                h.ip(&["link", "set", &nm.macvlan, "netns", t.name()])?;
+                t.ip(&["link", "set", &nm.macvlan, "name", "eth0"])?;
+                t.ip(&["addr", "add", &format!("{}/24", TENANT[i]), "dev", "eth0"])?;
+                t.ip(&[
+                    "link",
+                    "set",
+                    "eth0",
+                    "mtu",
+                    &v.tenant_mtu().to_string(),
+                    "up",
+                ])?;
+            }
+            r.notes
+                .push("on real hosts the tenant sits on a macvlan of the underlay NIC".into());
+        }
         Variant::None | Variant::KernelVxlan => {
             for (i, h) in topo.h.iter().enumerate() {
                 tenant_veth(v, topo, i)?;
-                h.ip(&["link", "add", "br0", "type", "bridge"])?;
+                h.ip(&["link", "add", &nm.bridge, "type", "bridge"])?;
                 if v == Variant::None {
-                    h.ip(&["link", "set", "under", "master", "br0"])?;
+                    h.ip(&["link", "set", &topo.under[i], "master", &nm.bridge])?;
                 } else {
-                    h.ip(&["addr", "add", &format!("{}/24", UNDER[i]), "dev", "under"])?;
+                    if !remote {
+                        h.ip(&["addr", "add", &format!("{}/24", UNDER[i]), "dev", "under"])?;
+                    }
                     h.ip(&[
                         "link",
                         "add",
-                        "vx0",
+                        &nm.vxlan,
                         "type",
                         "vxlan",
                         "id",
                         "42",
                         "local",
-                        UNDER[i],
+                        &topo.under_ip[i],
                         "remote",
-                        UNDER[1 - i],
+                        &topo.under_ip[1 - i],
                         "dstport",
                         "4789",
+                        "dev",
+                        &topo.under[i],
                     ])?;
-                    h.ip(&["link", "set", "vx0", "master", "br0", "up"])?;
+                    h.ip(&["link", "set", &nm.vxlan, "master", &nm.bridge, "up"])?;
                 }
-                h.ip(&["link", "set", "ten", "master", "br0", "up"])?;
-                h.ip(&["link", "set", "br0", "up"])?;
+                h.ip(&["link", "set", &nm.ten, "master", &nm.bridge, "up"])?;
+                h.ip(&["link", "set", &nm.bridge, "up"])?;
             }
             if v == Variant::KernelVxlan {
                 r.notes.push(
@@ -380,9 +582,17 @@ pub fn setup(
             }
         }
         v if v.is_ovs() => {
+            if remote {
+                return Err(LabError::Setup(
+                    "Open vSwitch variants over SSH are not built yet".into(),
+                ));
+            }
             for i in 0..2 {
                 let ovs = setup_ovs(v, topo, i, &dir.join(format!("{}-h{}", v.name(), i + 1)))?;
-                r.pids.extend(ovs.vswitchd_pid());
+                if let Some(p) = ovs.vswitchd_pid() {
+                    r.pids.push(p);
+                    r.pid_host.push(i);
+                }
                 r.ovs.push(ovs);
             }
             r.notes.push(
@@ -393,31 +603,34 @@ pub fn setup(
             let kind = v
                 .tunlab_kind()
                 .ok_or_else(|| LabError::Setup(format!("{}: no tunlab kind", v.name())))?;
-            for (i, tenant) in topo.t.iter().enumerate() {
-                let cfg = tunlab_config(v, kind, i, tenant.name(), workers, spin_us);
-                let path = dir.join(format!("{}-n{}.toml", v.name(), i + 1));
-                std::fs::write(&path, cfg).map_err(|err| LabError::Io {
-                    path: path.display().to_string(),
-                    err,
-                })?;
-                if kind != "qinq" {
-                    topo.h[i].ip(&["addr", "add", &format!("{}/24", UNDER[i]), "dev", "under"])?;
+            for (i, h) in topo.h.iter().enumerate() {
+                let cfg = tunlab_config(v, kind, topo, i, workers, spin_us);
+                let file = format!("{}-n{}.toml", v.name(), i + 1);
+                let (path, exe) = match &topo.remote {
+                    Some(rm) => (format!("{}/{file}", rm.workdir), rm.tunlab[i].clone()),
+                    None => (
+                        dir.join(file).display().to_string(),
+                        tunlab.display().to_string(),
+                    ),
+                };
+                h.write_file(&path, cfg.as_bytes(), false)?;
+                if kind != "qinq" && !remote {
+                    h.ip(&["addr", "add", &format!("{}/24", UNDER[i]), "dev", "under"])?;
                 }
-                let exe = tunlab.display().to_string();
-                let p = path.display().to_string();
-                let child = topo.h[i].spawn(&[&exe, "switch", "--config", &p])?;
-                r.pids.push(child.id());
-                r.daemons.push(child);
+                let d = h.spawn_daemon(&[&exe, "switch", "--config", &path])?;
+                // Under `ip netns exec` the switch's pid is the child's
+                // after exec, the one whose CPU counts.
+                r.pids.push(d.pid);
+                r.pid_host.push(i);
+                r.daemons.push(d);
+                r.ctls.push(topo.ctl(i));
             }
-            r.tenant_if = "tap0";
+            r.tenant_if = nm.port.clone();
             // A switch serves its control socket once every port is open
             // (the TAP moved, addressed and up; tunnel sockets bound).
-            for i in 0..2 {
-                let ctl = ctl_path(&format!("bench{}", i + 1));
+            for ctl in r.ctls.clone() {
                 wait_for_ctl(&ctl, Duration::from_secs(20), || r.exited())?;
             }
-            // The switch runs under `ip netns exec`: its pid is the child's
-            // after exec, the one whose CPU counts.
         }
     }
     if let Err(e) = check_mtu(v, topo) {
@@ -437,7 +650,7 @@ fn tenant_veth(v: Variant, topo: &Topology, i: usize) -> Result<(), LabError> {
     h.ip(&[
         "link",
         "add",
-        "ten",
+        &topo.names.ten,
         "type",
         "veth",
         "peer",
@@ -555,11 +768,12 @@ fn setup_ovs(v: Variant, topo: &Topology, i: usize, dir: &Path) -> Result<Ovs, L
 fn tunlab_config(
     v: Variant,
     kind: &str,
+    topo: &Topology,
     i: usize,
-    tenant_ns: &str,
     workers: Option<u16>,
     spin_us: Option<u64>,
 ) -> String {
+    let tenant_ns = topo.t[i].name();
     let name = format!("bench{}", i + 1);
     let (flows, tlv) = match v {
         Variant::TunlabQinq | Variant::TunlabEbpfQinq => (
@@ -575,12 +789,12 @@ fn tunlab_config(
         _ => (r#""in_port=2 actions=output:1", "in_port=1 actions=output:2""#.to_string(), String::new()),
     };
     let uplink = if kind == "qinq" {
-        "type = \"qinq\"\nunderlay = \"under\"".to_string()
+        format!("type = \"qinq\"\nunderlay = \"{}\"", topo.under[i])
     } else {
         format!(
             "type = \"{kind}\"\nlocal_ip = \"{}\"\nremote_ip = \"{}\"\nkey = 42{}",
-            UNDER[i],
-            UNDER[1 - i],
+            topo.under_ip[i],
+            topo.under_ip[1 - i],
             // The outer UDP checksum on: Linux sends UDP GSO only with it,
             // and over the veth it stays partial, so it costs nothing.
             if matches!(kind, "geneve" | "vxlan") {
@@ -600,10 +814,11 @@ fn tunlab_config(
     format!(
         "[switch]\nname = \"{name}\"\n{datapath}control_socket = \"{ctl}\"\nunderlay_mtu = {UNDERLAY_MTU}\n{workers}{tlv}\nflows = [{flows}]\n\n\
          [[port]]\nname = \"up\"\nofport = 1\n{uplink}\n\n\
-         [[port]]\nname = \"tap0\"\nofport = 2\ntype = \"{port_type}\"\nnetns = \"{tenant_ns}\"\naddress = \"{}/24\"\nmtu = {}\n",
+         [[port]]\nname = \"{port}\"\nofport = 2\ntype = \"{port_type}\"\nnetns = \"{tenant_ns}\"\naddress = \"{}/24\"\nmtu = {}\n",
         TENANT[i],
         v.tenant_mtu(),
-        ctl = ctl_path(&name),
+        ctl = topo.ctl_path(i),
+        port = topo.names.port,
         workers = workers.map(|w| format!("workers = {w}\n")).unwrap_or_default()
             + &spin_us.map(|s| format!("spin_us = {s}\n")).unwrap_or_default(),
     )
@@ -618,13 +833,14 @@ pub(crate) fn ctl_path(name: &str) -> String {
 /// Wait until a switch accepts on its control socket; a switch that exits
 /// first is reported with the end of its error output.
 pub(crate) fn wait_for_ctl(
-    path: &str,
+    ctl: &Ctl,
     timeout: Duration,
     mut exited: impl FnMut() -> Option<String>,
 ) -> Result<(), LabError> {
     let end = Instant::now() + timeout;
+    let path = &ctl.path;
     loop {
-        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+        if ctl.ready() {
             return Ok(());
         }
         if let Some(why) = exited() {
@@ -684,17 +900,12 @@ pub fn run_dir(out: &Path) -> Result<PathBuf, LabError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::{Command, Stdio};
+    use std::process::{Child, Command, Stdio};
 
     fn running(daemons: Vec<Child>) -> Running {
-        Running {
-            variant: Variant::TunlabGeneve,
-            daemons,
-            ovs: Vec::new(),
-            pids: Vec::new(),
-            tenant_if: "tap0",
-            notes: Vec::new(),
-        }
+        let mut r = Running::new(Variant::TunlabGeneve, None);
+        r.daemons = daemons.into_iter().map(Daemon::local).collect();
+        r
     }
 
     fn sh(script: &str) -> Child {

@@ -31,8 +31,13 @@ pub struct Usage {
 }
 
 fn proc_stat() -> (u64, u64) {
-    let s = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let Some(line) = s.lines().next() else {
+    busy_total(&std::fs::read_to_string("/proc/stat").unwrap_or_default())
+}
+
+/// Busy and total jiffies of all CPUs from the text of `/proc/stat` (its
+/// first line), of this machine or another's.
+pub fn busy_total(stat: &str) -> (u64, u64) {
+    let Some(line) = stat.lines().next() else {
         return (0, 0);
     };
     // cpu user nice system idle iowait irq softirq steal ...
@@ -47,7 +52,12 @@ fn proc_stat() -> (u64, u64) {
 }
 
 fn proc_ticks(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    pid_ticks(&std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default())
+}
+
+/// User and system jiffies of a process from the text of its
+/// `/proc/PID/stat` (0 when it is not one).
+pub fn pid_ticks(s: &str) -> u64 {
     // The command name is in parentheses and may hold spaces: count fields
     // after the last ')'. utime and stime are fields 14 and 15.
     let Some(rest) = s.rfind(')').map(|i| &s[i + 1..]) else {
@@ -60,6 +70,23 @@ fn proc_ticks(pid: u32) -> u64 {
 
 pub fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+impl Usage {
+    /// Usage from counters read elsewhere (another host's `/proc`):
+    /// `d_busy` and `d_total` jiffies of all its `cpus` CPUs, `d_proc`
+    /// jiffies of the processes counted. The interval is the host's own,
+    /// `d_total / cpus` jiffies, so no clock is compared across hosts.
+    pub fn from_jiffies(d_busy: u64, d_total: u64, d_proc: u64, cpus: usize) -> Usage {
+        let total = d_total.max(1) as f64;
+        let per_cpu = total / cpus.max(1) as f64;
+        Usage {
+            system_pct: 100.0 * d_busy as f64 / total,
+            system_busy_s: d_busy as f64 / USER_HZ,
+            datapath_pct: 100.0 * d_proc as f64 / per_cpu,
+            cpus,
+        }
+    }
 }
 
 impl Snapshot {

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use tunlab_lab::remote::Ssh;
 use tunlab_lab::run::{self, Plan, Results};
 use tunlab_lab::traffic::{Test, INTERRUPTED};
 use tunlab_lab::variant::Variant;
@@ -20,6 +21,8 @@ pub struct Args {
     pub spin_us: Option<u64>,
     pub tenant_cpus: Option<String>,
     pub out: Option<PathBuf>,
+    /// Real hosts to run on instead of namespaces here.
+    pub hosts: Option<HostArgs>,
 }
 
 extern "C" fn on_interrupt(_: nix::libc::c_int) {
@@ -129,8 +132,34 @@ pub fn run(a: Args) -> ExitCode {
         Ok(t) => t,
         Err(code) => return code,
     };
+    let remote = match &a.hosts {
+        None => None,
+        Some(h) => {
+            let (hosts, underlay) = match h.parse() {
+                Ok(x) => x,
+                Err(e) => {
+                    eprintln!("tunlab bench: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match tunlab_lab::remote::Remote::prepare(hosts, underlay, &tunlab) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    eprintln!("tunlab bench: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+    };
     let out = a.out.clone().unwrap_or_else(run::default_out);
-    println!("{}\n", run::TOPOLOGY);
+    match &remote {
+        Some(r) => {
+            let ours = format!("tunlab {}", env!("CARGO_PKG_VERSION"));
+            print!("{}", tunlab_lab::remote::table(&r.found, &ours));
+            println!("\n{}\n", run::remote_topology(r));
+        }
+        None => println!("{}\n", run::TOPOLOGY),
+    }
     println!(
         "profile {}: {} variants x {} tests, {} samples of {} s each (rerun while the spread is over {}%, at most {} sets{})",
         plan.profile,
@@ -149,7 +178,7 @@ pub fn run(a: Args) -> ExitCode {
     if !settings.is_empty() {
         println!("{settings}");
     }
-    let results = match run::run(&plan, &tunlab, &out) {
+    let results = match run::run(&plan, &tunlab, &out, remote.as_ref()) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("tunlab bench: {e}");
@@ -165,6 +194,12 @@ pub fn run(a: Args) -> ExitCode {
         out.join("results.json").display()
     );
     if !write_report(&results, &a.baseline, &out) {
+        return ExitCode::FAILURE;
+    }
+    if let Some(why) = &results.stopped {
+        eprintln!(
+            "tunlab bench: stopped: {why}; the results above are partial. What the run made on the hosts was removed where they answered; `tunlab bench --hosts … --cleanup` removes the rest once they are back"
+        );
         return ExitCode::FAILURE;
     }
     if results.interrupted {
@@ -460,46 +495,59 @@ pub fn setup_rate(profile: &str, variants: &[String], out: Option<PathBuf>) -> E
     }
 }
 
+/// `--hosts A,B --underlay IP1,IP2 [--ssh-config FILE]`: the two real
+/// hosts to run on.
+#[derive(Debug, Clone)]
+pub struct HostArgs {
+    pub hosts: Vec<String>,
+    pub underlay: Vec<String>,
+    pub ssh_config: Option<PathBuf>,
+}
+
+impl HostArgs {
+    /// Two destinations and two addresses, checked before any SSH.
+    fn parse(&self) -> Result<([Ssh; 2], [String; 2]), String> {
+        let (h, u) = (&self.hosts, &self.underlay);
+        if h.len() != 2 || u.len() != 2 {
+            return Err(format!(
+                "--hosts takes two hosts and --underlay their two addresses (got {} and {})",
+                h.len(),
+                u.len()
+            ));
+        }
+        if let Some((i, a)) = u
+            .iter()
+            .enumerate()
+            .find(|(_, a)| a.parse::<std::net::IpAddr>().is_err())
+        {
+            return Err(format!(
+                "--underlay: '{a}' (for {}) is not an IP address",
+                h[i]
+            ));
+        }
+        if let Some(c) = self.ssh_config.as_ref().filter(|c| !c.is_file()) {
+            return Err(format!("--ssh-config: {}: no such file", c.display()));
+        }
+        let ssh = |i: usize| Ssh::new(&h[i], self.ssh_config.clone());
+        Ok(([ssh(0), ssh(1)], [u[0].clone(), u[1].clone()]))
+    }
+}
+
 /// `tunlab bench --hosts A,B --underlay IP1,IP2 --check`: each host
 /// checked over SSH, nothing changed; a table, and the exit code says
-/// whether both are ready. (Running the variants on real hosts is not
-/// built yet.)
-pub fn check_hosts(
-    hosts: &[String],
-    underlay: &[String],
-    ssh_config: Option<PathBuf>,
-    check: bool,
-) -> ExitCode {
-    if hosts.len() != 2 || underlay.len() != 2 {
-        eprintln!(
-            "tunlab bench: --hosts takes two hosts and --underlay their two addresses (got {} and {})",
-            hosts.len(),
-            underlay.len()
-        );
-        return ExitCode::from(2);
-    }
-    if let Some((i, a)) = underlay
-        .iter()
-        .enumerate()
-        .find(|(_, a)| a.parse::<std::net::IpAddr>().is_err())
-    {
-        eprintln!(
-            "tunlab bench: --underlay: '{a}' (for {}) is not an IP address",
-            hosts[i]
-        );
-        return ExitCode::from(2);
-    }
-    if !check {
-        eprintln!(
-            "tunlab bench --hosts: running the variants on real hosts is not built yet; --check checks the hosts over SSH"
-        );
-        return ExitCode::from(2);
-    }
+/// whether both are ready.
+pub fn check_hosts(h: &HostArgs) -> ExitCode {
+    let (hosts, underlay) = match h.parse() {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("tunlab bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let mut found = Vec::new();
     let mut failed = false;
-    for (h, u) in hosts.iter().zip(underlay) {
-        let ssh = tunlab_lab::remote::Ssh::new(h, ssh_config.clone());
-        match tunlab_lab::remote::check(&ssh, u) {
+    for (ssh, u) in hosts.iter().zip(&underlay) {
+        match tunlab_lab::remote::check(ssh, u) {
             Ok(p) => {
                 failed |= !p.missing.is_empty();
                 found.push(p);
@@ -517,4 +565,28 @@ pub fn check_hosts(
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// `tunlab bench --hosts A,B --underlay … --cleanup`: remove from both
+/// hosts what killed runs left there (only names this lab makes).
+pub fn cleanup_hosts(h: &HostArgs) -> ExitCode {
+    let (hosts, _) = match h.parse() {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("tunlab bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut code = ExitCode::SUCCESS;
+    for ssh in &hosts {
+        match tunlab_lab::remote::cleanup(ssh) {
+            Ok(gone) if gone.is_empty() => println!("{}: nothing left by tunlab", ssh.dest),
+            Ok(gone) => println!("{}: removed {}", ssh.dest, gone.join(", ")),
+            Err(e) => {
+                eprintln!("tunlab bench: {e}");
+                code = ExitCode::FAILURE;
+            }
+        }
+    }
+    code
 }

@@ -81,7 +81,8 @@ enum Command {
         /// The results folder (default tunlab-results/UNIX-TIME).
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Remove the namespaces a killed run left behind, and exit.
+        /// Remove the namespaces a killed run left behind, and exit (with
+        /// --hosts: what runs left on those hosts).
         #[arg(long)]
         cleanup: bool,
         /// Run the TRex article's PVP test instead: `tunlab gen --pvp`'s
@@ -100,10 +101,12 @@ enum Command {
         /// flows a trial; full: 100,000). Results in OUT/setup-rate.json.
         #[arg(long, conflicts_with_all = ["tests", "samples", "seconds", "pvp"])]
         setup_rate: bool,
-        /// Two real hosts, as `ssh` takes them (USER@HOST1,USER@HOST2; your
-        /// keys, agent and ssh config apply). Built so far: --check, which
-        /// checks them over SSH and changes nothing; running the variants
-        /// on them is not built yet.
+        /// Run on two real hosts instead, as `ssh` takes them
+        /// (USER@HOST1,USER@HOST2; your keys, agent and ssh config apply):
+        /// a tenant namespace on each, the datapath on the real underlay,
+        /// CPU measured on each host. tunlab is copied over unless the
+        /// host has this version. Not built over SSH yet: the Open vSwitch
+        /// variants, the first-packet test, --pvp and --setup-rate.
         #[arg(long, value_delimiter = ',', requires = "underlay")]
         hosts: Vec<String>,
         /// The hosts' underlay addresses (IP1,IP2), each checked to be on
@@ -235,8 +238,22 @@ fn main() -> ExitCode {
             ssh_config,
             check,
         } => {
-            if !hosts.is_empty() {
-                return bench::check_hosts(&hosts, &underlay, ssh_config, check);
+            let hosts = (!hosts.is_empty()).then_some(bench::HostArgs {
+                hosts,
+                underlay,
+                ssh_config,
+            });
+            if let Some(h) = &hosts {
+                if check {
+                    return bench::check_hosts(h);
+                }
+                if cleanup {
+                    return bench::cleanup_hosts(h);
+                }
+                if pvp || setup_rate {
+                    eprintln!("tunlab bench --hosts: --pvp and --setup-rate on real hosts are not built yet");
+                    return ExitCode::from(2);
+                }
             }
             if cleanup {
                 let n = tunlab_lab::host::cleanup();
@@ -260,6 +277,7 @@ fn main() -> ExitCode {
                 spin_us,
                 tenant_cpus,
                 out,
+                hosts,
             })
         }
         Command::Ctl {

@@ -1,10 +1,15 @@
-//! `tunlab bench --hosts ... --check` (issue 18, first part) against real
-//! OpenSSH servers (Debian's `openssh-server`), each in a namespace of
-//! the test with its own host key, taking only a key this test makes, and
-//! listening only on that namespace's underlay address: the check finds
-//! each host's underlay interface and tools, and a wrong address, a
-//! refused connection and a missing tool each get a clear error. Needs
-//! root (namespaces) and openssh-server (scripts/install-deps).
+//! `tunlab bench --hosts ...` (issue 18) against real OpenSSH servers
+//! (Debian's `openssh-server`), each in a namespace of the test (a "host")
+//! with its own host key, taking only a key this test makes, and listening
+//! only on that namespace's underlay address. The check finds each host's
+//! underlay interface and tools, and a wrong address, a refused connection
+//! and a missing tool each get a clear error; a run over SSH agrees with
+//! the same variants run here; a connection cut mid-run stops the run,
+//! which still writes what it measured, and `--cleanup` removes what was
+//! left. Needs root (namespaces) and openssh-server (scripts/install-deps).
+//!
+//! The tests run one at a time: the "hosts" share this machine's
+//! namespace list and /tmp, where `--cleanup` removes every run's leftovers.
 
 mod common;
 
@@ -94,11 +99,10 @@ fn bench(ns: &str, args: &[&str]) -> (bool, String, String) {
     )
 }
 
-#[test]
-fn hosts_are_checked_over_ssh_and_what_is_wrong_is_named() {
-    let l = lab();
-    let _privsep = PrivsepDir::ensure();
-    let dir: PathBuf = l.dir.clone();
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The test's client key and the ssh config that uses it.
+fn client(dir: &Path) -> String {
     let id = dir.join("id");
     keygen(&id);
     std::fs::copy(dir.join("id.pub"), dir.join("authorized_keys")).unwrap();
@@ -111,6 +115,84 @@ fn hosts_are_checked_over_ssh_and_what_is_wrong_is_named() {
         ),
     )
     .unwrap();
+    cfg.display().to_string()
+}
+
+/// Wait until `ssh` reaches `dest` (a server takes a moment to listen).
+fn wait_for_ssh(ns: &str, cfg: &str, dest: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let ok = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                ns,
+                "ssh",
+                "-F",
+                cfg,
+                "-o",
+                "BatchMode=yes",
+                dest,
+                "true",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{dest}: sshd never answered");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// What the lab made on the hosts and did not remove: namespaces, links in
+/// either host namespace, processes started from a work folder, the work
+/// folders themselves.
+fn leftovers(l: &Lab) -> Vec<String> {
+    let mut found = Vec::new();
+    let list = |args: &[&str]| {
+        String::from_utf8_lossy(
+            &Command::new(args[0])
+                .args(&args[1..])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .into_owned()
+    };
+    for n in list(&["ip", "netns", "list"]).lines() {
+        if n.starts_with("tlr") {
+            found.push(format!("namespace {n}"));
+        }
+    }
+    for ns in [l.hv1.name(), l.hv2.name()] {
+        for line in list(&["ip", "-n", ns, "-o", "link", "show"]).lines() {
+            if let Some(name) = line.split(": ").nth(1).filter(|n| n.starts_with("tlr")) {
+                found.push(format!("link {name} in {ns}"));
+            }
+        }
+    }
+    for p in list(&["pgrep", "-af", "/tmp/tl[r][0-9]"]).lines() {
+        found.push(format!("process {p}"));
+    }
+    for e in std::fs::read_dir("/tmp").unwrap().flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n.starts_with("tlr") && n[3..].starts_with(|c: char| c.is_ascii_digit()) {
+            found.push(format!("folder /tmp/{n}"));
+        }
+    }
+    found
+}
+
+#[test]
+fn hosts_are_checked_over_ssh_and_what_is_wrong_is_named() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let l = lab();
+    let _privsep = PrivsepDir::ensure();
+    let dir: PathBuf = l.dir.clone();
+    let cfg = client(&dir);
     let _a = sshd(l.hv1.name(), "172.31.0.1", 22, &dir, None);
     let _b = sshd(l.hv2.name(), "172.31.0.2", 22, &dir, None);
     // A host whose sessions find only /usr/bin and /bin: the tools in
@@ -122,7 +204,6 @@ fn hosts_are_checked_over_ssh_and_what_is_wrong_is_named() {
         &dir,
         Some("PATH=/usr/bin:/bin"),
     );
-    let cfg = cfg.display().to_string();
     let check = |hosts: &str, underlay: &str| {
         bench(
             l.hv1.name(),
@@ -208,7 +289,112 @@ fn hosts_are_checked_over_ssh_and_what_is_wrong_is_named() {
     assert!(!ok && err.contains("two hosts"), "{err}");
     let (ok, _, err) = bench(
         l.hv1.name(),
-        &["--hosts", "a,b", "--underlay", "1.1.1.1,2.2.2.2"],
+        &[
+            "--hosts",
+            "a,b",
+            "--underlay",
+            "10.0.0.1,10.0.0.2",
+            "--ssh-config",
+            "/nonexistent/ssh_config",
+        ],
     );
-    assert!(!ok && err.contains("not built yet"), "{err}");
+    assert!(
+        !ok && err.contains("--ssh-config: /nonexistent/ssh_config: no such file"),
+        "{err}"
+    );
+    assert_eq!(leftovers(&l), Vec::<String>::new());
+}
+
+/// `tunlab compare A B`'s table.
+fn compare(a: &Path, b: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_tunlab"))
+        .arg("compare")
+        .arg(a)
+        .arg(b)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+const VARIANTS: &str = "kernel-vxlan,tunlab-geneve,tunlab-ebpf-geneve";
+const TESTS: &str = "tcp_stream-16384B-1i,tcp_rr-64B-1i";
+
+#[test]
+fn a_run_over_ssh_agrees_with_the_same_variants_run_here() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let l = lab();
+    let _privsep = PrivsepDir::ensure();
+    let dir: PathBuf = l.dir.clone();
+    let cfg = client(&dir);
+    let _a = sshd(l.hv1.name(), "172.31.0.1", 22, &dir, None);
+    let _b = sshd(l.hv2.name(), "172.31.0.2", 22, &dir, None);
+    wait_for_ssh(l.hv1.name(), &cfg, "172.31.0.1");
+    wait_for_ssh(l.hv1.name(), &cfg, "172.31.0.2");
+    let over_ssh = dir.join("over-ssh");
+    let here = dir.join("here");
+    let (ok, out, err) = bench(
+        l.hv1.name(),
+        &[
+            "--hosts",
+            "172.31.0.1,172.31.0.2",
+            "--underlay",
+            "172.31.0.1,172.31.0.2",
+            "--ssh-config",
+            &cfg,
+            "--variants",
+            &format!("none,{VARIANTS}"),
+            "--tests",
+            TESTS,
+            "--out",
+            &over_ssh.display().to_string(),
+        ],
+    );
+    eprintln!("{out}\n{err}");
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(&format!("172.31.0.1 ({} 172.31.0.1)", l.u1)),
+        "{out}"
+    );
+    assert_eq!(leftovers(&l), Vec::<String>::new());
+    let r = json(&over_ssh.join("results.json"));
+    // Each host's environment, and each sample's CPU per host.
+    let hosts = r["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 2);
+    assert_eq!(hosts[1]["underlay_dev"], l.u2.as_str());
+    assert_eq!(hosts[1]["driver"], "veth");
+    for v in r["variants"].as_array().unwrap() {
+        assert_eq!(v["status"], "ok", "{v}");
+        for t in v["tests"].as_array().unwrap() {
+            assert!(t["error"].is_null(), "{t}");
+            for s in t["samples"].as_array().unwrap() {
+                let each = s["hosts_cpu"].as_array().unwrap();
+                assert_eq!(each.len(), 2, "{s}");
+                assert!(each[0]["usage"]["system_busy_s"].as_f64().unwrap() > 0.0);
+            }
+        }
+    }
+
+    // The same variants here, in namespaces, in this test run.
+    let out = Command::new(env!("CARGO_BIN_EXE_tunlab"))
+        .args(["bench", "--variants", VARIANTS, "--tests", TESTS, "--out"])
+        .arg(&here)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = compare(&over_ssh.join("results.json"), &here.join("results.json"));
+    eprintln!("{table}");
+    assert!(!table.contains("FAILED"), "{table}");
+    // Six comparisons at 95 % confidence: one false alarm among them is to
+    // be expected about one time in four even when nothing differs; two
+    // would say the SSH run measures something else.
+    let changed = table.lines().filter(|l| l.contains("CHANGED")).count();
+    assert!(changed <= 1, "{table}");
 }

@@ -62,6 +62,8 @@ pub struct Daemon {
     pub child: Child,
     pub pid: u32,
     ssh: Option<Ssh>,
+    /// Its command line, for messages.
+    cmd: String,
 }
 
 impl Daemon {
@@ -71,13 +73,16 @@ impl Daemon {
             pid: child.id(),
             child,
             ssh: None,
+            cmd: String::new(),
         }
     }
 
     /// Stop it with SIGTERM and wait for it (on a remote host: until its
     /// pid is gone, up to 5 s, then SIGKILL).
     pub fn stop(&mut self) {
-        if let Some(ssh) = &self.ssh {
+        if let Some(ssh) = self.ssh.as_ref().filter(|_| crate::remote::planning()) {
+            println!("{}: kill -TERM <the pid of {}>", ssh.dest, self.cmd);
+        } else if let Some(ssh) = &self.ssh {
             let script = format!(
                 "kill -TERM {p} 2>/dev/null; i=0; while kill -0 {p} 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; kill -KILL {p} 2>/dev/null; true",
                 p = self.pid
@@ -214,7 +219,7 @@ impl Host {
             Some(p) => p,
             None => child.id(),
         };
-        if pid == 0 {
+        if pid == 0 && !crate::remote::planning() {
             let _ = child.kill();
             let _ = child.wait();
             return Err(LabError::Setup(format!(
@@ -227,6 +232,7 @@ impl Host {
             child,
             pid,
             ssh: self.ssh().cloned(),
+            cmd: args.join(" "),
         })
     }
 
@@ -236,6 +242,14 @@ impl Host {
             Place::Netns(_) => {
                 let mut c = Command::new(argv[0]);
                 c.args(&argv[1..]).stdin(Stdio::null());
+                (c, false)
+            }
+            Place::Remote { ssh, .. } if crate::remote::planning() => {
+                // `--plan`: the command is shown; `cat` stands in for it
+                // until it is stopped.
+                ssh.print_plan(&argv, 0);
+                let mut c = Command::new("cat");
+                c.stdin(Stdio::piped());
                 (c, false)
             }
             Place::Remote { ssh, .. } => {
@@ -261,7 +275,8 @@ impl Host {
                 ))
             })?;
         if !(remote && want_pid) {
-            return Ok((child, None));
+            let planned = want_pid && self.ssh().is_some();
+            return Ok((child, planned.then_some(0)));
         }
         // The first line the remote shell prints is the pid.
         let pid = child.stdout.as_mut().and_then(|out| {

@@ -81,8 +81,32 @@ impl Ssh {
         self.run_with_input(args, &[])
     }
 
-    /// [`Ssh::run`] with `input` on the command's stdin.
+    /// [`Ssh::run`] with `input` on the command's stdin. Under
+    /// [`plan_only`] the command is printed instead, and answers "".
     pub fn run_with_input(&self, args: &[&str], input: &[u8]) -> Result<String, LabError> {
+        if planning() {
+            self.print_plan(args, input.len());
+            return Ok(String::new());
+        }
+        self.query(args, input)
+    }
+
+    /// Print a command `--plan` would run here.
+    pub fn print_plan(&self, args: &[&str], input: usize) {
+        let cmd: Vec<String> = args.iter().map(|a| quote(a)).collect();
+        let cmd = cmd.join(" ");
+        // Scripts are shown on one line.
+        let cmd = cmd.replace('\n', "; ");
+        if input > 0 {
+            println!("{}: {cmd}  < {input} bytes", self.dest);
+        } else {
+            println!("{}: {cmd}", self.dest);
+        }
+    }
+
+    /// Run a command that changes nothing (the check, CPU counters), even
+    /// under [`plan_only`].
+    pub fn query(&self, args: &[&str], input: &[u8]) -> Result<String, LabError> {
         use std::process::Stdio;
         let cmd = self.command(args);
         let spawned = Command::new(&cmd[0])
@@ -118,6 +142,19 @@ impl Ssh {
             ))),
         }
     }
+}
+
+static PLAN_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on, commands that would change a host are printed, not run
+/// (`tunlab bench --hosts … --plan`); what only reads (the check) still
+/// runs.
+pub fn plan_only() {
+    PLAN_ONLY.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+pub fn planning() -> bool {
+    PLAN_ONLY.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// The tools the lab runs on a host, each with the Debian package that
@@ -189,7 +226,7 @@ pub fn check(host: &Ssh, underlay: &str) -> Result<Preflight, LabError> {
     let script = CHECK_SCRIPT
         .replace("TOOLS", &tools.join(" "))
         .replace("UNDERLAY", &underlay.to_string());
-    let out = host.run(&["sh", "-c", &script])?;
+    let out = host.query(&["sh", "-c", &script], &[])?;
     parse_check(&host.dest, &underlay.to_string(), &out)
 }
 
@@ -345,7 +382,7 @@ impl Remote {
             let q = quote(&path);
             h.run_with_input(&["sh", "-c", &format!("cat > {q} && chmod 755 {q}")], &bin)?;
             let v = h.run(&[&path, "--version"])?;
-            if v.trim() != ours {
+            if v.trim() != ours && !planning() {
                 return Err(LabError::Setup(format!(
                     "{}: the tunlab copied to {path} says '{}', not '{ours}'",
                     h.dest,
@@ -369,7 +406,7 @@ impl Remote {
     pub fn lost(&self) -> Option<String> {
         self.ssh
             .iter()
-            .find_map(|h| h.run(&["true"]).err().map(|e| e.to_string()))
+            .find_map(|h| h.query(&["true"], &[]).err().map(|e| e.to_string()))
     }
 
     /// The work folders go (at the end of a run).
@@ -396,7 +433,7 @@ pub fn cpu_mark(host: &Ssh, pids: &[u32]) -> Result<CpuMark, LabError> {
     for p in pids {
         script.push_str(&format!("; cat /proc/{p}/stat 2>/dev/null || echo gone"));
     }
-    parse_cpu_mark(&host.run(&["sh", "-c", &script])?)
+    parse_cpu_mark(&host.query(&["sh", "-c", &script], &[])?)
         .ok_or_else(|| LabError::Setup(format!("{}: cannot read /proc/stat", host.dest)))
 }
 
@@ -446,7 +483,7 @@ true"#;
 /// one line each.
 pub fn cleanup(host: &Ssh) -> Result<Vec<String>, LabError> {
     Ok(host
-        .run(&["sh", "-c", CLEANUP_SCRIPT])?
+        .query(&["sh", "-c", CLEANUP_SCRIPT], &[])?
         .lines()
         .map(str::to_string)
         .collect())

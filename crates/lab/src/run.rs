@@ -384,6 +384,47 @@ fn missing_remote(v: Variant, r: &crate::remote::Remote) -> Option<String> {
     None
 }
 
+/// `tunlab bench --hosts … --plan`: every command the run would send to
+/// each host, printed in order, none run (the hosts were only checked).
+pub fn print_plan(
+    plan: &Plan,
+    tunlab: &Path,
+    out: &Path,
+    r: &crate::remote::Remote,
+) -> Result<(), LabError> {
+    let dir = variant::run_dir(out)?;
+    for (n, &v) in plan.variants.iter().enumerate() {
+        println!("\n# {}", v.name());
+        if let Some(m) = missing_remote(v, r) {
+            println!("# skipped: {m}");
+            continue;
+        }
+        let topo = Topology::on_hosts(r, n)?;
+        let running = variant::setup(v, &topo, tunlab, &dir, plan.workers, plan.spin_us)?;
+        for test in &plan.tests {
+            println!(
+                "# {}: each of {} samples runs these, and reads /proc/stat and the datapath's /proc/PID/stat on both hosts around it",
+                test.name(),
+                plan.rule.samples
+            );
+            let port = "PORT";
+            let srv = crate::traffic::server_args(test, variant::TENANT[1], port);
+            let cli = crate::traffic::client_args(test, variant::TENANT[1], port, plan.seconds);
+            for (h, args) in [(&topo.t[1], srv), (&topo.t[0], cli)] {
+                let mut v = vec!["ip", "netns", "exec", h.name()];
+                v.extend(args.iter().map(String::as_str));
+                if let Some(ssh) = h.ssh() {
+                    ssh.print_plan(&v, 0);
+                }
+            }
+        }
+        drop(running);
+        drop(topo);
+    }
+    r.finish();
+    Ok(())
+}
+
 /// Run the plan; `tunlab` is the binary the switch variants run, `out` the
 /// results folder, `remote` the real hosts to run on (else namespaces
 /// here). A real host lost mid-run stops the run; what was measured is

@@ -364,7 +364,7 @@ pub fn run_sample(
     result
 }
 
-fn server_args(t: &Test, ip: &str, port: &str) -> Vec<String> {
+pub(crate) fn server_args(t: &Test, ip: &str, port: &str) -> Vec<String> {
     let mut a = if t.kind.is_rr() {
         vec!["sockperf", "server", "-i", ip, "-p", port]
     } else {
@@ -376,7 +376,7 @@ fn server_args(t: &Test, ip: &str, port: &str) -> Vec<String> {
     a.into_iter().map(String::from).collect()
 }
 
-fn client_args(t: &Test, ip: &str, port: &str, secs: u32) -> Vec<String> {
+pub(crate) fn client_args(t: &Test, ip: &str, port: &str, secs: u32) -> Vec<String> {
     let mut a: Vec<String>;
     if t.kind.is_rr() {
         a = [

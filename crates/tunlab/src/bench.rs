@@ -23,6 +23,8 @@ pub struct Args {
     pub out: Option<PathBuf>,
     /// Real hosts to run on instead of namespaces here.
     pub hosts: Option<HostArgs>,
+    /// With hosts: print what would run on them, run nothing.
+    pub plan_only: bool,
 }
 
 extern "C" fn on_interrupt(_: nix::libc::c_int) {
@@ -142,6 +144,9 @@ pub fn run(a: Args) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            if a.plan_only {
+                tunlab_lab::remote::plan_only();
+            }
             match tunlab_lab::remote::Remote::prepare(hosts, underlay, &tunlab) {
                 Ok(r) => Some(r),
                 Err(e) => {
@@ -177,6 +182,18 @@ pub fn run(a: Args) -> ExitCode {
     let settings = plan.settings();
     if !settings.is_empty() {
         println!("{settings}");
+    }
+    if let Some(r) = remote.as_ref().filter(|_| a.plan_only) {
+        return match run::print_plan(&plan, &tunlab, &out, r) {
+            Ok(()) => {
+                println!("\n(--plan: nothing was run on either host; they were only checked)");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("tunlab bench: {e}");
+                ExitCode::FAILURE
+            }
+        };
     }
     let results = match run::run(&plan, &tunlab, &out, remote.as_ref()) {
         Ok(r) => r,

@@ -121,6 +121,10 @@ enum Command {
         /// the command that installs a missing one) and exit.
         #[arg(long, requires = "hosts")]
         check: bool,
+        /// With --hosts: check the hosts, then print every command the run
+        /// would send to each (set-up, tools, tear-down) and run none.
+        #[arg(long, requires = "hosts", conflicts_with_all = ["check", "cleanup"])]
+        plan: bool,
     },
     /// Run the lab's two hypervisors under mixed traffic for a long time:
     /// the generator's UDP flows and rate-limited iperf3 streams, a flow
@@ -237,6 +241,7 @@ fn main() -> ExitCode {
             underlay,
             ssh_config,
             check,
+            plan,
         } => {
             let hosts = (!hosts.is_empty()).then_some(bench::HostArgs {
                 hosts,
@@ -278,6 +283,7 @@ fn main() -> ExitCode {
                 tenant_cpus,
                 out,
                 hosts,
+                plan_only: plan,
             })
         }
         Command::Ctl {

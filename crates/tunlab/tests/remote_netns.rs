@@ -61,7 +61,10 @@ fn keygen(path: &Path) {
 /// Start sshd in `ns` on `addr:port`; `env` is set in its sessions.
 fn sshd(ns: &str, addr: &str, port: u16, dir: &Path, env: Option<&str>) -> Sshd {
     let key = dir.join(format!("host-{ns}-{port}"));
-    keygen(&key);
+    // A server started again keeps its host key.
+    if !key.exists() {
+        keygen(&key);
+    }
     let cfg = dir.join(format!("sshd-{ns}-{port}.conf"));
     let mut text = format!(
         "ListenAddress {addr}\nPort {port}\nHostKey {}\nPidFile {}\nAuthorizedKeysFile {}\n\
@@ -100,6 +103,23 @@ fn bench(ns: &str, args: &[&str]) -> (bool, String, String) {
 }
 
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Whatever a failed test left on the "hosts" (this machine) goes when
+/// the test ends, passed or not: namespaces and work folders named as the
+/// lab names them on remote hosts, and processes started from those
+/// folders. (Links live in the lab's namespaces and go with them.)
+struct Tidy;
+
+impl Drop for Tidy {
+    fn drop(&mut self) {
+        let _ = Command::new("sh")
+            .args([
+                "-c",
+                "pkill -KILL -f '/tmp/tl[r][0-9]'; for n in $(ip netns list | awk '{print $1}' | grep '^tlr[0-9]'); do ip netns pids $n | xargs -r kill -KILL; ip netns del $n; done; rm -rf /tmp/tlr[0-9]*",
+            ])
+            .status();
+    }
+}
 
 /// The test's client key and the ssh config that uses it.
 fn client(dir: &Path) -> String {
@@ -189,6 +209,7 @@ fn leftovers(l: &Lab) -> Vec<String> {
 #[test]
 fn hosts_are_checked_over_ssh_and_what_is_wrong_is_named() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _tidy = Tidy;
     let l = lab();
     let _privsep = PrivsepDir::ensure();
     let dir: PathBuf = l.dir.clone();
@@ -326,6 +347,7 @@ const TESTS: &str = "tcp_stream-16384B-1i,tcp_rr-64B-1i";
 #[test]
 fn a_run_over_ssh_agrees_with_the_same_variants_run_here() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _tidy = Tidy;
     let l = lab();
     let _privsep = PrivsepDir::ensure();
     let dir: PathBuf = l.dir.clone();
@@ -397,4 +419,219 @@ fn a_run_over_ssh_agrees_with_the_same_variants_run_here() {
     // would say the SSH run measures something else.
     let changed = table.lines().filter(|l| l.contains("CHANGED")).count();
     assert!(changed <= 1, "{table}");
+}
+
+/// A folder of links to everything in /usr/bin but iperf3: a host's PATH
+/// without it.
+fn bin_without_iperf3(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin-without-iperf3");
+    std::fs::create_dir_all(&bin).unwrap();
+    for e in std::fs::read_dir("/usr/bin").unwrap().flatten() {
+        let name = e.file_name();
+        if !name.to_string_lossy().starts_with("iperf3") {
+            let _ = std::os::unix::fs::symlink(e.path(), bin.join(&name));
+        }
+    }
+    bin
+}
+
+/// Kill an sshd and every sshd under it (the sessions): every connection
+/// to that host is cut at once, as when it goes away.
+fn cut(sshd: &mut Sshd) {
+    let mut parent = std::collections::HashMap::new();
+    let mut comm = std::collections::HashMap::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        comm.insert(pid, stat[open + 1..close].to_string());
+        let ppid = stat[close + 2..]
+            .split(' ')
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok());
+        parent.insert(pid, ppid.unwrap_or(0));
+    }
+    let root = sshd.0.id();
+    let under = |mut p: u32| {
+        while p > 1 {
+            if p == root {
+                return true;
+            }
+            p = parent.get(&p).copied().unwrap_or(0);
+        }
+        false
+    };
+    for (&pid, name) in &comm {
+        if pid != root && name == "sshd" && under(pid) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+    }
+    let _ = sshd.0.kill();
+    let _ = sshd.0.wait();
+}
+
+#[test]
+fn broken_hosts_are_named_and_a_cut_connection_stops_the_run_cleanly() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _tidy = Tidy;
+    let l = lab();
+    let _privsep = PrivsepDir::ensure();
+    let dir: PathBuf = l.dir.clone();
+    let cfg = client(&dir);
+    let _a = sshd(l.hv1.name(), "172.31.0.1", 22, &dir, None);
+    let mut b = sshd(l.hv2.name(), "172.31.0.2", 22, &dir, None);
+    let path = format!("PATH={}:/usr/sbin", bin_without_iperf3(&dir).display());
+    let _c = sshd(l.hv2.name(), "172.31.0.2", 2224, &dir, Some(&path));
+    wait_for_ssh(l.hv1.name(), &cfg, "172.31.0.1");
+    wait_for_ssh(l.hv1.name(), &cfg, "172.31.0.2");
+    wait_for_ssh(l.hv1.name(), &cfg, "ssh://172.31.0.2:2224");
+    let out_dir = dir.join("out").display().to_string();
+    let run = |hosts: &str, underlay: &str, more: &[&str]| {
+        let mut args = vec![
+            "--hosts",
+            hosts,
+            "--underlay",
+            underlay,
+            "--ssh-config",
+            &cfg,
+            "--variants",
+            "tunlab-geneve",
+            "--tests",
+            "tcp_stream-16384B-1i",
+            "--out",
+            &out_dir,
+        ];
+        args.extend_from_slice(more);
+        bench(l.hv1.name(), &args)
+    };
+    let both = "172.31.0.1,172.31.0.2";
+
+    // --plan: every command for each host, none run.
+    let (ok, out, err) = run(both, both, &["--plan"]);
+    assert!(ok, "{err}");
+    for want in [
+        "172.31.0.1: mkdir -p -m 700 /tmp/tlr",
+        "172.31.0.2: ip netns add tlr",
+        " switch --config /tmp/tlr",
+        "172.31.0.2: ip netns exec tlr",
+        "iperf3 -s -1 -B 192.168.30.2 -p PORT",
+        "172.31.0.2: kill -TERM <the pid of ",
+        "172.31.0.1: rm -rf /tmp/tlr",
+        "nothing was run on either host",
+    ] {
+        assert!(out.contains(want), "{want} not in:\n{out}");
+    }
+    assert_eq!(leftovers(&l), Vec::<String>::new());
+
+    // A host without iperf3, a wrong underlay address, a refused
+    // connection: each named, nothing changed on either host.
+    let (ok, _, err) = run("172.31.0.1,ssh://172.31.0.2:2224", both, &[]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("ssh://172.31.0.2:2224: iperf3 not found: apt-get install iperf3; nothing was changed on either host"),
+        "{err}"
+    );
+    let (ok, _, err) = run(both, "172.31.0.1,172.31.0.7", &[]);
+    assert!(
+        !ok && err.contains("the underlay address 172.31.0.7 is on none of its interfaces"),
+        "{err}"
+    );
+    let (ok, _, err) = run("172.31.0.1,ssh://172.31.0.2:2222", both, &[]);
+    assert!(
+        !ok && err.contains("ssh://172.31.0.2:2222: SSH failed"),
+        "{err}"
+    );
+    assert_eq!(leftovers(&l), Vec::<String>::new());
+
+    // The connection to the second host cut once both switches run.
+    let mut child = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            l.hv1.name(),
+            env!("CARGO_BIN_EXE_tunlab"),
+            "bench",
+        ])
+        .args([
+            "--hosts",
+            both,
+            "--underlay",
+            both,
+            "--ssh-config",
+            &cfg,
+            "--variants",
+            "tunlab-geneve",
+            "--tests",
+            "tcp_stream-16384B-1i",
+            "--samples",
+            "5",
+            "--out",
+            &out_dir,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let switches = Command::new("pgrep")
+            .args(["-f", "^/tmp/tl[r][0-9]+/tunlab switch"])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&switches.stdout).lines().count() >= 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline && child.try_wait().unwrap().is_none(),
+            "the switches never ran"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    cut(&mut b);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the run did not stop");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{}\n{err}", String::from_utf8_lossy(&out.stdout));
+    assert!(!out.status.success());
+    assert!(
+        err.contains("tunlab bench: stopped: lost a host: 172.31.0.2: SSH failed"),
+        "{err}"
+    );
+    assert!(err.contains("--cleanup"), "{err}");
+    let r = json(&dir.join("out").join("results.json"));
+    assert!(r["stopped"].as_str().unwrap().contains("172.31.0.2"), "{r}");
+    // The host back: --cleanup removes what the cut run left there.
+    let _b = sshd(l.hv2.name(), "172.31.0.2", 22, &dir, None);
+    wait_for_ssh(l.hv1.name(), &cfg, "172.31.0.2");
+    let (ok, out, err) = bench(
+        l.hv1.name(),
+        &[
+            "--hosts",
+            both,
+            "--underlay",
+            both,
+            "--ssh-config",
+            &cfg,
+            "--cleanup",
+        ],
+    );
+    eprintln!("{out}");
+    assert!(ok, "{err}");
+    // (Both "hosts" see this machine's one namespace list: whichever is
+    // cleaned first removes it.)
+    assert!(out.contains(": removed namespace tlr"), "{out}");
+    assert_eq!(leftovers(&l), Vec::<String>::new());
 }

@@ -1,9 +1,10 @@
 //! An Open vSwitch 3.1 instance (Debian `openvswitch-switch`) inside one
-//! network namespace: its own database, run and log directory, never a
-//! system instance; both daemons run in the namespace (OVS's userspace
+//! network namespace, here or on a real host over SSH: its own database,
+//! run and log directory, never a system instance; both daemons run in the namespace (OVS's userspace
 //! tunnels need the host's underlay address there), and are stopped on
 //! drop. Used by the lab's `ovs-*` variants and by the interop tests.
 
+use crate::remote::Ssh;
 use crate::LabError;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,6 +14,8 @@ use std::process::Command;
 pub struct Ovs {
     ns: String,
     dir: PathBuf,
+    /// The real host it runs on (over SSH), or this machine.
+    ssh: Option<Ssh>,
 }
 
 impl Ovs {
@@ -40,10 +43,28 @@ impl Ovs {
             path: dir.display().to_string(),
             err,
         })?;
-        let ovs = Ovs {
+        Ovs {
             ns: ns.to_string(),
             dir,
-        };
+            ssh: None,
+        }
+        .daemons()
+    }
+
+    /// The same on a real host: namespace `ns` there, `dir` (absolute, a
+    /// fresh folder under the run's work folder) there.
+    pub fn start_remote(ssh: &Ssh, ns: &str, dir: &str) -> Result<Ovs, LabError> {
+        ssh.run(&["mkdir", "-p", dir])?;
+        Ovs {
+            ns: ns.to_string(),
+            dir: PathBuf::from(dir),
+            ssh: Some(ssh.clone()),
+        }
+        .daemons()
+    }
+
+    fn daemons(self) -> Result<Ovs, LabError> {
+        let ovs = self;
         let s = |p: &str| ovs.dir.join(p).display().to_string();
         let db = s("conf.db");
         ovs.run(
@@ -75,17 +96,24 @@ impl Ovs {
 
     /// Run an Open vSwitch tool in the namespace, pointed at this instance.
     pub fn run(&self, tool: &str, args: &[&str]) -> Result<String, LabError> {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &self.ns, tool])
-            .args(args)
-            .env("OVS_RUNDIR", &self.dir)
-            .env("OVS_LOGDIR", &self.dir)
-            .env("OVS_DBDIR", &self.dir)
-            .env("OVS_SYSCONFDIR", &self.dir)
-            .output()
-            .map_err(|e| {
-                LabError::Setup(format!("{tool}: {e} (apt-get install openvswitch-switch)"))
-            })?;
+        let dir = self.dir.display().to_string();
+        let vars = ["OVS_RUNDIR", "OVS_LOGDIR", "OVS_DBDIR", "OVS_SYSCONFDIR"];
+        if let Some(ssh) = &self.ssh {
+            let env: Vec<String> = vars.iter().map(|v| format!("{v}={dir}")).collect();
+            let mut v: Vec<&str> = vec!["env"];
+            v.extend(env.iter().map(String::as_str));
+            v.extend(["ip", "netns", "exec", &self.ns, tool]);
+            v.extend_from_slice(args);
+            return ssh.run(&v);
+        }
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.ns, tool]).args(args);
+        for v in vars {
+            cmd.env(v, &self.dir);
+        }
+        let out = cmd.output().map_err(|e| {
+            LabError::Setup(format!("{tool}: {e} (apt-get install openvswitch-switch)"))
+        })?;
         if !out.status.success() {
             return Err(LabError::Setup(format!(
                 "{tool} {}: {}",
@@ -107,23 +135,38 @@ impl Ovs {
         self.run("ovs-ofctl", args)
     }
 
+    /// A file of the instance's folder ("" if unreadable).
+    fn read(&self, name: &str) -> String {
+        let path = self.dir.join(name);
+        match &self.ssh {
+            Some(ssh) => ssh
+                .run(&["cat", &path.display().to_string()])
+                .unwrap_or_default(),
+            None => std::fs::read_to_string(path).unwrap_or_default(),
+        }
+    }
+
     /// ovs-vswitchd's log so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("ovs-vswitchd.log")).unwrap_or_default()
+        self.read("ovs-vswitchd.log")
     }
 
     /// ovs-vswitchd's pid (its CPU is the datapath's).
     pub fn vswitchd_pid(&self) -> Option<u32> {
-        std::fs::read_to_string(self.dir.join("ovs-vswitchd.pid"))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
+        self.read("ovs-vswitchd.pid").trim().parse().ok()
     }
 }
 
 impl Drop for Ovs {
     fn drop(&mut self) {
+        if let Some(ssh) = &self.ssh {
+            let d = crate::remote::quote(&self.dir.display().to_string());
+            let script = format!(
+                "p=$(cat {d}/ovs-vswitchd.pid {d}/ovsdb-server.pid 2>/dev/null); [ -n \"$p\" ] || exit 0; kill -TERM $p 2>/dev/null; i=0; while [ $i -lt 30 ]; do alive=; for x in $p; do kill -0 $x 2>/dev/null && alive=1; done; [ -z \"$alive\" ] && break; sleep 0.1; i=$((i+1)); done; true"
+            );
+            let _ = ssh.run(&["sh", "-c", &script]);
+            return;
+        }
         let mut pids = Vec::new();
         for p in ["ovs-vswitchd.pid", "ovsdb-server.pid"] {
             if let Some(pid) = std::fs::read_to_string(self.dir.join(p))

@@ -323,6 +323,10 @@ pub struct Remote {
     /// What the check found: each host's environment for results.json.
     pub found: [Preflight; 2],
     pub underlay: [String; 2],
+    /// Underlay addresses for Open vSwitch's own endpoints (on a macvlan
+    /// of each host's NIC), if given; without them its variants are
+    /// skipped.
+    pub ovs_underlay: Option<[String; 2]>,
     /// A tag unique to this run on the hosts: `tlr` and this process's id,
     /// the stem of every name made there.
     pub tag: String,
@@ -339,6 +343,7 @@ impl Remote {
     pub fn prepare(
         hosts: [Ssh; 2],
         underlay: [String; 2],
+        ovs_underlay: Option<[String; 2]>,
         local_tunlab: &std::path::Path,
     ) -> Result<Remote, LabError> {
         let mut found = Vec::new();
@@ -395,6 +400,7 @@ impl Remote {
             ssh: hosts,
             found,
             underlay,
+            ovs_underlay,
             tag,
             workdir,
             tunlab,

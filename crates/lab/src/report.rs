@@ -158,7 +158,11 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
     }
     out.push(per_test(
         r,
-        "CPU: whole machine in % of all CPUs / datapath processes in % of one CPU; service demand in µs per KB".into(),
+        if r.hosts.is_empty() {
+            "CPU: whole machine in % of all CPUs / datapath processes in % of one CPU; service demand in µs per KB".into()
+        } else {
+            "CPU: both hosts together in % of all their CPUs / datapath processes in % of one CPU; service demand in µs per KB".into()
+        },
         &tests,
         |t| {
             let m = Summary::of(&t.samples.iter().map(|s| s.cpu.system_pct).collect::<Vec<_>>());
@@ -171,6 +175,38 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
             c
         },
     ));
+    // On real hosts: each host's own CPU (the articles' "CPU on each
+    // host"), as each host's /proc counted it.
+    if !r.hosts.is_empty() {
+        let names: Vec<String> = r.hosts.iter().map(|h| h.dest.clone()).collect();
+        out.push(per_test(
+            r,
+            format!(
+                "CPU on each host: {} (whole host in % of its CPUs / datapath processes in % of one CPU)",
+                names.join(" | ")
+            ),
+            &tests,
+            |t| {
+                names
+                    .iter()
+                    .map(|n| {
+                        let of = |f: fn(&crate::cpu::Usage) -> f64| {
+                            let xs: Vec<f64> = t
+                                .samples
+                                .iter()
+                                .flat_map(|s| s.hosts_cpu.iter())
+                                .filter(|h| &h.host == n)
+                                .map(|h| f(&h.usage))
+                                .collect();
+                            Summary::of(&xs).mean
+                        };
+                        format!("{:.1} / {:.0}", of(|u| u.system_pct), of(|u| u.datapath_pct))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            },
+        ));
+    }
     let rr = tests_where(&ran, &tests, |k| k.is_rr());
     if !rr.is_empty() {
         out.push(per_test(

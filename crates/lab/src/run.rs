@@ -371,8 +371,20 @@ pub fn remote_topology(r: &crate::remote::Remote) -> String {
 
 /// Why a variant cannot run on these real hosts, if it cannot.
 fn missing_remote(v: Variant, r: &crate::remote::Remote) -> Option<String> {
+    if matches!(v, Variant::OvsBridge | Variant::OvsQinq) {
+        return Some(
+            "Open vSwitch would need the host's underlay NIC itself as its port; not taken on real hosts".into(),
+        );
+    }
     if v.is_ovs() {
-        return Some("Open vSwitch variants over SSH are not built yet".into());
+        if r.ovs_underlay.is_none() {
+            return Some("Open vSwitch's userspace tunnels need underlay addresses of their own on its br-phy bridge (the hosts' NICs keep theirs): give --ovs-underlay IP1,IP2".into());
+        }
+        for f in &r.found {
+            if let Some((_, install)) = f.missing.iter().find(|(t, _)| t == "ovs-vswitchd") {
+                return Some(format!("{}: ovs-vswitchd not found: {install}", f.dest));
+            }
+        }
     }
     if v == Variant::TunlabStt {
         for f in &r.found {

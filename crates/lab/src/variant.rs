@@ -310,7 +310,12 @@ impl Drop for Topology {
         // everything with them.
         if self.remote.is_some() {
             for h in &self.h {
-                for l in [&self.names.bridge, &self.names.vxlan, &self.names.ten] {
+                for l in [
+                    &self.names.bridge,
+                    &self.names.vxlan,
+                    &self.names.ten,
+                    &self.names.macvlan,
+                ] {
                     let _ = h.run(&[
                         "sh",
                         "-c",
@@ -368,6 +373,9 @@ pub struct Running {
     daemons: Vec<Daemon>,
     /// Open vSwitch instances (stopped on drop, before the namespaces go).
     ovs: Vec<Ovs>,
+    /// Namespaces made for the variant on real hosts (Open vSwitch's),
+    /// removed after it.
+    hosts: Vec<Host>,
     /// The datapath processes, each with the index of the host it runs on.
     pub pids: Vec<u32>,
     pid_host: Vec<usize>,
@@ -385,6 +393,7 @@ impl Running {
             variant: v,
             daemons: Vec::new(),
             ovs: Vec::new(),
+            hosts: Vec::new(),
             pids: Vec::new(),
             pid_host: Vec::new(),
             remote,
@@ -545,7 +554,7 @@ pub fn setup(
         }
         Variant::None | Variant::KernelVxlan => {
             for (i, h) in topo.h.iter().enumerate() {
-                tenant_veth(v, topo, i)?;
+                tenant_veth(v, h, &topo.t[i], &nm.ten, i)?;
                 h.ip(&["link", "add", &nm.bridge, "type", "bridge"])?;
                 if v == Variant::None {
                     h.ip(&["link", "set", &topo.under[i], "master", &nm.bridge])?;
@@ -582,13 +591,66 @@ pub fn setup(
             }
         }
         v if v.is_ovs() => {
-            if remote {
-                return Err(LabError::Setup(
-                    "Open vSwitch variants over SSH are not built yet".into(),
-                ));
-            }
             for i in 0..2 {
-                let ovs = setup_ovs(v, topo, i, &dir.join(format!("{}-h{}", v.name(), i + 1)))?;
+                let folder = format!("{}-h{}", v.name(), i + 1);
+                let ovs = match &topo.remote {
+                    None => {
+                        let ovs = Ovs::start(topo.h[i].name(), &dir.join(folder))?;
+                        setup_ovs(v, &ovs, &topo.h[i], &topo.t[i], i, UNDER, 24, false)?;
+                        ovs
+                    }
+                    Some(rm) => {
+                        // A namespace of its own on the host, its
+                        // underlay a macvlan of the NIC with an address of
+                        // its own: the host's NIC and address stay as
+                        // they are.
+                        let ips = rm.ovs_underlay.as_ref().ok_or_else(|| {
+                            LabError::Setup(
+                                "Open vSwitch on real hosts needs --ovs-underlay".into(),
+                            )
+                        })?;
+                        let o = Host::remote_ns(
+                            &rm.ssh[i],
+                            &format!("{}-ovs", topo.t[i].name()),
+                            "ovs",
+                        )?;
+                        topo.h[i].ip(&[
+                            "link",
+                            "add",
+                            &nm.macvlan,
+                            "link",
+                            &topo.under[i],
+                            "type",
+                            "macvlan",
+                            "mode",
+                            "bridge",
+                        ])?;
+                        topo.h[i].ip(&["link", "set", &nm.macvlan, "netns", o.name()])?;
+                        o.ip(&["link", "set", &nm.macvlan, "name", "under"])?;
+                        o.ip(&[
+                            "link",
+                            "set",
+                            "under",
+                            "mtu",
+                            &UNDERLAY_MTU.to_string(),
+                            "up",
+                        ])?;
+                        let ovs = Ovs::start_remote(
+                            &rm.ssh[i],
+                            o.name(),
+                            &format!("{}/{folder}/ovs", rm.workdir),
+                        )?;
+                        let ips = [ips[0].as_str(), ips[1].as_str()];
+                        // OVS routes its tunnels by the connected route of
+                        // br-phy's address: the shortest prefix that holds
+                        // both endpoints (OVS 3.1 skipped a host route to
+                        // the peer added beside a /32).
+                        let plen = common_prefix(ips);
+                        let done = setup_ovs(v, &ovs, &o, &topo.t[i], i, ips, plen, true);
+                        r.hosts.push(o);
+                        done.map(|_| ovs)?
+                    }
+                };
                 if let Some(p) = ovs.vswitchd_pid() {
                     r.pids.push(p);
                     r.pid_host.push(i);
@@ -642,15 +704,14 @@ pub fn setup(
     Ok(r)
 }
 
-/// The tenant's veth: `ten` on host `i`, `eth0` in its tenant with the
-/// tenant address and the variant's MTU (the host end is attached by the
-/// variant).
-fn tenant_veth(v: Variant, topo: &Topology, i: usize) -> Result<(), LabError> {
-    let (h, t) = (&topo.h[i], &topo.t[i]);
+/// The tenant's veth: `ten` on host `h`, `eth0` in its tenant `t` with
+/// tenant `i`'s address and the variant's MTU (the host end is attached
+/// by the variant).
+fn tenant_veth(v: Variant, h: &Host, t: &Host, ten: &str, i: usize) -> Result<(), LabError> {
     h.ip(&[
         "link",
         "add",
-        &topo.names.ten,
+        ten,
         "type",
         "veth",
         "peer",
@@ -671,15 +732,24 @@ fn tenant_veth(v: Variant, topo: &Topology, i: usize) -> Result<(), LabError> {
     Ok(())
 }
 
-/// Host `i` of an Open vSwitch variant: ovsdb-server and ovs-vswitchd in
-/// the host namespace, the tenant's veth on `br-int` (ofport 2); the
-/// uplink (ofport 1) is the underlay itself (bridge, QinQ) or a tunnel port
-/// whose underlay address lives on `br-phy`, as OVS's userspace tunnels
-/// need.
-fn setup_ovs(v: Variant, topo: &Topology, i: usize, dir: &Path) -> Result<Ovs, LabError> {
-    let (h, t) = (&topo.h[i], &topo.t[i]);
-    let ovs = Ovs::start(h.name(), dir)?;
-    tenant_veth(v, topo, i)?;
+/// Host `i` of an Open vSwitch variant: `ovs` runs in `h`'s namespace,
+/// the tenant's veth on `br-int` (ofport 2); the uplink (ofport 1) is the
+/// underlay device `under` itself (bridge, QinQ) or a tunnel port whose
+/// underlay address (`ips[i]`, to `ips[1 - i]`, `plen` bits of prefix)
+/// lives on `br-phy`, as OVS's userspace tunnels need. With `macvlan`
+/// the underlay device is a macvlan of a real NIC.
+#[allow(clippy::too_many_arguments)]
+fn setup_ovs(
+    v: Variant,
+    ovs: &Ovs,
+    h: &Host,
+    t: &Host,
+    i: usize,
+    ips: [&str; 2],
+    plen: u8,
+    macvlan: bool,
+) -> Result<(), LabError> {
+    tenant_veth(v, h, t, "ten", i)?;
     h.ip(&["link", "set", "ten", "up"])?;
     t.run(&["ethtool", "-K", "eth0", "tx", "off", "tso", "off"])?;
     let netdev = ["--", "set", "bridge", "br-int", "datapath_type=netdev"];
@@ -694,7 +764,7 @@ fn setup_ovs(v: Variant, topo: &Topology, i: usize, dir: &Path) -> Result<Ovs, L
                 Variant::OvsGre => "gre",
                 _ => "geneve",
             };
-            ovs.vsctl(&[
+            let mut br = vec![
                 "add-br",
                 "br-phy",
                 "--",
@@ -702,13 +772,35 @@ fn setup_ovs(v: Variant, topo: &Topology, i: usize, dir: &Path) -> Result<Ovs, L
                 "bridge",
                 "br-phy",
                 "datapath_type=netdev",
-                "--",
-                "add-port",
+            ];
+            // Under a macvlan (real hosts) only frames to the macvlan's
+            // own MAC come up from the NIC: br-phy, which answers for the
+            // tunnel address, takes that MAC.
+            let hwaddr;
+            if macvlan {
+                let mac = h.run(&["cat", "/sys/class/net/under/address"])?;
+                hwaddr = format!("other-config:hwaddr=\"{}\"", mac.trim());
+                br.push(&hwaddr);
+            }
+            br.extend(["--", "add-port", "br-phy", "under"]);
+            ovs.vsctl(&br)?;
+            h.ip(&[
+                "addr",
+                "add",
+                &format!("{}/{plen}", ips[i]),
+                "dev",
                 "br-phy",
-                "under",
             ])?;
-            h.ip(&["addr", "add", &format!("{}/24", UNDER[i]), "dev", "br-phy"])?;
             h.ip(&["link", "set", "br-phy", "up"])?;
+            if plen == 32 {
+                h.ip(&[
+                    "route",
+                    "add",
+                    &format!("{}/32", ips[1 - i]),
+                    "dev",
+                    "br-phy",
+                ])?;
+            }
             vec![
                 "tun0".into(),
                 "--".into(),
@@ -716,7 +808,7 @@ fn setup_ovs(v: Variant, topo: &Topology, i: usize, dir: &Path) -> Result<Ovs, L
                 "interface".into(),
                 "tun0".into(),
                 format!("type={kind}"),
-                format!("options:remote_ip={}", UNDER[1 - i]),
+                format!("options:remote_ip={}", ips[1 - i]),
                 "options:key=42".into(),
             ]
         }
@@ -761,7 +853,23 @@ fn setup_ovs(v: Variant, topo: &Topology, i: usize, dir: &Path) -> Result<Ovs, L
             ovs.ofctl(&["-O", "OpenFlow13", "add-flow", "br-int", f])?;
         }
     }
-    Ok(ovs)
+    Ok(())
+}
+
+/// The longest prefix two addresses share, in bits (0 if they are of
+/// different families or do not parse).
+fn common_prefix(ips: [&str; 2]) -> u8 {
+    use std::net::IpAddr;
+    let bits = |s: &str| -> Option<(u128, u32)> {
+        match s.parse::<IpAddr>().ok()? {
+            IpAddr::V4(a) => Some(((u32::from(a) as u128) << 96, 32)),
+            IpAddr::V6(a) => Some((u128::from(a), 128)),
+        }
+    };
+    match (bits(ips[0]), bits(ips[1])) {
+        (Some((a, la)), Some((b, lb))) if la == lb => ((a ^ b).leading_zeros().min(la)) as u8,
+        _ => 0,
+    }
 }
 
 /// One node's configuration for a tunlab variant.
@@ -943,6 +1051,16 @@ mod tests {
             "{why}"
         );
         assert!(!why.contains("h1"), "{why}");
+    }
+
+    #[test]
+    fn the_ovs_endpoints_share_the_shortest_prefix_that_holds_both() {
+        assert_eq!(common_prefix(["172.31.0.11", "172.31.0.12"]), 29);
+        assert_eq!(common_prefix(["10.0.0.1", "10.0.0.1"]), 32);
+        assert_eq!(common_prefix(["10.0.0.1", "11.0.0.1"]), 7);
+        assert_eq!(common_prefix(["fd00::1", "fd00::2"]), 126);
+        assert_eq!(common_prefix(["10.0.0.1", "fd00::2"]), 0);
+        assert_eq!(common_prefix(["10.0.0.1", "nope"]), 0);
     }
 
     #[test]

@@ -144,10 +144,17 @@ pub fn run(a: Args) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            let ovs = match h.ovs_underlay() {
+                Ok(o) => o,
+                Err(e) => {
+                    eprintln!("tunlab bench: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             if a.plan_only {
                 tunlab_lab::remote::plan_only();
             }
-            match tunlab_lab::remote::Remote::prepare(hosts, underlay, &tunlab) {
+            match tunlab_lab::remote::Remote::prepare(hosts, underlay, ovs, &tunlab) {
                 Ok(r) => Some(r),
                 Err(e) => {
                     eprintln!("tunlab bench: {e}");
@@ -519,9 +526,35 @@ pub struct HostArgs {
     pub hosts: Vec<String>,
     pub underlay: Vec<String>,
     pub ssh_config: Option<PathBuf>,
+    /// `--ovs-underlay IP1,IP2`: Open vSwitch's own underlay addresses.
+    pub ovs_underlay: Vec<String>,
 }
 
 impl HostArgs {
+    /// `--ovs-underlay`, checked: two addresses, or none given.
+    fn ovs_underlay(&self) -> Result<Option<[String; 2]>, String> {
+        match &self.ovs_underlay[..] {
+            [] => Ok(None),
+            [a, b] => {
+                for x in [a, b] {
+                    if x.parse::<std::net::IpAddr>().is_err() {
+                        return Err(format!("--ovs-underlay: '{x}' is not an IP address"));
+                    }
+                    if self.underlay.contains(x) {
+                        return Err(format!(
+                            "--ovs-underlay: {x} is a host's own underlay address; Open vSwitch needs addresses of its own"
+                        ));
+                    }
+                }
+                Ok(Some([a.clone(), b.clone()]))
+            }
+            x => Err(format!(
+                "--ovs-underlay takes two addresses, one per host (got {})",
+                x.len()
+            )),
+        }
+    }
+
     /// Two destinations and two addresses, checked before any SSH.
     fn parse(&self) -> Result<([Ssh; 2], [String; 2]), String> {
         let (h, u) = (&self.hosts, &self.underlay);

@@ -105,8 +105,8 @@ enum Command {
         /// (USER@HOST1,USER@HOST2; your keys, agent and ssh config apply):
         /// a tenant namespace on each, the datapath on the real underlay,
         /// CPU measured on each host. tunlab is copied over unless the
-        /// host has this version. Not built over SSH yet: the Open vSwitch
-        /// variants, the first-packet test, --pvp and --setup-rate.
+        /// host has this version. Not built over SSH yet: the first-packet
+        /// test, --pvp and --setup-rate.
         #[arg(long, value_delimiter = ',', requires = "underlay")]
         hosts: Vec<String>,
         /// The hosts' underlay addresses (IP1,IP2), each checked to be on
@@ -116,6 +116,13 @@ enum Command {
         /// A config file for ssh (`ssh -F FILE`).
         #[arg(long, requires = "hosts")]
         ssh_config: Option<PathBuf>,
+        /// With --hosts: two free addresses on the underlay's subnet
+        /// (IP1,IP2) for Open vSwitch's tunnel endpoints, which live on its
+        /// br-phy bridge over a macvlan of each NIC (the hosts' own NICs
+        /// and addresses are left alone). Without them the ovs-* variants
+        /// are skipped on real hosts.
+        #[arg(long, value_delimiter = ',', requires = "hosts")]
+        ovs_underlay: Vec<String>,
         /// With --hosts: check each host over SSH (kernel, CPUs, the
         /// interface holding its underlay address, the lab's tools, with
         /// the command that installs a missing one) and exit.
@@ -180,6 +187,18 @@ enum Command {
     /// allowed. Without --tx/--rx it sends over a veth pair between two
     /// namespaces of its own.
     Gen(Box<gen::Args>),
+    /// Send every frame that arrives on an interface back out of it with
+    /// its MAC addresses swapped (testpmd's macswap), until interrupted:
+    /// the PVP test's tenant. Prints "ready" once it listens, and on exit
+    /// what it reflected and lost.
+    Reflect {
+        /// IFNAME or IFNAME@NETNS.
+        at: String,
+        /// ring (a packet socket's rings, in user space) or xdp (in the
+        /// kernel).
+        #[arg(long, default_value = "ring")]
+        reflector: String,
+    },
     /// Run one overlay node: open its tenant TAP ports and tunnel ports,
     /// load its flow rules, and switch packets until interrupted.
     ///
@@ -240,6 +259,7 @@ fn main() -> ExitCode {
             hosts,
             underlay,
             ssh_config,
+            ovs_underlay,
             check,
             plan,
         } => {
@@ -247,6 +267,7 @@ fn main() -> ExitCode {
                 hosts,
                 underlay,
                 ssh_config,
+                ovs_underlay,
             });
             if let Some(h) = &hosts {
                 if check {
@@ -299,6 +320,7 @@ fn main() -> ExitCode {
         Command::Compare { a, b } => bench::compare(&a, &b),
         Command::Soak(args) => bench::soak(args),
         Command::Gen(args) => gen::run(*args),
+        Command::Reflect { at, reflector } => gen::reflect(&at, &reflector),
     }
 }
 

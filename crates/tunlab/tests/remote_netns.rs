@@ -341,11 +341,8 @@ fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-const VARIANTS: &str = "kernel-vxlan,tunlab-geneve,tunlab-ebpf-geneve";
-const TESTS: &str = "tcp_stream-16384B-1i,tcp_rr-64B-1i";
-
 #[test]
-fn a_run_over_ssh_agrees_with_the_same_variants_run_here() {
+fn the_quick_profile_over_ssh_agrees_with_the_same_run_here() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let _tidy = Tidy;
     let l = lab();
@@ -365,12 +362,10 @@ fn a_run_over_ssh_agrees_with_the_same_variants_run_here() {
             "172.31.0.1,172.31.0.2",
             "--underlay",
             "172.31.0.1,172.31.0.2",
+            "--ovs-underlay",
+            "172.31.0.11,172.31.0.12",
             "--ssh-config",
             &cfg,
-            "--variants",
-            &format!("none,{VARIANTS}"),
-            "--tests",
-            TESTS,
             "--out",
             &over_ssh.display().to_string(),
         ],
@@ -381,6 +376,10 @@ fn a_run_over_ssh_agrees_with_the_same_variants_run_here() {
         out.contains(&format!("172.31.0.1 ({} 172.31.0.1)", l.u1)),
         "{out}"
     );
+    assert!(
+        out.contains("CPU on each host: 172.31.0.1 | 172.31.0.2"),
+        "{out}"
+    );
     assert_eq!(leftovers(&l), Vec::<String>::new());
     let r = json(&over_ssh.join("results.json"));
     // Each host's environment, and each sample's CPU per host.
@@ -388,7 +387,9 @@ fn a_run_over_ssh_agrees_with_the_same_variants_run_here() {
     assert_eq!(hosts.len(), 2);
     assert_eq!(hosts[1]["underlay_dev"], l.u2.as_str());
     assert_eq!(hosts[1]["driver"], "veth");
-    for v in r["variants"].as_array().unwrap() {
+    let variants = r["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 8, "the quick profile's eight variants");
+    for v in variants {
         assert_eq!(v["status"], "ok", "{v}");
         for t in v["tests"].as_array().unwrap() {
             assert!(t["error"].is_null(), "{t}");
@@ -400,9 +401,9 @@ fn a_run_over_ssh_agrees_with_the_same_variants_run_here() {
         }
     }
 
-    // The same variants here, in namespaces, in this test run.
+    // The same profile here, in namespaces, in this test run.
     let out = Command::new(env!("CARGO_BIN_EXE_tunlab"))
-        .args(["bench", "--variants", VARIANTS, "--tests", TESTS, "--out"])
+        .args(["bench", "--out"])
         .arg(&here)
         .output()
         .unwrap();
@@ -411,14 +412,24 @@ fn a_run_over_ssh_agrees_with_the_same_variants_run_here() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
     let table = compare(&over_ssh.join("results.json"), &here.join("results.json"));
     eprintln!("{table}");
     assert!(!table.contains("FAILED"), "{table}");
-    // Six comparisons at 95 % confidence: one false alarm among them is to
-    // be expected about one time in four even when nothing differs; two
-    // would say the SSH run measures something else.
-    let changed = table.lines().filter(|l| l.contains("CHANGED")).count();
-    assert!(changed <= 1, "{table}");
+    // `none` is a macvlan on real hosts and a bridge here: not the same
+    // datapath, left out. Of the other 28 comparisons at 95 % confidence
+    // about 1.4 are false alarms when nothing differs; more than 4 (a 5 %
+    // chance by luck alone) would say the SSH run measures something
+    // else.
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| {
+            !l.starts_with("none ") && (l.contains("within noise") || l.contains("CHANGED"))
+        })
+        .collect();
+    assert_eq!(rows.len(), 28, "{table}");
+    let changed = rows.iter().filter(|l| l.contains("CHANGED")).count();
+    assert!(changed <= 4, "{table}");
 }
 
 /// A folder of links to everything in /usr/bin but iperf3: a host's PATH

@@ -228,6 +228,58 @@ fn zero_loss_rates(json: &std::path::Path) -> Result<Vec<ZeroLoss>, String> {
         .collect())
 }
 
+static REFLECT_STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn stop_reflecting(_: nix::libc::c_int) {
+    REFLECT_STOP.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// `tunlab reflect IF[@NETNS]`: the PVP tenant as a command of its own
+/// (the PVP test on a remote node runs it there).
+pub fn reflect(at: &str, reflector: &str) -> ExitCode {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    let at = match tunlab_gen::send::Endpoint::parse(at) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("tunlab reflect: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let kind = match tunlab_lab::pvp::Reflector::parse(reflector) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("tunlab reflect: --reflector: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // SAFETY: the handler only stores to an atomic, which is
+    // async-signal-safe.
+    unsafe {
+        let _ = signal(Signal::SIGINT, SigHandler::Handler(stop_reflecting));
+        let _ = signal(Signal::SIGTERM, SigHandler::Handler(stop_reflecting));
+    }
+    let ready = |r: Result<(), String>| {
+        if r.is_ok() {
+            println!("ready");
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+        }
+    };
+    let done = match kind {
+        tunlab_lab::pvp::Reflector::Ring => tunlab_gen::reflect::run(&at, &REFLECT_STOP, ready),
+        tunlab_lab::pvp::Reflector::Xdp => tunlab_gen::reflect::run_xdp(&at, &REFLECT_STOP, ready),
+    };
+    match done {
+        Ok(r) => {
+            println!("reflected {} frames, lost {}", r.frames, r.dropped);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("tunlab reflect: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

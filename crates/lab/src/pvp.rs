@@ -135,7 +135,25 @@ impl Node {
     }
 }
 
-fn config(tenant_ns: &str, node: Node, tunnel: Tunnel) -> String {
+/// Where a PVP node's switch meets its generator and tenant.
+struct Wiring<'a> {
+    node_ip: &'a str,
+    gen_ip: &'a str,
+    ctl: &'a str,
+    /// The tenant port's name (and the tenant's interface's).
+    port: &'a str,
+    underlay_mtu: u32,
+}
+
+const LOCAL: Wiring<'static> = Wiring {
+    node_ip: NODE_IP,
+    gen_ip: TG_IP,
+    ctl: "",
+    port: "tap0",
+    underlay_mtu: 9000,
+};
+
+fn config(tenant_ns: &str, node: Node, tunnel: Tunnel, w: &Wiring<'_>) -> String {
     let (datapath, tenant) = match node {
         Node::Userspace => ("", "tap"),
         Node::Ebpf => ("datapath = \"ebpf\"\n", "veth"),
@@ -161,27 +179,233 @@ flows = [
         r#"[switch]
 name = "pvp"
 {datapath}control_socket = "{ctl}"
-underlay_mtu = 9000
+underlay_mtu = {underlay_mtu}
 {flows}
 
 [[port]]
 name = "up"
 ofport = 1
 type = "{kind}"
-local_ip = "{NODE_IP}"
-remote_ip = "{TG_IP}"
+local_ip = "{node_ip}"
+remote_ip = "{gen_ip}"
 key = 6
 
 [[port]]
-name = "tap0"
+name = "{port}"
 ofport = 2
 type = "{tenant}"
 netns = "{tenant_ns}"
 address = "{TENANT_IP}/24"
-mtu = 8900
+mtu = {tenant_mtu}
 "#,
-        ctl = ctl_path("pvp")
+        ctl = if w.ctl.is_empty() {
+            ctl_path("pvp")
+        } else {
+            w.ctl.to_string()
+        },
+        node_ip = w.node_ip,
+        gen_ip = w.gen_ip,
+        port = w.port,
+        underlay_mtu = w.underlay_mtu,
+        tenant_mtu = w.underlay_mtu - 100,
     )
+}
+
+/// The generator's frames through `tunnel` between real machines: the
+/// article's packet with the generator's and the node's MAC and IP
+/// addresses in its outer headers.
+pub fn description_between(
+    tunnel: Tunnel,
+    gen_mac: &str,
+    gen_ip: &str,
+    node_mac: &str,
+    node_ip: &str,
+) -> String {
+    tunnel
+        .description()
+        .replacen(
+            &format!("Ether(src={TG_MAC},dst={NODE_MAC})"),
+            &format!("Ether(src={gen_mac},dst={node_mac})"),
+            1,
+        )
+        .replacen(
+            &format!("IP(src={TG_IP},dst={NODE_IP})"),
+            &format!("IP(src={gen_ip},dst={node_ip})"),
+            1,
+        )
+}
+
+/// The PVP node on a real host over SSH: the tenant in a namespace made
+/// there, the switch on the host's NIC (its address is the tunnel's
+/// end), `tunlab reflect` in the tenant; everything stopped and removed
+/// on drop.
+#[derive(Debug)]
+pub struct RemotePvp {
+    ssh: crate::remote::Ssh,
+    reflector: Option<crate::host::Daemon>,
+    switch: Option<crate::host::Daemon>,
+    tenant: Option<Host>,
+    workdir: String,
+    /// What the check found on the node.
+    pub found: crate::remote::Preflight,
+    tunnel: Tunnel,
+}
+
+impl RemotePvp {
+    /// Check the node, put tunlab there, and start the switch (tunnel
+    /// from `node_ip` on the node to `gen_ip` here) and the reflector.
+    pub fn start(
+        ssh: crate::remote::Ssh,
+        gen_ip: &str,
+        node_ip: &str,
+        local_tunlab: &Path,
+        setup: Setup,
+    ) -> Result<RemotePvp, LabError> {
+        let found = crate::remote::check(&ssh, node_ip)?;
+        for tool in ["ip", "nft"] {
+            if let Some((_, install)) = found.missing.iter().find(|(t, _)| t == tool) {
+                return Err(LabError::Setup(format!(
+                    "{}: {tool} not found: {install}; nothing was changed there",
+                    ssh.dest
+                )));
+            }
+        }
+        let tag = crate::remote::run_tag();
+        let workdir = format!("/tmp/{tag}");
+        let mut pvp = RemotePvp {
+            ssh: ssh.clone(),
+            reflector: None,
+            switch: None,
+            tenant: None,
+            workdir: workdir.clone(),
+            found: found.clone(),
+            tunnel: setup.tunnel,
+        };
+        let tunlab = crate::remote::provision(&ssh, &found, &workdir, local_tunlab)?;
+        let tenant = Host::remote_ns(&ssh, &format!("{tag}-pvp-t"), "t1")?;
+        let ns = tenant.name().to_string();
+        pvp.tenant = Some(tenant);
+        let node = Host::remote(ssh.clone(), "h1");
+        let port = format!("{tag}p");
+        let ctl = format!("{workdir}/pvp.ctl");
+        let wiring = Wiring {
+            node_ip,
+            gen_ip,
+            ctl: &ctl,
+            port: &port,
+            underlay_mtu: found.mtu.max(1280),
+        };
+        let path = format!("{workdir}/pvp-node.toml");
+        node.write_file(
+            &path,
+            config(&ns, setup.node, setup.tunnel, &wiring).as_bytes(),
+            false,
+        )?;
+        pvp.switch = Some(node.spawn_daemon(&[&tunlab, "switch", "--config", &path])?);
+        let ctl = crate::variant::Ctl::remote(ctl, ssh.clone(), tunlab.clone());
+        let switch = pvp.switch.as_mut().map(|d| &mut d.child);
+        let mut switch = switch;
+        crate::variant::wait_for_ctl(&ctl, Duration::from_secs(20), || {
+            match switch.as_mut().map(|c| c.try_wait()) {
+                Some(Ok(Some(status))) => Some(format!("the PVP node's switch exited ({status})")),
+                _ => None,
+            }
+        })?;
+        let kind = match setup.reflector {
+            Reflector::Ring => "ring",
+            Reflector::Xdp => "xdp",
+        };
+        let at = format!("{port}@{ns}");
+        let mut r = node.spawn_daemon(&[&tunlab, "reflect", &at, "--reflector", kind])?;
+        // Its first line after the pid: "ready", or it ended.
+        let line = read_line(&mut r.child);
+        if line.trim() != "ready" {
+            let _ = r.child.wait();
+            let mut err = String::new();
+            if let Some(mut e) = r.child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            return Err(LabError::Setup(format!(
+                "{}: the reflector did not start: {}",
+                ssh.dest,
+                err.trim()
+            )));
+        }
+        pvp.reflector = Some(r);
+        if let Some(t) = &pvp.tenant {
+            tenant_stack_off(t, &port)?;
+        }
+        Ok(pvp)
+    }
+
+    /// Stop the reflector; what it reflected and lost.
+    pub fn stop_reflector(&mut self) -> Result<Reflected, String> {
+        let Some(mut r) = self.reflector.take() else {
+            return Ok(Reflected::default());
+        };
+        r.stop();
+        let mut out = String::new();
+        if let Some(mut o) = r.child.stdout.take() {
+            let _ = std::io::Read::read_to_string(&mut o, &mut out);
+        }
+        // "reflected N frames, lost M"
+        let n: Vec<u64> = out
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        match n[..] {
+            [frames, dropped, ..] if out.contains("reflected") => Ok(Reflected { frames, dropped }),
+            _ => Err(format!(
+                "{}: the reflector said no counts: {}",
+                self.ssh.dest,
+                out.trim()
+            )),
+        }
+    }
+
+    pub fn tunnel(&self) -> Tunnel {
+        self.tunnel
+    }
+}
+
+/// One line of a child's stdout (without waiting past its end).
+fn read_line(c: &mut std::process::Child) -> String {
+    let mut line = Vec::new();
+    if let Some(out) = c.stdout.as_mut() {
+        let mut b = [0u8; 1];
+        while std::io::Read::read(out, &mut b).ok() == Some(1) && b[0] != b'\n' {
+            line.push(b[0]);
+        }
+    }
+    String::from_utf8_lossy(&line).into_owned()
+}
+
+impl Drop for RemotePvp {
+    fn drop(&mut self) {
+        let _ = self.stop_reflector();
+        if let Some(mut s) = self.switch.take() {
+            s.stop();
+        }
+        // The tenant's namespace goes before the work folder.
+        self.tenant.take();
+        let _ = self.ssh.run(&["rm", "-rf", &self.workdir]);
+    }
+}
+
+/// The tenant's kernel kept from the frames on `port` (see
+/// [`Pvp::tenant_stack`]).
+fn tenant_stack_off(tenant: &Host, port: &str) -> Result<(), LabError> {
+    tenant.run(&["nft", "add", "table", "netdev", "tlpvp"])?;
+    tenant.run(&[
+        "nft",
+        "add",
+        "chain",
+        "netdev",
+        "tlpvp",
+        "in",
+        &format!("{{ type filter hook ingress device {port} priority 0; policy drop; }}"),
+    ])?;
+    Ok(())
 }
 
 impl Pvp {
@@ -257,7 +481,7 @@ impl Pvp {
             err,
         })?;
         let path = dir.join("pvp-node.toml");
-        std::fs::write(&path, config(tenant.name(), node_dp, tunnel)).map_err(|err| {
+        std::fs::write(&path, config(tenant.name(), node_dp, tunnel, &LOCAL)).map_err(|err| {
             LabError::Io {
                 path: path.display().to_string(),
                 err,
@@ -326,18 +550,7 @@ impl Pvp {
                 .run(&["nft", "delete", "table", "netdev", "tlpvp"])?;
             return Ok(());
         }
-        self.tenant
-            .run(&["nft", "add", "table", "netdev", "tlpvp"])?;
-        self.tenant.run(&[
-            "nft",
-            "add",
-            "chain",
-            "netdev",
-            "tlpvp",
-            "in",
-            "{ type filter hook ingress device tap0 priority 0; policy drop; }",
-        ])?;
-        Ok(())
+        tenant_stack_off(&self.tenant, "tap0")
     }
 
     /// Stop the reflector (frames to the tenant then go unanswered but

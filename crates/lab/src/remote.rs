@@ -188,6 +188,9 @@ pub struct Preflight {
     pub firmware: String,
     pub offloads_on: Vec<String>,
     pub mtu: u32,
+    /// Its MAC address.
+    #[serde(default)]
+    pub mac: String,
     pub numa_node: i32,
     /// Tools not found, with what installs them.
     pub missing: Vec<(String, String)>,
@@ -205,6 +208,7 @@ dev=$(ip -o addr show 2>/dev/null | awk -v a="UNDERLAY" '{split($4, p, "/"); if 
 dev=${dev%%@*}
 if [ -n "$dev" ]; then
   echo "mtu $(cat /sys/class/net/$dev/mtu 2>/dev/null)"
+  echo "mac $(cat /sys/class/net/$dev/address 2>/dev/null)"
   echo "numa $(cat /sys/class/net/$dev/device/numa_node 2>/dev/null || echo -1)"
   ethtool -i "$dev" 2>/dev/null | sed -n 's/^driver: /driver /p; s/^firmware-version: /firmware /p'
   ethtool -k "$dev" 2>/dev/null | sed -n 's/^\([a-z0-9_-]*\): on.*/offload \1/p'
@@ -245,6 +249,7 @@ pub fn parse_check(dest: &str, underlay: &str, out: &str) -> Result<Preflight, L
             "cpus" => p.cpus = rest.trim().parse().unwrap_or(0),
             "cpu_model" => p.cpu_model = rest.trim().to_string(),
             "mtu" => p.mtu = rest.trim().parse().unwrap_or(0),
+            "mac" => p.mac = rest.trim().to_string(),
             "numa" => p.numa_node = rest.trim().parse().unwrap_or(-1),
             "driver" => p.driver = rest.trim().to_string(),
             "firmware" => p.firmware = rest.trim().to_string(),
@@ -365,37 +370,12 @@ impl Remote {
             )));
         }
         let found: [Preflight; 2] = [found[0].clone(), found[1].clone()];
-        let tag = format!(
-            "{}{}",
-            crate::host::REMOTE_PREFIX,
-            std::process::id() % 100_000
-        );
+        let tag = run_tag();
         let workdir = format!("/tmp/{tag}");
-        let ours = format!("tunlab {}", env!("CARGO_PKG_VERSION"));
-        let mut tunlab = [String::from("tunlab"), String::from("tunlab")];
-        for (i, h) in hosts.iter().enumerate() {
-            h.run(&["mkdir", "-p", "-m", "700", &workdir])?;
-            if found[i].tunlab == ours {
-                continue;
-            }
-            // Not there, or another version: this one goes over.
-            let bin = std::fs::read(local_tunlab).map_err(|err| LabError::Io {
-                path: local_tunlab.display().to_string(),
-                err,
-            })?;
-            let path = format!("{workdir}/tunlab");
-            let q = quote(&path);
-            h.run_with_input(&["sh", "-c", &format!("cat > {q} && chmod 755 {q}")], &bin)?;
-            let v = h.run(&[&path, "--version"])?;
-            if v.trim() != ours && !planning() {
-                return Err(LabError::Setup(format!(
-                    "{}: the tunlab copied to {path} says '{}', not '{ours}'",
-                    h.dest,
-                    v.trim()
-                )));
-            }
-            tunlab[i] = path;
-        }
+        let tunlab = [
+            provision(&hosts[0], &found[0], &workdir, local_tunlab)?,
+            provision(&hosts[1], &found[1], &workdir, local_tunlab)?,
+        ];
         Ok(Remote {
             ssh: hosts,
             found,
@@ -423,6 +403,48 @@ impl Remote {
     }
 }
 
+/// The tag of this run's names on real hosts: [`crate::host::REMOTE_PREFIX`]
+/// and this process's id.
+pub fn run_tag() -> String {
+    format!(
+        "{}{}",
+        crate::host::REMOTE_PREFIX,
+        std::process::id() % 100_000
+    )
+}
+
+/// Make the work folder on `h` and put tunlab there unless the host has
+/// this version (`found` by the check); the tunlab to run there.
+pub fn provision(
+    h: &Ssh,
+    found: &Preflight,
+    workdir: &str,
+    local_tunlab: &std::path::Path,
+) -> Result<String, LabError> {
+    let ours = format!("tunlab {}", env!("CARGO_PKG_VERSION"));
+    h.run(&["mkdir", "-p", "-m", "700", workdir])?;
+    if found.tunlab == ours {
+        return Ok("tunlab".into());
+    }
+    // Not there, or another version: this one goes over.
+    let bin = std::fs::read(local_tunlab).map_err(|err| LabError::Io {
+        path: local_tunlab.display().to_string(),
+        err,
+    })?;
+    let path = format!("{workdir}/tunlab");
+    let q = quote(&path);
+    h.run_with_input(&["sh", "-c", &format!("cat > {q} && chmod 755 {q}")], &bin)?;
+    let v = h.run(&[&path, "--version"])?;
+    if v.trim() != ours && !planning() {
+        return Err(LabError::Setup(format!(
+            "{}: the tunlab copied to {path} says '{}', not '{ours}'",
+            h.dest,
+            v.trim()
+        )));
+    }
+    Ok(path)
+}
+
 /// CPU counters of a host at one moment: `/proc/stat` and the datapath
 /// processes' `/proc/PID/stat`, read in one round trip.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -433,14 +455,93 @@ pub struct CpuMark {
     pub cpus: usize,
 }
 
-/// Read `host`'s CPU counters, `pids` being processes there.
-pub fn cpu_mark(host: &Ssh, pids: &[u32]) -> Result<CpuMark, LabError> {
+/// The commands that print a host's CPU counters, `pids` being
+/// processes there.
+fn cpu_script(pids: &[u32]) -> String {
     let mut script = String::from("head -n 1 /proc/stat; getconf _NPROCESSORS_ONLN");
     for p in pids {
         script.push_str(&format!("; cat /proc/{p}/stat 2>/dev/null || echo gone"));
     }
-    parse_cpu_mark(&host.query(&["sh", "-c", &script], &[])?)
+    script
+}
+
+/// Read `host`'s CPU counters once, `pids` being processes there.
+pub fn cpu_mark(host: &Ssh, pids: &[u32]) -> Result<CpuMark, LabError> {
+    parse_cpu_mark(&host.query(&["sh", "-c", &cpu_script(pids)], &[])?)
         .ok_or_else(|| LabError::Setup(format!("{}: cannot read /proc/stat", host.dest)))
+}
+
+/// A host's CPU counters on demand over one standing SSH connection: a
+/// reading costs one round trip on it, not a new connection, so the
+/// counters are read within a millisecond or so of the tools' start and
+/// end, as they are here (a new `ssh` each time took 100 ms and more on
+/// each side of a sample, idle time that diluted the CPU % by a fifth).
+#[derive(Debug)]
+pub struct CpuProbe {
+    dest: String,
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl CpuProbe {
+    pub fn start(host: &Ssh, pids: &[u32]) -> Result<CpuProbe, LabError> {
+        use std::process::Stdio;
+        let script = format!(
+            "while read -r _; do {{ {}; }}; echo .; done",
+            cpu_script(pids)
+        );
+        let cmd = host.command(&["sh", "-c", &script]);
+        let mut child = Command::new(&cmd[0])
+            .args(&cmd[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| LabError::Setup(format!("ssh: {e}")))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(LabError::Setup("ssh: no pipes".into()));
+        };
+        Ok(CpuProbe {
+            dest: host.dest.clone(),
+            child,
+            stdin,
+            stdout: std::io::BufReader::new(stdout),
+        })
+    }
+
+    /// The counters now.
+    pub fn mark(&mut self) -> Result<CpuMark, LabError> {
+        use std::io::{BufRead, Write};
+        let lost =
+            |why: String| LabError::Setup(format!("{}: SSH failed: CPU probe: {why}", self.dest));
+        self.stdin
+            .write_all(b"m\n")
+            .and_then(|_| self.stdin.flush())
+            .map_err(|e| lost(e.to_string()))?;
+        let mut text = String::new();
+        loop {
+            let mut line = String::new();
+            match self.stdout.read_line(&mut line) {
+                Ok(0) => return Err(lost("the connection ended".into())),
+                Ok(_) if line.trim_end() == "." => break,
+                Ok(_) => text.push_str(&line),
+                Err(e) => return Err(lost(e.to_string())),
+            }
+        }
+        parse_cpu_mark(&text).ok_or_else(|| lost(format!("unreadable counters: {text:.200}")))
+    }
+
+    pub fn dest(&self) -> &str {
+        &self.dest
+    }
+}
+
+impl Drop for CpuProbe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 fn parse_cpu_mark(out: &str) -> Option<CpuMark> {
@@ -538,7 +639,7 @@ mod tests {
 
     #[test]
     fn the_check_names_the_underlay_interface_or_what_is_there() {
-        let out = "kernel 6.18.0\ncpus 2\ncpu_model AMD EPYC 7B13\naddr lo 127.0.0.1\naddr eth1@if5 10.0.0.1\naddr eth1@if5 fd00::1\nmtu 9000\nnuma 0\ndriver mlx5_core\nfirmware 16.35.2000 (MT_0000000080)\noffload tx-checksumming\noffload generic-receive-offload\nmissing sockperf\ntunlab tunlab 0.1.0\n";
+        let out = "kernel 6.18.0\ncpus 2\ncpu_model AMD EPYC 7B13\naddr lo 127.0.0.1\naddr eth1@if5 10.0.0.1\naddr eth1@if5 fd00::1\nmtu 9000\nmac 0c:42:a1:00:00:01\nnuma 0\ndriver mlx5_core\nfirmware 16.35.2000 (MT_0000000080)\noffload tx-checksumming\noffload generic-receive-offload\nmissing sockperf\ntunlab tunlab 0.1.0\n";
         let p = parse_check("root@a", "10.0.0.1", out).unwrap();
         assert_eq!(
             (
@@ -553,6 +654,7 @@ mod tests {
             (p.cpu_model.as_str(), p.mtu, p.numa_node, p.driver.as_str()),
             ("AMD EPYC 7B13", 9000, 0, "mlx5_core")
         );
+        assert_eq!(p.mac, "0c:42:a1:00:00:01");
         assert_eq!(p.firmware, "16.35.2000 (MT_0000000080)");
         assert_eq!(
             p.offloads_on,

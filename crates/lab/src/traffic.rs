@@ -210,7 +210,7 @@ pub struct HostCpu {
 #[derive(Debug, Clone)]
 pub enum Meter<'a> {
     Local(&'a [u32]),
-    Remote(Vec<(&'a crate::remote::Ssh, Vec<u32>)>),
+    Remote(&'a [std::sync::Mutex<crate::remote::CpuProbe>]),
 }
 
 /// A [`Meter`]'s reading at the start of a sample.
@@ -224,9 +224,14 @@ impl Meter<'_> {
     pub fn mark(&self) -> Result<Mark, String> {
         match self {
             Meter::Local(pids) => Ok(Mark::Local(Snapshot::take(pids))),
-            Meter::Remote(hosts) => hosts
+            Meter::Remote(probes) => probes
                 .iter()
-                .map(|(ssh, pids)| crate::remote::cpu_mark(ssh, pids).map_err(|e| e.to_string()))
+                .map(|p| {
+                    p.lock()
+                        .map_err(|_| "a CPU probe panicked".to_string())?
+                        .mark()
+                        .map_err(|e| e.to_string())
+                })
                 .collect::<Result<_, _>>()
                 .map(Mark::Remote),
         }
@@ -235,15 +240,16 @@ impl Meter<'_> {
     /// CPU since `m`: the whole (both real hosts summed), and each host's.
     pub fn usage(&self, m: &Mark) -> Result<(Usage, Vec<HostCpu>), String> {
         match (self, m) {
-            (Meter::Remote(hosts), Mark::Remote(before)) => {
+            (Meter::Remote(probes), Mark::Remote(before)) => {
                 let mut each = Vec::new();
                 let (mut busy, mut total) = (0u64, 0u64);
-                for ((ssh, pids), b) in hosts.iter().zip(before) {
-                    let now = crate::remote::cpu_mark(ssh, pids).map_err(|e| e.to_string())?;
+                for (p, b) in probes.iter().zip(before) {
+                    let mut p = p.lock().map_err(|_| "a CPU probe panicked".to_string())?;
+                    let now = p.mark().map_err(|e| e.to_string())?;
                     busy += now.busy.saturating_sub(b.busy);
                     total += now.total.saturating_sub(b.total);
                     each.push(HostCpu {
-                        host: ssh.dest.clone(),
+                        host: p.dest().to_string(),
                         usage: b.usage(&now),
                     });
                 }

@@ -341,6 +341,14 @@ impl Ctl {
         Ctl { path, remote: None }
     }
 
+    /// A socket on a real host, reached with its `tunlab ctl`.
+    pub fn remote(path: String, ssh: crate::remote::Ssh, tunlab: String) -> Ctl {
+        Ctl {
+            path,
+            remote: Some((ssh, tunlab)),
+        }
+    }
+
     /// Send one request: whether the switch took it, and its answer.
     pub fn request(&self, req: &str) -> Result<(bool, String), String> {
         match &self.remote {
@@ -383,6 +391,8 @@ pub struct Running {
     remote: Option<[crate::remote::Ssh; 2]>,
     /// tunlab's nodes' control sockets.
     ctls: Vec<Ctl>,
+    /// Real hosts' CPU probes.
+    probes: Vec<std::sync::Mutex<crate::remote::CpuProbe>>,
     pub tenant_if: String,
     pub notes: Vec<String>,
 }
@@ -398,6 +408,7 @@ impl Running {
             pid_host: Vec::new(),
             remote,
             ctls: Vec::new(),
+            probes: Vec::new(),
             tenant_if: "eth0".into(),
             notes: Vec::new(),
         }
@@ -408,22 +419,28 @@ impl Running {
     pub fn meter(&self) -> crate::traffic::Meter<'_> {
         match &self.remote {
             None => crate::traffic::Meter::Local(&self.pids),
-            Some(ssh) => crate::traffic::Meter::Remote(
-                ssh.iter()
-                    .enumerate()
-                    .map(|(i, s)| {
-                        let pids = self
-                            .pids
-                            .iter()
-                            .zip(&self.pid_host)
-                            .filter(|(_, h)| **h == i)
-                            .map(|(p, _)| *p)
-                            .collect();
-                        (s, pids)
-                    })
-                    .collect(),
-            ),
+            Some(_) => crate::traffic::Meter::Remote(&self.probes),
         }
+    }
+
+    /// On real hosts: a standing CPU probe per host, for the datapath
+    /// processes running there.
+    fn start_probes(&mut self) -> Result<(), LabError> {
+        let Some(ssh) = &self.remote else {
+            return Ok(());
+        };
+        for (i, s) in ssh.iter().enumerate() {
+            let pids: Vec<u32> = self
+                .pids
+                .iter()
+                .zip(&self.pid_host)
+                .filter(|(_, h)| **h == i)
+                .map(|(p, _)| *p)
+                .collect();
+            let probe = crate::remote::CpuProbe::start(s, &pids)?;
+            self.probes.push(std::sync::Mutex::new(probe));
+        }
+        Ok(())
     }
 
     /// Empty the flow caches of the variant's datapaths (before a
@@ -700,6 +717,9 @@ pub fn setup(
             Some(why) => LabError::Setup(format!("{e}; {why}")),
             None => e,
         });
+    }
+    if !crate::remote::planning() {
+        r.start_probes()?;
     }
     Ok(r)
 }

@@ -416,20 +416,20 @@ fn the_quick_profile_over_ssh_agrees_with_the_same_run_here() {
     let table = compare(&over_ssh.join("results.json"), &here.join("results.json"));
     eprintln!("{table}");
     assert!(!table.contains("FAILED"), "{table}");
-    // `none` is a macvlan on real hosts and a bridge here: not the same
-    // datapath, left out. Of the other 28 comparisons at 95 % confidence
-    // about 1.4 are false alarms when nothing differs; more than 4 (a 5 %
-    // chance by luck alone) would say the SSH run measures something
-    // else.
+    // Two variants cannot be the same datapath on real hosts, whose NICs
+    // the lab does not take: `none` is a macvlan there and a bridge here,
+    // and Open vSwitch's underlay a macvlan there and the veth here. Of the
+    // other 24 comparisons at 95 % confidence about 1.2 are false alarms
+    // when nothing differs; more than 3 (a 3 % chance by luck alone) would
+    // say the SSH run measures something else.
     let rows: Vec<&str> = table
         .lines()
-        .filter(|l| {
-            !l.starts_with("none ") && (l.contains("within noise") || l.contains("CHANGED"))
-        })
+        .filter(|l| !l.starts_with("none ") && !l.starts_with("ovs-"))
+        .filter(|l| l.contains("within noise") || l.contains("CHANGED"))
         .collect();
-    assert_eq!(rows.len(), 28, "{table}");
+    assert_eq!(rows.len(), 24, "{table}");
     let changed = rows.iter().filter(|l| l.contains("CHANGED")).count();
-    assert!(changed <= 4, "{table}");
+    assert!(changed <= 3, "{table}");
 }
 
 /// A folder of links to everything in /usr/bin but iperf3: a host's PATH
@@ -645,4 +645,97 @@ fn broken_hosts_are_named_and_a_cut_connection_stops_the_run_cleanly() {
     // cleaned first removes it.)
     assert!(out.contains(": removed namespace tlr"), "{out}");
     assert_eq!(leftovers(&l), Vec::<String>::new());
+}
+
+#[test]
+fn gen_drives_the_pvp_test_against_a_node_over_ssh() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _tidy = Tidy;
+    let l = lab();
+    let _privsep = PrivsepDir::ensure();
+    let dir: PathBuf = l.dir.clone();
+    let cfg = client(&dir);
+    // The node: the second host; the generator sends from the first's
+    // underlay interface.
+    let _b = sshd(l.hv2.name(), "172.31.0.2", 22, &dir, None);
+    wait_for_ssh(l.hv1.name(), &cfg, "172.31.0.2");
+    let json_path = dir.join("pvp.json");
+    for node in ["userspace", "ebpf"] {
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                l.hv1.name(),
+                env!("CARGO_BIN_EXE_tunlab"),
+                "gen",
+            ])
+            .args([
+                "--pvp",
+                "--node",
+                node,
+                "--hosts",
+                "172.31.0.2",
+                "--underlay",
+                "172.31.0.1,172.31.0.2",
+                "--ssh-config",
+                &cfg,
+                "--size",
+                "512",
+                "--rate",
+                "10kpps",
+                "--duration",
+                "2",
+                "--json",
+            ])
+            .arg(&json_path)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        eprintln!("{stdout}\n{stderr}");
+        assert!(out.status.success(), "{node}: {stderr}");
+        assert!(
+            stderr.contains(&format!("-> {}", l.u1)) && stderr.contains(node),
+            "{stderr}"
+        );
+        // Every frame sent came back through the node and its tenant.
+        let r = json(&json_path);
+        let m = &r["rows"][0]["measured"];
+        let (tx, rx) = (
+            m["tx_packets"].as_u64().unwrap_or(0),
+            m["rx_packets"].as_u64().unwrap_or(0),
+        );
+        assert!(tx > 10_000 && rx == tx && m["lost"] == 0, "{node}: {m}");
+        assert!(
+            stdout.contains("PVP tenant over the whole run: reflected"),
+            "{stdout}"
+        );
+        assert_eq!(leftovers(&l), Vec::<String>::new());
+    }
+    // A node that is not there, named before anything is sent.
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            l.hv1.name(),
+            env!("CARGO_BIN_EXE_tunlab"),
+            "gen",
+        ])
+        .args([
+            "--pvp",
+            "--hosts",
+            "ssh://172.31.0.2:2222",
+            "--underlay",
+            "172.31.0.1,172.31.0.2",
+            "--ssh-config",
+            &cfg,
+            "--duration",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("SSH failed"), "{err}");
 }

@@ -102,6 +102,20 @@ pub struct Args {
     /// generator's (needs --tunnel vxlan and a fixed --rate, e.g. 10kpps).
     #[arg(long, requires = "pvp", conflicts_with_all = ["ndr", "pdr"])]
     pub sockperf: bool,
+    /// With --pvp: the node is a real host, as `ssh` takes it (USER@HOST;
+    /// your keys, agent and ssh config apply). The tenant and the switch
+    /// run there (tunlab is copied over unless it has this version); the
+    /// generator sends here, from the interface that holds the first
+    /// --underlay address.
+    #[arg(long, requires_all = ["pvp", "underlay"], conflicts_with = "sockperf")]
+    pub hosts: Option<String>,
+    /// With --hosts: GEN_IP,NODE_IP, the generator's address here and the
+    /// node's there (each checked to be on an interface).
+    #[arg(long, value_delimiter = ',', requires = "hosts")]
+    pub underlay: Vec<String>,
+    /// A config file for ssh (`ssh -F FILE`).
+    #[arg(long, requires = "hosts")]
+    pub ssh_config: Option<PathBuf>,
 }
 
 pub fn fail(msg: impl std::fmt::Display) -> ExitCode {

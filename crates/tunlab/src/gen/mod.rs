@@ -33,12 +33,84 @@ fn write_pcap(path: &Path, b: &Builder, count: u64, seed: u64) -> Result<(), Str
     Ok(())
 }
 
+/// A PVP node on a real host (`--hosts`), as the generator finds it.
+pub struct RemoteNode {
+    pub ssh: tunlab_lab::remote::Ssh,
+    pub gen_ip: String,
+    pub node_ip: String,
+    /// The generator's interface here (it holds `gen_ip`).
+    pub dev: String,
+}
+
+/// Check `--hosts`/`--underlay` (the node over SSH, changing nothing, and
+/// the generator's interface here): the article's packet between the two
+/// machines' addresses, and the node to start.
+fn remote_node(a: &Args) -> Result<(String, RemoteNode), String> {
+    let dest = a.hosts.as_deref().unwrap_or_default();
+    if dest.contains(',') {
+        return Err(format!(
+            "--hosts: '{dest}': the PVP test has one node (USER@HOST)"
+        ));
+    }
+    let [gen_ip, node_ip] = &a.underlay[..] else {
+        return Err(format!(
+            "--underlay takes GEN_IP,NODE_IP (got {} addresses)",
+            a.underlay.len()
+        ));
+    };
+    for x in [gen_ip, node_ip] {
+        if x.parse::<std::net::Ipv4Addr>().is_err() {
+            return Err(format!("--underlay: '{x}' is not an IPv4 address"));
+        }
+    }
+    if let Some(c) = a.ssh_config.as_ref().filter(|c| !c.is_file()) {
+        return Err(format!("--ssh-config: {}: no such file", c.display()));
+    }
+    let tunnel = tunlab_lab::pvp::Tunnel::parse(&a.tunnel).map_err(|e| format!("--tunnel: {e}"))?;
+    let addrs = std::process::Command::new("ip")
+        .args(["-o", "addr", "show"])
+        .output()
+        .map_err(|e| format!("ip: {e} (apt-get install iproute2)"))?;
+    let addrs = String::from_utf8_lossy(&addrs.stdout);
+    let dev = addrs
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let ip = f.get(3)?.split('/').next()?;
+            (ip == gen_ip).then(|| f[1].split('@').next().unwrap_or(f[1]).to_string())
+        })
+        .ok_or_else(|| format!("--underlay: {gen_ip} is on none of this machine's interfaces"))?;
+    let gen_mac = std::fs::read_to_string(format!("/sys/class/net/{dev}/address"))
+        .map_err(|e| format!("{dev}: {e}"))?;
+    let ssh = tunlab_lab::remote::Ssh::new(dest, a.ssh_config.clone());
+    let found = tunlab_lab::remote::check(&ssh, node_ip).map_err(|e| e.to_string())?;
+    let text =
+        tunlab_lab::pvp::description_between(tunnel, gen_mac.trim(), gen_ip, &found.mac, node_ip);
+    Ok((
+        text,
+        RemoteNode {
+            ssh,
+            gen_ip: gen_ip.clone(),
+            node_ip: node_ip.clone(),
+            dev,
+        },
+    ))
+}
+
 pub fn run(a: Args) -> ExitCode {
+    let mut remote = None;
     let text = match (&a.packet, &a.profile) {
         (Some(p), None) => p.clone(),
         (None, Some(f)) => match std::fs::read_to_string(f) {
             Ok(t) => tunlab_gen::read_profile(&t),
             Err(e) => return fail(format!("{}: {e}", f.display())),
+        },
+        (None, None) if a.pvp && a.hosts.is_some() => match remote_node(&a) {
+            Ok((text, node)) => {
+                remote = Some(node);
+                text
+            }
+            Err(e) => return fail(e),
         },
         (None, None) if a.pvp => match tunlab_lab::pvp::Tunnel::parse(&a.tunnel) {
             Ok(t) => t.description().to_string(),
@@ -64,7 +136,7 @@ pub fn run(a: Args) -> ExitCode {
         }
     }
     if !a.show && a.pcap.is_none() {
-        return send::run(&a, &text, &builders);
+        return send::run(&a, &text, &builders, remote);
     }
     if builders.len() > 1 {
         return fail("--show and --pcap take one --size");

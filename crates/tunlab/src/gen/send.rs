@@ -408,7 +408,27 @@ fn warm_up(pool: &Pool, tx: &Endpoint, rx: &Option<Endpoint>) -> Result<(), Stri
     }
 }
 
-pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
+/// The PVP node: in namespaces here, or on a real host.
+enum PvpNode {
+    Here(pvp::Pvp),
+    There(Box<pvp::RemotePvp>),
+}
+
+impl PvpNode {
+    fn stop_reflector(&mut self) -> Result<tunlab_gen::reflect::Reflected, String> {
+        match self {
+            PvpNode::Here(p) => p.stop_reflector(),
+            PvpNode::There(p) => p.stop_reflector(),
+        }
+    }
+}
+
+pub fn run(
+    a: &Args,
+    text: &str,
+    builders: &[Builder],
+    remote: Option<super::RemoteNode>,
+) -> ExitCode {
     use nix::sys::signal::{signal, SigHandler, Signal};
     // Everything that can be wrong with the arguments is found before a
     // namespace is made.
@@ -435,6 +455,28 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
     let wire;
     let mut pvp_run = None;
     let (tx, rx) = match (&a.tx, &a.rx, plan.pvp) {
+        (_, _, Some(setup)) if remote.is_some() => {
+            let Some(node) = remote else {
+                return fail("no PVP node");
+            };
+            let started = std::env::current_exe()
+                .map_err(|e| format!("cannot find the tunlab binary: {e}"))
+                .and_then(|exe| {
+                    pvp::RemotePvp::start(node.ssh, &node.gen_ip, &node.node_ip, &exe, setup)
+                        .map_err(|e| e.to_string())
+                });
+            if let Err(e) = started.as_ref() {
+                return fail(format!("cannot set up the PVP node: {e}"));
+            }
+            if let Ok(p) = started {
+                pvp_run = Some(PvpNode::There(Box::new(p)));
+            }
+            let here = Endpoint {
+                ifname: node.dev,
+                netns: None,
+            };
+            (here.clone(), Some(here))
+        }
         (_, _, Some(setup)) => {
             let started = std::env::current_exe()
                 .map_err(|e| format!("cannot find the tunlab binary: {e}"))
@@ -447,10 +489,12 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
                     started
                 });
             let p = match started {
-                Ok(p) => pvp_run.insert(p),
+                Ok(p) => p,
                 Err(e) => return fail(format!("cannot set up the PVP test: {e}")),
             };
-            (p.generator(), Some(p.generator()))
+            let g = p.generator();
+            pvp_run = Some(PvpNode::Here(p));
+            (g.clone(), Some(g))
         }
         (Some(t), Some(r), None) => {
             let rx = match r.as_str() {
@@ -512,7 +556,7 @@ pub fn run(a: &Args, text: &str, builders: &[Builder]) -> ExitCode {
         }
     }
     let mut sockperf = Vec::new();
-    if let (true, Some(p), None) = (a.sockperf, pvp_run.as_mut(), &error) {
+    if let (true, Some(PvpNode::Here(p)), None) = (a.sockperf, pvp_run.as_mut(), &error) {
         match sockperf_rows(p, &rows, plan.rate, a.duration) {
             Ok(r) => sockperf = r,
             Err(e) => error = Some(e),

@@ -9,9 +9,10 @@
 //!  192.168.30.1 ─────── [datapath] ─ under 172.30.0.1 ═══ 172.30.0.2 under ─ [datapath] ─────── 192.168.30.2
 //! ```
 //!
-//! Layers: [`host`] runs commands "on a host" (a namespace today, so that a
-//! remote host can replace it), [`remote`] reaches real hosts over SSH
-//! (the check before a run, so far), [`variant`] sets a datapath up and down,
+//! Layers: [`host`] runs commands "on a host" (a namespace here, or a real
+//! host over SSH), [`remote`] reaches real hosts (the check before a run,
+//! provisioning, CPU probes, `--plan`, `--cleanup`), [`variant`] sets a
+//! datapath up and down,
 //! [`traffic`] runs one test and parses the tool's figures, [`cpu`]
 //! samples CPU, [`stats`] holds the sample rule, [`report`] makes the
 //! tables, [`chart`] and [`html`] the charts and the report page,

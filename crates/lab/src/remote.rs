@@ -1,5 +1,6 @@
-//! Real hosts over SSH (issue 18, first part): the transport and the
-//! check that comes before anything is changed on a host.
+//! Real hosts over SSH: the transport, the check that comes before
+//! anything is changed on a host, putting tunlab there, CPU probes, and
+//! `--plan` and `--cleanup`.
 //!
 //! OpenSSH is the engine: `ssh` as the user runs it, so their keys, agent
 //! and `~/.ssh/config` apply, and `--ssh-config FILE` hands it another

@@ -18,6 +18,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The tunlab under test: this build's, or `TUNLAB_BIN` (e.g. a release
+/// build, for figures worth quoting: the test build is unoptimized).
+fn tunlab_bin() -> String {
+    std::env::var("TUNLAB_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_tunlab").to_string())
+}
+
 /// An sshd in a namespace, stopped on drop.
 struct Sshd(Child);
 
@@ -91,7 +97,7 @@ fn sshd(ns: &str, addr: &str, port: u16, dir: &Path, env: Option<&str>) -> Sshd 
 /// `tunlab bench ARGS` run in `ns`: success, stdout, stderr.
 fn bench(ns: &str, args: &[&str]) -> (bool, String, String) {
     let out = Command::new("ip")
-        .args(["netns", "exec", ns, env!("CARGO_BIN_EXE_tunlab"), "bench"])
+        .args(["netns", "exec", ns, &tunlab_bin(), "bench"])
         .args(args)
         .output()
         .unwrap();
@@ -328,7 +334,7 @@ fn hosts_are_checked_over_ssh_and_what_is_wrong_is_named() {
 
 /// `tunlab compare A B`'s table.
 fn compare(a: &Path, b: &Path) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_tunlab"))
+    let out = Command::new(tunlab_bin())
         .arg("compare")
         .arg(a)
         .arg(b)
@@ -402,7 +408,7 @@ fn the_quick_profile_over_ssh_agrees_with_the_same_run_here() {
     }
 
     // The same profile here, in namespaces, in this test run.
-    let out = Command::new(env!("CARGO_BIN_EXE_tunlab"))
+    let out = Command::new(tunlab_bin())
         .args(["bench", "--out"])
         .arg(&here)
         .output()
@@ -444,6 +450,65 @@ fn bin_without_iperf3(dir: &Path) -> PathBuf {
         }
     }
     bin
+}
+
+/// `tunlab bench` over the two hosts in the background, in a process
+/// group of its own (as a terminal's foreground job).
+fn start_run(l: &Lab, cfg: &str, both: &str, out_dir: &str) -> Child {
+    use std::os::unix::process::CommandExt;
+    Command::new("ip")
+        .args(["netns", "exec", l.hv1.name(), &tunlab_bin(), "bench"])
+        .args([
+            "--hosts",
+            both,
+            "--underlay",
+            both,
+            "--ssh-config",
+            cfg,
+            "--variants",
+            "tunlab-geneve",
+            "--tests",
+            "tcp_stream-16384B-1i",
+            "--samples",
+            "5",
+            "--out",
+            out_dir,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap()
+}
+
+/// Wait until both hosts' switches run (started from a run's work folder).
+fn wait_for_switches(child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let switches = Command::new("pgrep")
+            .args(["-f", "^/tmp/tl[r][0-9]+/tunlab switch"])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&switches.stdout).lines().count() >= 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline && child.try_wait().unwrap().is_none(),
+            "the switches never ran"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+}
+
+/// Wait for a run to end (at most 2 minutes); its output.
+fn wait_end(mut child: Child) -> std::process::Output {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the run did not stop");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    child.wait_with_output().unwrap()
 }
 
 /// Kill an sshd and every sshd under it (the sessions): every connection
@@ -562,58 +627,28 @@ fn broken_hosts_are_named_and_a_cut_connection_stops_the_run_cleanly() {
     );
     assert_eq!(leftovers(&l), Vec::<String>::new());
 
+    // Ctrl-C once both switches run: the terminal signals the whole
+    // process group (tunlab and its ssh clients); the run stops, tears
+    // down on both hosts and writes what it has.
+    let ctrl_c = |child: &mut Child| {
+        let _ = Command::new("kill")
+            .args(["-s", "INT", "--", &format!("-{}", child.id())])
+            .status();
+    };
+    let mut child = start_run(&l, &cfg, both, &out_dir);
+    wait_for_switches(&mut child);
+    ctrl_c(&mut child);
+    let out = wait_end(child);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert_eq!(leftovers(&l), Vec::<String>::new());
+
     // The connection to the second host cut once both switches run.
-    let mut child = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            l.hv1.name(),
-            env!("CARGO_BIN_EXE_tunlab"),
-            "bench",
-        ])
-        .args([
-            "--hosts",
-            both,
-            "--underlay",
-            both,
-            "--ssh-config",
-            &cfg,
-            "--variants",
-            "tunlab-geneve",
-            "--tests",
-            "tcp_stream-16384B-1i",
-            "--samples",
-            "5",
-            "--out",
-            &out_dir,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let switches = Command::new("pgrep")
-            .args(["-f", "^/tmp/tl[r][0-9]+/tunlab switch"])
-            .output()
-            .unwrap();
-        if String::from_utf8_lossy(&switches.stdout).lines().count() >= 2 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline && child.try_wait().unwrap().is_none(),
-            "the switches never ran"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    std::thread::sleep(Duration::from_secs(3));
+    let mut child = start_run(&l, &cfg, both, &out_dir);
+    wait_for_switches(&mut child);
     cut(&mut b);
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "the run did not stop");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = wait_end(child);
     let err = String::from_utf8_lossy(&out.stderr);
     eprintln!("{}\n{err}", String::from_utf8_lossy(&out.stdout));
     assert!(!out.status.success());
@@ -662,13 +697,7 @@ fn gen_drives_the_pvp_test_against_a_node_over_ssh() {
     let json_path = dir.join("pvp.json");
     for node in ["userspace", "ebpf"] {
         let out = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                l.hv1.name(),
-                env!("CARGO_BIN_EXE_tunlab"),
-                "gen",
-            ])
+            .args(["netns", "exec", l.hv1.name(), &tunlab_bin(), "gen"])
             .args([
                 "--pvp",
                 "--node",
@@ -716,13 +745,7 @@ fn gen_drives_the_pvp_test_against_a_node_over_ssh() {
     }
     // A node that is not there, named before anything is sent.
     let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            l.hv1.name(),
-            env!("CARGO_BIN_EXE_tunlab"),
-            "gen",
-        ])
+        .args(["netns", "exec", l.hv1.name(), &tunlab_bin(), "gen"])
         .args([
             "--pvp",
             "--hosts",

@@ -410,7 +410,7 @@ fn warm_up(pool: &Pool, tx: &Endpoint, rx: &Option<Endpoint>) -> Result<(), Stri
 
 /// The PVP node: in namespaces here, or on a real host.
 enum PvpNode {
-    Here(pvp::Pvp),
+    Here(Box<pvp::Pvp>),
     There(Box<pvp::RemotePvp>),
 }
 
@@ -493,7 +493,7 @@ pub fn run(
                 Err(e) => return fail(format!("cannot set up the PVP test: {e}")),
             };
             let g = p.generator();
-            pvp_run = Some(PvpNode::Here(p));
+            pvp_run = Some(PvpNode::Here(Box::new(p)));
             (g.clone(), Some(g))
         }
         (Some(t), Some(r), None) => {

@@ -542,29 +542,9 @@ pub fn setup(
             // so it is not enslaved to a bridge: the tenant gets a macvlan
             // of it (no tunnel, the tenant's frames on the wire as they
             // are).
-            for (i, (h, t)) in topo.h.iter().zip(&topo.t).enumerate() {
-                h.ip(&[
-                    "link",
-                    "add",
-                    &nm.macvlan,
-                    "link",
-                    &topo.under[i],
-                    "type",
-                    "macvlan",
-                    "mode",
-                    "bridge",
-                ])?;
-                h.ip(&["link", "set", &nm.macvlan, "netns", t.name()])?;
-                t.ip(&["link", "set", &nm.macvlan, "name", "eth0"])?;
+            for (i, t) in topo.t.iter().enumerate() {
+                macvlan_into(topo, i, t, "eth0", v.tenant_mtu())?;
                 t.ip(&["addr", "add", &format!("{}/24", TENANT[i]), "dev", "eth0"])?;
-                t.ip(&[
-                    "link",
-                    "set",
-                    "eth0",
-                    "mtu",
-                    &v.tenant_mtu().to_string(),
-                    "up",
-                ])?;
             }
             r.notes
                 .push("on real hosts the tenant sits on a macvlan of the underlay NIC".into());
@@ -631,27 +611,7 @@ pub fn setup(
                             &format!("{}-ovs", topo.t[i].name()),
                             "ovs",
                         )?;
-                        topo.h[i].ip(&[
-                            "link",
-                            "add",
-                            &nm.macvlan,
-                            "link",
-                            &topo.under[i],
-                            "type",
-                            "macvlan",
-                            "mode",
-                            "bridge",
-                        ])?;
-                        topo.h[i].ip(&["link", "set", &nm.macvlan, "netns", o.name()])?;
-                        o.ip(&["link", "set", &nm.macvlan, "name", "under"])?;
-                        o.ip(&[
-                            "link",
-                            "set",
-                            "under",
-                            "mtu",
-                            &UNDERLAY_MTU.to_string(),
-                            "up",
-                        ])?;
+                        macvlan_into(topo, i, &o, "under", UNDERLAY_MTU)?;
                         let ovs = Ovs::start_remote(
                             &rm.ssh[i],
                             o.name(),
@@ -722,6 +682,33 @@ pub fn setup(
         r.start_probes()?;
     }
     Ok(r)
+}
+
+/// A macvlan of host `i`'s underlay NIC (bridge mode), moved into the
+/// namespace `into` as `name`, with `mtu`, up.
+fn macvlan_into(
+    topo: &Topology,
+    i: usize,
+    into: &Host,
+    name: &str,
+    mtu: u16,
+) -> Result<(), LabError> {
+    let (h, mv) = (&topo.h[i], &topo.names.macvlan);
+    h.ip(&[
+        "link",
+        "add",
+        mv,
+        "link",
+        &topo.under[i],
+        "type",
+        "macvlan",
+        "mode",
+        "bridge",
+    ])?;
+    h.ip(&["link", "set", mv, "netns", into.name()])?;
+    into.ip(&["link", "set", mv, "name", name])?;
+    into.ip(&["link", "set", name, "mtu", &mtu.to_string(), "up"])?;
+    Ok(())
 }
 
 /// The tenant's veth: `ten` on host `h`, `eth0` in its tenant `t` with

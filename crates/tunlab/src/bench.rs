@@ -137,12 +137,9 @@ pub fn run(a: Args) -> ExitCode {
     let remote = match &a.hosts {
         None => None,
         Some(h) => {
-            let (hosts, underlay) = match h.parse() {
+            let (hosts, underlay) = match h.parsed() {
                 Ok(x) => x,
-                Err(e) => {
-                    eprintln!("tunlab bench: {e}");
-                    return ExitCode::from(2);
-                }
+                Err(code) => return code,
             };
             let ovs = match h.ovs_underlay() {
                 Ok(o) => o,
@@ -531,6 +528,14 @@ pub struct HostArgs {
 }
 
 impl HostArgs {
+    /// [`HostArgs::parse`], its error printed: exit code 2.
+    fn parsed(&self) -> Result<([Ssh; 2], [String; 2]), ExitCode> {
+        self.parse().map_err(|e| {
+            eprintln!("tunlab bench: {e}");
+            ExitCode::from(2)
+        })
+    }
+
     /// `--ovs-underlay`, checked: two addresses, or none given.
     fn ovs_underlay(&self) -> Result<Option<[String; 2]>, String> {
         match &self.ovs_underlay[..] {
@@ -587,12 +592,9 @@ impl HostArgs {
 /// checked over SSH, nothing changed; a table, and the exit code says
 /// whether both are ready.
 pub fn check_hosts(h: &HostArgs) -> ExitCode {
-    let (hosts, underlay) = match h.parse() {
+    let (hosts, underlay) = match h.parsed() {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!("tunlab bench: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let mut found = Vec::new();
     let mut failed = false;
@@ -620,12 +622,9 @@ pub fn check_hosts(h: &HostArgs) -> ExitCode {
 /// `tunlab bench --hosts A,B --underlay … --cleanup`: remove from both
 /// hosts what killed runs left there (only names this lab makes).
 pub fn cleanup_hosts(h: &HostArgs) -> ExitCode {
-    let (hosts, _) = match h.parse() {
+    let (hosts, _) = match h.parsed() {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!("tunlab bench: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let mut code = ExitCode::SUCCESS;
     for ssh in &hosts {

@@ -127,6 +127,30 @@ impl Drop for Tidy {
     }
 }
 
+/// What every test here starts from: its turn, the lab's namespaces (hv1
+/// and hv2 are the "hosts"), sshd's privilege-separation folder, and the
+/// client key with its ssh config; leftovers removed at the end.
+struct Fixture {
+    lab: Lab,
+    cfg: String,
+    _privsep: PrivsepDir,
+    _tidy: Tidy,
+    _one: std::sync::MutexGuard<'static, ()>,
+}
+
+fn fixture() -> Fixture {
+    let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = lab();
+    let cfg = client(&lab.dir);
+    Fixture {
+        lab,
+        cfg,
+        _privsep: PrivsepDir::ensure(),
+        _tidy: Tidy,
+        _one: one,
+    }
+}
+
 /// The test's client key and the ssh config that uses it.
 fn client(dir: &Path) -> String {
     let id = dir.join("id");
@@ -214,12 +238,8 @@ fn leftovers(l: &Lab) -> Vec<String> {
 
 #[test]
 fn hosts_are_checked_over_ssh_and_what_is_wrong_is_named() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let _tidy = Tidy;
-    let l = lab();
-    let _privsep = PrivsepDir::ensure();
-    let dir: PathBuf = l.dir.clone();
-    let cfg = client(&dir);
+    let f = fixture();
+    let (l, dir, cfg) = (&f.lab, f.lab.dir.clone(), f.cfg.clone());
     let _a = sshd(l.hv1.name(), "172.31.0.1", 22, &dir, None);
     let _b = sshd(l.hv2.name(), "172.31.0.2", 22, &dir, None);
     // A host whose sessions find only /usr/bin and /bin: the tools in
@@ -329,7 +349,7 @@ fn hosts_are_checked_over_ssh_and_what_is_wrong_is_named() {
         !ok && err.contains("--ssh-config: /nonexistent/ssh_config: no such file"),
         "{err}"
     );
-    assert_eq!(leftovers(&l), Vec::<String>::new());
+    assert_eq!(leftovers(l), Vec::<String>::new());
 }
 
 /// `tunlab compare A B`'s table.
@@ -349,12 +369,8 @@ fn json(path: &Path) -> serde_json::Value {
 
 #[test]
 fn the_quick_profile_over_ssh_agrees_with_the_same_run_here() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let _tidy = Tidy;
-    let l = lab();
-    let _privsep = PrivsepDir::ensure();
-    let dir: PathBuf = l.dir.clone();
-    let cfg = client(&dir);
+    let f = fixture();
+    let (l, dir, cfg) = (&f.lab, f.lab.dir.clone(), f.cfg.clone());
     let _a = sshd(l.hv1.name(), "172.31.0.1", 22, &dir, None);
     let _b = sshd(l.hv2.name(), "172.31.0.2", 22, &dir, None);
     wait_for_ssh(l.hv1.name(), &cfg, "172.31.0.1");
@@ -386,7 +402,7 @@ fn the_quick_profile_over_ssh_agrees_with_the_same_run_here() {
         out.contains("CPU on each host: 172.31.0.1 | 172.31.0.2"),
         "{out}"
     );
-    assert_eq!(leftovers(&l), Vec::<String>::new());
+    assert_eq!(leftovers(l), Vec::<String>::new());
     let r = json(&over_ssh.join("results.json"));
     // Each host's environment, and each sample's CPU per host.
     let hosts = r["hosts"].as_array().unwrap();
@@ -556,12 +572,8 @@ fn cut(sshd: &mut Sshd) {
 
 #[test]
 fn broken_hosts_are_named_and_a_cut_connection_stops_the_run_cleanly() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let _tidy = Tidy;
-    let l = lab();
-    let _privsep = PrivsepDir::ensure();
-    let dir: PathBuf = l.dir.clone();
-    let cfg = client(&dir);
+    let f = fixture();
+    let (l, dir, cfg) = (&f.lab, f.lab.dir.clone(), f.cfg.clone());
     let _a = sshd(l.hv1.name(), "172.31.0.1", 22, &dir, None);
     let mut b = sshd(l.hv2.name(), "172.31.0.2", 22, &dir, None);
     let path = format!("PATH={}:/usr/sbin", bin_without_iperf3(&dir).display());
@@ -605,7 +617,7 @@ fn broken_hosts_are_named_and_a_cut_connection_stops_the_run_cleanly() {
     ] {
         assert!(out.contains(want), "{want} not in:\n{out}");
     }
-    assert_eq!(leftovers(&l), Vec::<String>::new());
+    assert_eq!(leftovers(l), Vec::<String>::new());
 
     // A host without iperf3, a wrong underlay address, a refused
     // connection: each named, nothing changed on either host.
@@ -625,7 +637,7 @@ fn broken_hosts_are_named_and_a_cut_connection_stops_the_run_cleanly() {
         !ok && err.contains("ssh://172.31.0.2:2222: SSH failed"),
         "{err}"
     );
-    assert_eq!(leftovers(&l), Vec::<String>::new());
+    assert_eq!(leftovers(l), Vec::<String>::new());
 
     // Ctrl-C once both switches run: the terminal signals the whole
     // process group (tunlab and its ssh clients); the run stops, tears
@@ -635,17 +647,17 @@ fn broken_hosts_are_named_and_a_cut_connection_stops_the_run_cleanly() {
             .args(["-s", "INT", "--", &format!("-{}", child.id())])
             .status();
     };
-    let mut child = start_run(&l, &cfg, both, &out_dir);
+    let mut child = start_run(l, &cfg, both, &out_dir);
     wait_for_switches(&mut child);
     ctrl_c(&mut child);
     let out = wait_end(child);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(err.contains("interrupted"), "{err}");
-    assert_eq!(leftovers(&l), Vec::<String>::new());
+    assert_eq!(leftovers(l), Vec::<String>::new());
 
     // The connection to the second host cut once both switches run.
-    let mut child = start_run(&l, &cfg, both, &out_dir);
+    let mut child = start_run(l, &cfg, both, &out_dir);
     wait_for_switches(&mut child);
     cut(&mut b);
     let out = wait_end(child);
@@ -679,17 +691,13 @@ fn broken_hosts_are_named_and_a_cut_connection_stops_the_run_cleanly() {
     // (Both "hosts" see this machine's one namespace list: whichever is
     // cleaned first removes it.)
     assert!(out.contains(": removed namespace tlr"), "{out}");
-    assert_eq!(leftovers(&l), Vec::<String>::new());
+    assert_eq!(leftovers(l), Vec::<String>::new());
 }
 
 #[test]
 fn gen_drives_the_pvp_test_against_a_node_over_ssh() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let _tidy = Tidy;
-    let l = lab();
-    let _privsep = PrivsepDir::ensure();
-    let dir: PathBuf = l.dir.clone();
-    let cfg = client(&dir);
+    let f = fixture();
+    let (l, dir, cfg) = (&f.lab, f.lab.dir.clone(), f.cfg.clone());
     // The node: the second host; the generator sends from the first's
     // underlay interface.
     let _b = sshd(l.hv2.name(), "172.31.0.2", 22, &dir, None);
@@ -741,7 +749,7 @@ fn gen_drives_the_pvp_test_against_a_node_over_ssh() {
             stdout.contains("PVP tenant over the whole run: reflected"),
             "{stdout}"
         );
-        assert_eq!(leftovers(&l), Vec::<String>::new());
+        assert_eq!(leftovers(l), Vec::<String>::new());
     }
     // A node that is not there, named before anything is sent.
     let out = Command::new("ip")

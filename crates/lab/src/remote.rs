@@ -215,6 +215,9 @@ if [ -n "$dev" ]; then
   ethtool -k "$dev" 2>/dev/null | sed -n 's/^\([a-z0-9_-]*\): on.*/offload \1/p'
 fi
 for t in TOOLS; do command -v "$t" >/dev/null 2>&1 || echo "missing $t"; done
+[ -d /sys/module/vxlan ] || modinfo vxlan >/dev/null 2>&1 || echo "nokernel vxlan"
+[ -c /dev/net/tun ] || echo "nokernel tun"
+[ -d /sys/fs/bpf ] || echo "nokernel bpf"
 command -v tunlab >/dev/null 2>&1 && echo "tunlab $(tunlab --version 2>/dev/null)"
 true"#;
 
@@ -267,6 +270,17 @@ pub fn parse_check(dest: &str, underlay: &str, out: &str) -> Result<Preflight, L
                 let pkg = TOOLS.iter().find(|(n, _)| *n == t).map_or(t, |(_, p)| *p);
                 p.missing
                     .push((t.to_string(), format!("apt-get install {pkg}")));
+            }
+            "nokernel" => {
+                let f = rest.trim();
+                p.missing.push((
+                    format!("kernel {f}"),
+                    if f == "bpf" {
+                        "mount -t bpf bpf /sys/fs/bpf (a kernel with CONFIG_BPF_SYSCALL)".into()
+                    } else {
+                        format!("a kernel with {f} (modprobe {f})")
+                    },
+                ));
             }
             "tunlab" => p.tunlab = rest.trim().to_string(),
             _ => {}
@@ -640,7 +654,7 @@ mod tests {
 
     #[test]
     fn the_check_names_the_underlay_interface_or_what_is_there() {
-        let out = "kernel 6.18.0\ncpus 2\ncpu_model AMD EPYC 7B13\naddr lo 127.0.0.1\naddr eth1@if5 10.0.0.1\naddr eth1@if5 fd00::1\nmtu 9000\nmac 0c:42:a1:00:00:01\nnuma 0\ndriver mlx5_core\nfirmware 16.35.2000 (MT_0000000080)\noffload tx-checksumming\noffload generic-receive-offload\nmissing sockperf\ntunlab tunlab 0.1.0\n";
+        let out = "kernel 6.18.0\ncpus 2\ncpu_model AMD EPYC 7B13\naddr lo 127.0.0.1\naddr eth1@if5 10.0.0.1\naddr eth1@if5 fd00::1\nmtu 9000\nmac 0c:42:a1:00:00:01\nnuma 0\ndriver mlx5_core\nfirmware 16.35.2000 (MT_0000000080)\noffload tx-checksumming\noffload generic-receive-offload\nmissing sockperf\nnokernel vxlan\ntunlab tunlab 0.1.0\n";
         let p = parse_check("root@a", "10.0.0.1", out).unwrap();
         assert_eq!(
             (
@@ -663,7 +677,13 @@ mod tests {
         );
         assert_eq!(
             p.missing,
-            vec![("sockperf".into(), "apt-get install sockperf".into())]
+            vec![
+                ("sockperf".into(), "apt-get install sockperf".into()),
+                (
+                    "kernel vxlan".into(),
+                    "a kernel with vxlan (modprobe vxlan)".into()
+                )
+            ]
         );
         let e = parse_check("root@a", "10.0.0.9", out)
             .unwrap_err()

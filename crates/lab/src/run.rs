@@ -386,10 +386,22 @@ fn missing_remote(v: Variant, r: &crate::remote::Remote) -> Option<String> {
             }
         }
     }
-    if v == Variant::TunlabStt {
-        for f in &r.found {
-            if let Some((_, install)) = f.missing.iter().find(|(t, _)| t == "nft") {
-                return Some(format!("{}: nft not found: {install}", f.dest));
+    // What the variant needs on both hosts beyond the tools every one
+    // needs: a tool, or a kernel feature.
+    let mut needs = Vec::new();
+    match v {
+        Variant::TunlabStt => needs.push("nft"),
+        Variant::KernelVxlan => needs.push("kernel vxlan"),
+        v if v.is_ebpf() => needs.push("kernel bpf"),
+        _ => {}
+    }
+    if v.tunlab_kind().is_some() && !v.is_ebpf() {
+        needs.push("kernel tun");
+    }
+    for f in &r.found {
+        for need in &needs {
+            if let Some((what, install)) = f.missing.iter().find(|(t, _)| t == need) {
+                return Some(format!("{}: {what} not found: {install}", f.dest));
             }
         }
     }

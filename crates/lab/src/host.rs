@@ -279,16 +279,23 @@ impl Host {
             return Ok((child, planned.then_some(0)));
         }
         // The first line the remote shell prints is the pid.
-        let pid = child.stdout.as_mut().and_then(|out| {
-            let mut line = Vec::new();
-            let mut b = [0u8; 1];
-            while std::io::Read::read(out, &mut b).ok()? == 1 && b[0] != b'\n' {
-                line.push(b[0]);
-            }
-            String::from_utf8_lossy(&line).trim().parse::<u32>().ok()
-        });
+        let pid = read_line(&mut child).trim().parse::<u32>().ok();
         Ok((child, Some(pid.unwrap_or(0))))
     }
+}
+
+/// One line of a child's stdout, without its newline (what there is when
+/// the output ends first). Byte by byte: nothing past the line is taken
+/// from the pipe, so the rest stays for whoever reads next.
+pub(crate) fn read_line(c: &mut Child) -> String {
+    let mut line = Vec::new();
+    if let Some(out) = c.stdout.as_mut() {
+        let mut b = [0u8; 1];
+        while std::io::Read::read(out, &mut b).ok() == Some(1) && b[0] != b'\n' {
+            line.push(b[0]);
+        }
+    }
+    String::from_utf8_lossy(&line).into_owned()
 }
 
 impl Drop for Host {

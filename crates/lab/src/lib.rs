@@ -46,6 +46,10 @@ pub enum LabError {
     Usage { what: &'static str, msg: String },
     #[error("interrupted")]
     Interrupted,
+    /// `ssh` itself failed (exit 255): the host is unreachable or the
+    /// connection was lost, as opposed to a command that failed there.
+    #[error("{dest}: SSH failed: {msg}")]
+    Ssh { dest: String, msg: String },
     #[error("{path}: {err}")]
     Io { path: String, err: std::io::Error },
 }

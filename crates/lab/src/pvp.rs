@@ -303,8 +303,7 @@ impl RemotePvp {
         )?;
         pvp.switch = Some(node.spawn_daemon(&[&tunlab, "switch", "--config", &path])?);
         let ctl = crate::variant::Ctl::remote(ctl, ssh.clone(), tunlab.clone());
-        let switch = pvp.switch.as_mut().map(|d| &mut d.child);
-        let mut switch = switch;
+        let mut switch = pvp.switch.as_mut().map(|d| &mut d.child);
         crate::variant::wait_for_ctl(&ctl, Duration::from_secs(20), || {
             match switch.as_mut().map(|c| c.try_wait()) {
                 Some(Ok(Some(status))) => Some(format!("the PVP node's switch exited ({status})")),
@@ -318,7 +317,7 @@ impl RemotePvp {
         let at = format!("{port}@{ns}");
         let mut r = node.spawn_daemon(&[&tunlab, "reflect", &at, "--reflector", kind])?;
         // Its first line after the pid: "ready", or it ended.
-        let line = read_line(&mut r.child);
+        let line = crate::host::read_line(&mut r.child);
         if line.trim() != "ready" {
             let _ = r.child.wait();
             let mut err = String::new();
@@ -366,18 +365,6 @@ impl RemotePvp {
     pub fn tunnel(&self) -> Tunnel {
         self.tunnel
     }
-}
-
-/// One line of a child's stdout (without waiting past its end).
-fn read_line(c: &mut std::process::Child) -> String {
-    let mut line = Vec::new();
-    if let Some(out) = c.stdout.as_mut() {
-        let mut b = [0u8; 1];
-        while std::io::Read::read(out, &mut b).ok() == Some(1) && b[0] != b'\n' {
-            line.push(b[0]);
-        }
-    }
-    String::from_utf8_lossy(&line).into_owned()
 }
 
 impl Drop for RemotePvp {

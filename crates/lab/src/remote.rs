@@ -134,7 +134,10 @@ impl Ssh {
         let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
         match out.status.code() {
             Some(0) => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
-            Some(255) => Err(LabError::Setup(format!("{}: SSH failed: {err}", self.dest))),
+            Some(255) => Err(LabError::Ssh {
+                dest: self.dest.clone(),
+                msg: err,
+            }),
             code => Err(LabError::Setup(format!(
                 "{}: {} exited with {}: {err}",
                 self.dest,
@@ -480,12 +483,6 @@ fn cpu_script(pids: &[u32]) -> String {
     script
 }
 
-/// Read `host`'s CPU counters once, `pids` being processes there.
-pub fn cpu_mark(host: &Ssh, pids: &[u32]) -> Result<CpuMark, LabError> {
-    parse_cpu_mark(&host.query(&["sh", "-c", &cpu_script(pids)], &[])?)
-        .ok_or_else(|| LabError::Setup(format!("{}: cannot read /proc/stat", host.dest)))
-}
-
 /// A host's CPU counters on demand over one standing SSH connection: a
 /// reading costs one round trip on it, not a new connection, so the
 /// counters are read within a millisecond or so of the tools' start and
@@ -528,8 +525,10 @@ impl CpuProbe {
     /// The counters now.
     pub fn mark(&mut self) -> Result<CpuMark, LabError> {
         use std::io::{BufRead, Write};
-        let lost =
-            |why: String| LabError::Setup(format!("{}: SSH failed: CPU probe: {why}", self.dest));
+        let lost = |why: String| LabError::Ssh {
+            dest: self.dest.clone(),
+            msg: format!("CPU probe: {why}"),
+        };
         self.stdin
             .write_all(b"m\n")
             .and_then(|_| self.stdin.flush())

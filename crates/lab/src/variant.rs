@@ -357,9 +357,9 @@ impl Ctl {
             Some((ssh, tunlab)) => {
                 match ssh.run(&[tunlab, "ctl", "--socket", &self.path, req]) {
                     Ok(out) => Ok((true, out)),
+                    Err(e @ LabError::Ssh { .. }) => Err(e.to_string()),
                     // `tunlab ctl` exits 1 when the switch refused.
-                    Err(e) if !e.to_string().contains("SSH failed") => Ok((false, e.to_string())),
-                    Err(e) => Err(e.to_string()),
+                    Err(e) => Ok((false, e.to_string())),
                 }
             }
         }

@@ -544,7 +544,7 @@ pub fn run(
         let running = match variant::setup(v, &topo, tunlab, &dir, plan.workers, plan.spin_us) {
             Ok(r) => r,
             Err(e) => {
-                if remote.is_some() && lost(&mut results) {
+                if lost(&mut results) {
                     vr.status = "failed".into();
                     vr.reason = Some(format!("set-up: {e}"));
                     results.variants.push(vr);
@@ -633,7 +633,7 @@ pub fn run(
                 break;
             }
             let failed = vr.tests.last().is_some_and(|t| t.error.is_some());
-            if failed && remote.is_some() && lost(&mut results) {
+            if failed && lost(&mut results) {
                 break;
             }
         }

@@ -44,9 +44,15 @@ pub struct Chart {
 }
 
 const WIDTH: f64 = 760.0;
-const LABEL_W: f64 = 150.0;
 const VALUE_W: f64 = 170.0;
-const PLOT_W: f64 = WIDTH - LABEL_W - VALUE_W - 20.0;
+
+/// The width of the label column for `labels`: the longest at 12 px
+/// DejaVu Sans (7.3 px a character at most for these names), never less
+/// than 150.
+fn label_width<'a>(labels: impl Iterator<Item = &'a str>) -> f64 {
+    let chars = labels.map(|l| l.chars().count()).max().unwrap_or(0);
+    f64::max(150.0, 16.0 + 7.3 * chars as f64)
+}
 const BAR_H: f64 = 14.0;
 const ROW_GAP: f64 = 8.0;
 const TOP: f64 = 44.0;
@@ -157,7 +163,9 @@ impl Chart {
             })
             .fold(0.0, f64::max);
         let (end, step) = nice_axis(max);
-        let x = |v: f64| LABEL_W + PLOT_W * (v / end).clamp(0.0, 1.0);
+        let label_w = label_width(self.rows.iter().map(|r| r.label.as_str()));
+        let plot_w = WIDTH - label_w - VALUE_W - 20.0;
+        let x = |v: f64| label_w + plot_w * (v / end).clamp(0.0, 1.0);
         let plot_bottom = TOP + self.rows.len() as f64 * self.row_h();
         // Grid and ticks.
         let mut t = 0.0;
@@ -174,7 +182,7 @@ impl Chart {
         let _ = write!(
             s,
             r##"<text x="{:.1}" y="{}" text-anchor="middle" fill="#333">{}</text>"##,
-            LABEL_W + PLOT_W / 2.0,
+            label_w + plot_w / 2.0,
             plot_bottom + 30.0,
             esc(&self.unit)
         );
@@ -188,7 +196,7 @@ impl Chart {
             let _ = write!(
                 s,
                 r##"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-                LABEL_W - 8.0,
+                label_w - 8.0,
                 y0 + self.row_h() / 2.0,
                 esc(&row.label)
             );
@@ -196,7 +204,7 @@ impl Chart {
                 let _ = write!(
                     s,
                     r##"<text x="{:.1}" y="{:.1}" fill="#c0392b">{}</text>"##,
-                    LABEL_W + 4.0,
+                    label_w + 4.0,
                     y0 + self.row_h() / 2.0,
                     esc(note)
                 );
@@ -213,7 +221,7 @@ impl Chart {
                     let _ = write!(
                         s,
                         r##"<text x="{:.1}" y="{:.1}" fill="#888">—</text>"##,
-                        LABEL_W + 4.0,
+                        label_w + 4.0,
                         y + BAR_H - 3.0
                     );
                     continue;
@@ -221,8 +229,8 @@ impl Chart {
                 let m = bar.summary();
                 let _ = write!(
                     s,
-                    r##"<rect x="{LABEL_W}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"##,
-                    x(m.mean) - LABEL_W,
+                    r##"<rect x="{label_w:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"##,
+                    x(m.mean) - label_w,
                     BAR_H - 2.0
                 );
                 let yc = y + (BAR_H - 2.0) / 2.0;
@@ -256,7 +264,7 @@ impl Chart {
                 let _ = write!(
                     s,
                     r##"<text x="{:.1}" y="{:.1}">{}{spread}{flag}</text>"##,
-                    LABEL_W + PLOT_W + 10.0,
+                    label_w + plot_w + 10.0,
                     y + BAR_H - 3.0,
                     short(m.mean)
                 );
@@ -387,6 +395,148 @@ impl LineChart {
     }
 }
 
+/// A chart of either kind, as the report files hold them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Figure {
+    Bars(Chart),
+    Forest(Forest),
+}
+
+impl Figure {
+    pub fn svg(&self) -> String {
+        match self {
+            Figure::Bars(c) => c.svg(),
+            Figure::Forest(f) => f.svg(),
+        }
+    }
+}
+
+/// One row of a forest plot: a variant's ratio against the baseline and
+/// its interval, or a note in their place.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForestRow {
+    pub label: String,
+    /// (ratio, low, high).
+    pub ratio: Option<(f64, f64, f64)>,
+    /// Said after the interval: the figures and the verdict.
+    pub text: String,
+    /// Drawn in red (unsettled, FAILED).
+    pub bad: bool,
+    pub color: &'static str,
+}
+
+/// A forest plot: each variant's ratio against the baseline as a dot,
+/// its 95 % interval as a line, the line of no difference at 1 and the
+/// band of ±`band_pct` around it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Forest {
+    pub title: String,
+    /// What the ratio is of, under the axis.
+    pub axis: String,
+    pub band_pct: f64,
+    pub rows: Vec<ForestRow>,
+}
+
+const FOREST_ROW_H: f64 = 20.0;
+const FOREST_TEXT_W: f64 = 250.0;
+
+impl Forest {
+    pub fn height(&self) -> f64 {
+        TOP + self.rows.len().max(1) as f64 * FOREST_ROW_H + 52.0
+    }
+
+    /// The axis' ends and tick step: covers every interval and the band.
+    fn range(&self) -> (f64, f64, f64) {
+        let band = self.band_pct / 100.0;
+        let (mut lo, mut hi) = (1.0 - band, 1.0 + band);
+        for (_, l, h) in self.rows.iter().filter_map(|r| r.ratio) {
+            lo = lo.min(l);
+            hi = hi.max(h);
+        }
+        let (_, step) = nice_axis(hi - lo);
+        let lo = ((lo / step).floor() * step).max(0.0);
+        let hi = (hi / step).ceil() * step;
+        (lo, hi, step)
+    }
+
+    pub fn svg(&self) -> String {
+        let h = self.height();
+        let label_w = label_width(self.rows.iter().map(|r| r.label.as_str()));
+        let plot_w = WIDTH - label_w - FOREST_TEXT_W - 10.0;
+        let (lo, hi, step) = self.range();
+        let x = |v: f64| label_w + plot_w * ((v - lo) / (hi - lo)).clamp(0.0, 1.0);
+        let bottom = TOP + self.rows.len().max(1) as f64 * FOREST_ROW_H;
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{h}" viewBox="0 0 {WIDTH} {h}" font-family="DejaVu Sans, Arial, sans-serif" font-size="12"><rect width="{WIDTH}" height="{h}" fill="#ffffff"/><text x="10" y="18" font-size="14" font-weight="bold">{}</text>"##,
+            esc(&self.title)
+        );
+        let band = self.band_pct / 100.0;
+        let _ = write!(
+            s,
+            r##"<rect x="{:.1}" y="{TOP}" width="{:.1}" height="{:.1}" fill="#eef3ea"/>"##,
+            x(1.0 - band),
+            x(1.0 + band) - x(1.0 - band),
+            bottom - TOP
+        );
+        let mut t = lo;
+        while t <= hi + step / 2.0 {
+            let _ = write!(
+                s,
+                r##"<line x1="{0:.1}" y1="{TOP}" x2="{0:.1}" y2="{bottom}" stroke="#e3e3e3"/><text x="{0:.1}" y="{1}" text-anchor="middle" fill="#555">{2}</text>"##,
+                x(t),
+                bottom + 14.0,
+                tick_label(t, step)
+            );
+            t += step;
+        }
+        let _ = write!(
+            s,
+            r##"<line x1="{0:.1}" y1="{TOP}" x2="{0:.1}" y2="{bottom}" stroke="#555" stroke-dasharray="4 3"/><text x="{1:.1}" y="{2}" text-anchor="middle" fill="#333">{3}</text><text x="10" y="{4}" font-size="11" fill="#666">dot: ratio (geometric mean over rounds); line: its 95 % interval; shaded: ±{5}% of no difference</text>"##,
+            x(1.0),
+            label_w + plot_w / 2.0,
+            bottom + 30.0,
+            esc(&self.axis),
+            bottom + 46.0,
+            self.band_pct
+        );
+        for (i, row) in self.rows.iter().enumerate() {
+            let yc = TOP + i as f64 * FOREST_ROW_H + FOREST_ROW_H / 2.0;
+            let _ = write!(
+                s,
+                r##"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+                label_w - 8.0,
+                yc + 4.0,
+                esc(&row.label)
+            );
+            if let Some((r, l, h)) = row.ratio {
+                let _ = write!(
+                    s,
+                    r##"<path d="M{0:.1} {1:.1}H{2:.1}M{0:.1} {3:.1}V{4:.1}M{2:.1} {3:.1}V{4:.1}" stroke="#222" stroke-width="1.4" fill="none"/><circle cx="{5:.1}" cy="{1:.1}" r="4.5" fill="{6}" stroke="#222"/>"##,
+                    x(l),
+                    yc,
+                    x(h),
+                    yc - 4.0,
+                    yc + 4.0,
+                    x(r),
+                    row.color
+                );
+            }
+            let fill = if row.bad { "#c0392b" } else { "#222" };
+            let _ = write!(
+                s,
+                r##"<text x="{:.1}" y="{:.1}" fill="{fill}">{}</text>"##,
+                label_w + plot_w + 10.0,
+                yc + 4.0,
+                esc(&row.text)
+            );
+        }
+        s.push_str("</svg>");
+        s
+    }
+}
+
 /// The system's fonts, loaded once (the chart text is DejaVu Sans).
 fn fonts() -> &'static Arc<usvg::fontdb::Database> {
     static DB: OnceLock<Arc<usvg::fontdb::Database>> = OnceLock::new();
@@ -501,7 +651,7 @@ mod tests {
         // The axis ends at 8 (covers mean + sd = 6.4, ticks of 2): the bar
         // is 6.2/8 of the plot wide.
         assert!(svg.contains(">8<") && svg.contains(">2<"), "{svg}");
-        let w = PLOT_W * 6.2 / 8.0;
+        let w = (WIDTH - 150.0 - VALUE_W - 20.0) * 6.2 / 8.0;
         assert!(svg.contains(&format!("width=\"{w:.1}\"")), "{svg}");
     }
 
@@ -519,9 +669,60 @@ mod tests {
             "no title text"
         );
         let bar_y = 2 * (TOP + ROW_GAP / 2.0 + 5.0) as u32;
-        let p = img
-            .pixel(2 * LABEL_W as u32 + 20, bar_y)
-            .expect("in the image");
+        let p = img.pixel(2 * 150 + 20, bar_y).expect("in the image");
         assert_eq!((p.red(), p.green(), p.blue()), (0x9c, 0x9c, 0x9c));
+    }
+
+    #[test]
+    fn long_variant_names_fit_their_column() {
+        // The longest variant name (22 characters) is drawn right-aligned
+        // at the column's edge: the column must hold it.
+        let w = label_width(["tunlab-ebpf-geneve-ovn", "none"].into_iter());
+        assert!(w - 8.0 >= 22.0 * 7.3, "{w}");
+        assert_eq!(label_width(["none"].into_iter()), 150.0);
+        let mut c = chart();
+        c.rows[0].label = "tunlab-ebpf-geneve-ovn".into();
+        let svg = c.svg();
+        let x: f64 = svg
+            .split("text-anchor=\"end\">tunlab-ebpf-geneve-ovn")
+            .next()
+            .and_then(|b| b.rsplit("<text x=\"").next())
+            .and_then(|t| t.split('"').next())
+            .and_then(|t| t.parse().ok())
+            .unwrap();
+        assert!(x >= 22.0 * 7.3, "the label ends at {x}");
+    }
+
+    #[test]
+    fn a_forest_plot_draws_each_interval_around_one() {
+        let f = Forest {
+            title: "tcp_rr-64B-1i: ratio to kernel-vxlan".into(),
+            axis: "trans/s, ratio to kernel-vxlan".into(),
+            band_pct: 5.0,
+            rows: vec![
+                ForestRow {
+                    label: "tunlab-ebpf-geneve-ovn".into(),
+                    ratio: Some((1.10, 1.05, 1.16)),
+                    text: "1.10 [1.05, 1.16] faster".into(),
+                    bad: false,
+                    color: family_color("tunlab"),
+                },
+                ForestRow {
+                    label: "ovs-geneve-ovn".into(),
+                    ratio: None,
+                    text: "FAILED".into(),
+                    bad: true,
+                    color: family_color("ovs"),
+                },
+            ],
+        };
+        let (lo, hi, step) = f.range();
+        assert!(lo <= 0.95 && hi >= 1.16 && step > 0.0, "{lo} {hi} {step}");
+        let svg = f.svg();
+        assert_eq!(svg.matches("<circle").count(), 1);
+        assert!(svg.contains(">1.10 [1.05, 1.16] faster<"));
+        assert!(svg.contains("fill=\"#c0392b\">FAILED<"));
+        assert!(svg.contains("stroke-dasharray"));
+        assert!(png(&svg).is_ok());
     }
 }

@@ -5,8 +5,8 @@
 //! sets' spread and sizes.
 
 use crate::report::grid;
-use crate::run::Results;
-use crate::stats::Summary;
+use crate::results::Results;
+use crate::stats::{t95, Summary};
 use std::fmt::Write;
 
 /// One test of one variant present in both runs.
@@ -44,25 +44,6 @@ impl Verdict {
     }
 }
 
-/// Two-sided 95 % critical values of Student's t for 1..=30 degrees of
-/// freedom.
-const T95: [f64; 30] = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-    2.052, 2.048, 2.045, 2.042,
-];
-
-fn t_critical(df: f64) -> f64 {
-    // Rounding the degrees of freedom down errs towards "within noise".
-    let d = df.floor().max(1.0) as usize;
-    match d {
-        1..=30 => T95[d - 1],
-        31..=60 => 2.000,
-        61..=120 => 1.980,
-        _ => 1.960,
-    }
-}
-
 /// Welch's t-test: is the difference of the means of `a` and `b` larger
 /// than their spread explains?
 pub fn welch(a: &Summary, b: &Summary) -> Verdict {
@@ -80,7 +61,7 @@ pub fn welch(a: &Summary, b: &Summary) -> Verdict {
     }
     let t = (b.mean - a.mean).abs() / se2.sqrt();
     let df = se2.powi(2) / (va.powi(2) / (a.n - 1) as f64 + vb.powi(2) / (b.n - 1) as f64);
-    if t > t_critical(df) {
+    if t > t95(df) {
         Verdict::Changed
     } else {
         Verdict::WithinNoise
@@ -219,7 +200,7 @@ mod tests {
         let a = Summary::of(&[9.0, 9.5, 10.0, 10.5, 11.0]);
         let b = Summary::of(&[11.0, 11.5, 12.0, 12.5, 13.0]);
         assert_eq!(welch(&a, &b), Verdict::Changed);
-        assert_eq!(t_critical(4.9), 2.776);
-        assert_eq!(t_critical(500.0), 1.960);
+        assert_eq!(t95(4.9), 2.776);
+        assert_eq!(t95(500.0), 1.960);
     }
 }

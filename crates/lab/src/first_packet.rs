@@ -13,7 +13,9 @@
 //! the same flow. One-way delay = arrival − departure, so the return trip
 //! (which misses too) is not counted.
 
-use crate::traffic::{Peers, Sample, Test};
+use crate::meter::Meter;
+use crate::sample::{FirstPacket, Sample, Test};
+use crate::traffic::Peers;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -183,7 +185,7 @@ pub fn run_sample(
     p: Peers<'_>,
     test: &Test,
     secs: u32,
-    meter: &crate::traffic::Meter<'_>,
+    meter: &Meter<'_>,
     flush: &(dyn Fn() -> Result<(), String> + Sync),
 ) -> Result<Sample, String> {
     if p.client.ssh().is_some() {
@@ -218,19 +220,9 @@ pub fn run_sample(
             next_p99_us: quantile(&d.next, 0.99),
         }),
         hosts_cpu,
+        round: None,
+        noise: None,
     })
-}
-
-/// A `first_packet` sample's figures (one-way delays in µs).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct FirstPacket {
-    /// Probes that came back (both datagrams).
-    pub probes: usize,
-    pub first_p50_us: f64,
-    pub first_p99_us: f64,
-    /// The second datagram of the same flow (cached).
-    pub next_p50_us: f64,
-    pub next_p99_us: f64,
 }
 
 #[cfg(test)]

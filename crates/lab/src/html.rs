@@ -3,10 +3,10 @@
 //! pasting elsewhere. `tunlab report results.json` makes them again from
 //! the JSON alone.
 
-use crate::chart::{esc, family_color, Bar, Chart, Row};
+use crate::chart::{esc, family_color, Bar, Chart, Figure, Forest, ForestRow, Row};
 use crate::report::{self, find, ran, test_names, Table};
-use crate::run::{Results, TestResult};
-use crate::traffic::Sample;
+use crate::results::{Results, TestResult};
+use crate::sample::Sample;
 use crate::LabError;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 pub struct Named {
     pub file: String,
     pub section: &'static str,
-    pub chart: Chart,
+    pub chart: Figure,
 }
 
 fn file_stem(test: &str, what: &str) -> String {
@@ -84,7 +84,7 @@ pub fn charts(r: &Results) -> Vec<Named> {
         out.push(Named {
             file: file_stem(t, "primary"),
             section: "figures",
-            chart: Chart {
+            chart: Figure::Bars(Chart {
                 title: format!("{t}: {}", what_of(&unit)),
                 unit: unit.clone(),
                 series: vec![unit.clone()],
@@ -93,7 +93,7 @@ pub fn charts(r: &Results) -> Vec<Named> {
                         samples: x.samples.iter().map(|s| spec.primary(s)).collect(),
                     })]
                 }),
-            },
+            }),
         });
         let pick = |x: &TestResult, g: fn(&Sample) -> f64| Bar {
             samples: x.samples.iter().map(g).collect(),
@@ -101,7 +101,7 @@ pub fn charts(r: &Results) -> Vec<Named> {
         out.push(Named {
             file: file_stem(t, "cpu"),
             section: "cpu",
-            chart: Chart {
+            chart: Figure::Bars(Chart {
                 title: format!("{t}: CPU"),
                 unit: "CPU %".into(),
                 series: vec![
@@ -117,9 +117,102 @@ pub fn charts(r: &Results) -> Vec<Named> {
                         has_process.then_some(dp),
                     ]
                 }),
-            },
+            }),
         });
     }
+    out
+}
+
+/// One forest plot per test of each variant's ratio to `base`, and one
+/// of its CPU per KB moved where the test has it.
+pub fn forests(r: &Results, base: &str) -> Vec<Named> {
+    let r = &report::paired(r, Some(base));
+    let others: Vec<_> = ran(r).into_iter().filter(|v| v.variant != base).collect();
+    let max = r.plan.rule.max_ci_pct;
+    let mut out = Vec::new();
+    for t in test_names(r) {
+        let Some(any) = others.iter().find_map(|v| find(v, t)) else {
+            continue;
+        };
+        let spec = any.spec;
+        let unit = any.unit.clone();
+        for demand in [false, true] {
+            if demand && spec.rate_gbit.is_some() {
+                continue;
+            }
+            let rows: Vec<ForestRow> = others
+                .iter()
+                .map(|v| {
+                    let x = find(v, t);
+                    let ratio = x.and_then(|x| {
+                        if demand {
+                            x.demand_ratio.as_ref()
+                        } else {
+                            x.ratio.as_ref()
+                        }
+                    });
+                    let (text, bad) = match (x, ratio) {
+                        (Some(x), _) if x.error.is_some() => ("FAILED".to_string(), true),
+                        (_, None) => ("—".to_string(), false),
+                        (_, Some(q)) => {
+                            let word = if demand {
+                                report::demand_word(q.verdict())
+                            } else {
+                                report::verdict_word(&spec, q.verdict())
+                            };
+                            let wide = q.half_width_pct() > max;
+                            let mut s = format!("{} {word}", report::ratio_text(q));
+                            if wide {
+                                s.push_str(&format!(" ±{:.0}%", q.half_width_pct()));
+                            }
+                            (s, wide)
+                        }
+                    };
+                    ForestRow {
+                        label: v.variant.clone(),
+                        ratio: ratio.map(|q| (q.ratio, q.lo, q.hi)),
+                        text,
+                        bad,
+                        color: family_color(&v.variant),
+                    }
+                })
+                .collect();
+            if rows.iter().all(|r| r.ratio.is_none()) {
+                continue;
+            }
+            let (file, title, axis) = if demand {
+                (
+                    file_stem(t, "demand-ratio"),
+                    format!("{t}: CPU per KB moved, ratio to {base}"),
+                    format!("service demand (CPU µs per KB), ratio to {base}"),
+                )
+            } else {
+                (
+                    file_stem(t, "ratio"),
+                    format!("{t}: {}, ratio to {base}", what_of(&unit)),
+                    format!("{unit}, ratio to {base}"),
+                )
+            };
+            out.push(Named {
+                file,
+                section: "ratios",
+                chart: Figure::Forest(Forest {
+                    title,
+                    axis,
+                    band_pct: max,
+                    rows,
+                }),
+            });
+        }
+    }
+    out
+}
+
+/// Every chart of the report: the forest plots against `baseline`
+/// first, then the figures and CPU per test.
+pub fn all_charts(r: &Results, baseline: Option<&str>) -> Vec<Named> {
+    let mut out = baseline.map(|b| forests(r, b)).unwrap_or_default();
+    out.extend(charts(r));
     out
 }
 
@@ -167,19 +260,9 @@ pub fn html(r: &Results, baseline: Option<&str>) -> String {
     }
     let _ = write!(
         o,
-        "<pre>{}</pre><p>{} variants × {} tests, {} samples of {} s per set; a set is rerun while its standard deviation exceeds {}% of its mean, at most {} sets (pbench-uperf's rule){}; a test that never settles is marked unsettled.</p>",
+        "<pre>{}</pre><p>{}.</p>",
         esc(&r.topology),
-        r.plan.variants.len(),
-        r.plan.tests.len(),
-        r.plan.rule.samples,
-        r.plan.seconds,
-        r.plan.rule.max_cv_pct,
-        r.plan.rule.max_attempts,
-        r.plan
-            .rule
-            .budget_s
-            .map(|b| format!(", while the run stays within {b} s"))
-            .unwrap_or_default()
+        esc(&r.plan.method())
     );
     let settings = r.plan.settings();
     if !settings.is_empty() {
@@ -197,8 +280,15 @@ pub fn html(r: &Results, baseline: Option<&str>) -> String {
         }
         o.push_str("</ul>");
     }
-    let charts = charts(r);
-    for (section, title) in [("figures", "Figures per test"), ("cpu", "CPU per test")] {
+    let charts = all_charts(r, baseline);
+    for (section, title) in [
+        ("ratios", "Ratios to the baseline, with their intervals"),
+        ("figures", "Figures per test"),
+        ("cpu", "CPU per test"),
+    ] {
+        if !charts.iter().any(|c| c.section == section) {
+            continue;
+        }
         let _ = write!(o, "<h2>{title}</h2><div class=\"charts\">");
         for c in charts.iter().filter(|c| c.section == section) {
             o.push_str(&c.chart.svg());
@@ -272,7 +362,7 @@ pub fn write(r: &Results, baseline: Option<&str>, dir: &Path) -> Result<Written,
     })?;
     let html_path = dir.join("report.html");
     put(&html_path, html(r, baseline).as_bytes())?;
-    let charts = charts(r);
+    let charts = all_charts(r, baseline);
     let mut png_errors = Vec::new();
     for c in &charts {
         let svg = c.chart.svg();

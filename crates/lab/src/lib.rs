@@ -1,38 +1,48 @@
 //! The lab (`tunlab bench`): builds the articles' two-hypervisor topology
-//! out of network namespaces, puts one datapath variant at a time on it,
-//! runs the traffic tests with trusted tools (iperf3, sockperf), samples
-//! each until its spread settles (pbench-uperf's rule), and reports the
-//! variants side by side.
+//! out of network namespaces, sets every datapath variant up side by side
+//! on its own copy of it, measures them in rounds of shuffled samples with
+//! trusted tools (iperf3, sockperf), and reports each variant's ratio to
+//! a baseline with its interval and a verdict.
 //!
 //! ```text
 //!  netns T1 (tenant)     netns H1 (host)                 netns H2 (host)     netns T2 (tenant)
 //!  192.168.30.1 ─────── [datapath] ─ under 172.30.0.1 ═══ 172.30.0.2 under ─ [datapath] ─────── 192.168.30.2
 //! ```
 //!
-//! Layers: [`host`] runs commands "on a host" (a namespace here, or a real
-//! host over SSH), [`remote`] reaches real hosts (the check before a run,
-//! provisioning, CPU probes, `--plan`, `--cleanup`), [`variant`] sets a
-//! datapath up and down,
-//! [`traffic`] runs one test and parses the tool's figures, [`cpu`]
-//! samples CPU, [`stats`] holds the sample rule, [`report`] makes the
-//! tables, [`chart`] and [`html`] the charts and the report page,
-//! [`compare`] sets two runs side by side, and [`run`] drives a whole
-//! bench.
+//! A run, as data flows: [`plan`] (what to run) → [`bed`] (the variants
+//! set up side by side, on [`variant`]'s datapaths and [`host`]s) →
+//! [`rounds`] (which cells each round measures, in what order, and when
+//! to stop) → [`measure`] (one sample: [`traffic`] or [`first_packet`]
+//! for the tools, [`meter`] for CPU, [`guard`] for what else ran) →
+//! [`stats`] (paired ratios and their intervals) → [`results`]
+//! (`results.json`) → [`report`], [`chart`], [`html`] (tables, forest
+//! plots, the page) and [`compare`] (two runs). [`run`] strings them
+//! together. [`remote`] reaches real hosts; [`pvp`], [`setup_rate`] and
+//! [`soak`] are the other experiments on the same hosts and datapaths.
 
+pub mod bed;
 pub mod chart;
 pub mod compare;
 pub mod first_packet;
 pub use tunlab_netio::cpu;
+pub mod guard;
 pub mod host;
 pub mod html;
+pub mod measure;
+pub mod meter;
 pub mod ovs;
+pub mod plan;
 pub mod pvp;
 pub mod remote;
 pub mod report;
+pub mod results;
+pub mod rounds;
 pub mod run;
+pub mod sample;
 pub mod setup_rate;
 pub mod soak;
 pub mod stats;
+pub mod tenantgen;
 pub mod traffic;
 pub mod variant;
 

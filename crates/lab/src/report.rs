@@ -1,9 +1,12 @@
 //! Tables in the articles' shape: one row per test, one column per
-//! variant, then each variant's percent difference against a reference
-//! with the average across tests (as the Geneve-vs-VXLAN article shows it).
+//! variant: the figures, then each variant's ratio to the baseline with
+//! its 95 % interval and a verdict (paired by round), its CPU per KB
+//! moved likewise, CPU, latency, and what the noise guard saw. Results of
+//! runs made before rounds existed get the percent difference of means.
 
-use crate::run::{Results, TestResult, VariantResult};
-use crate::stats::Summary;
+use crate::results::{Results, TestResult, VariantResult};
+use crate::sample::Test;
+use crate::stats::{Ratio, Summary, Verdict};
 use std::fmt::Write;
 
 fn cell(t: Option<&TestResult>) -> String {
@@ -13,11 +16,6 @@ fn cell(t: Option<&TestResult>) -> String {
         Some(t) => {
             let s = t.summary;
             let v = fmt_value(s.mean);
-            let mark = match (t.settled, t.budget_spent) {
-                (true, _) => "",
-                (false, false) => " unsettled",
-                (false, true) => " unsettled (budget)",
-            };
             // At a fixed rate, say what rate was reached: CPU at a lower
             // rate is no comparison.
             let at = match t.spec.rate_gbit {
@@ -27,7 +25,7 @@ fn cell(t: Option<&TestResult>) -> String {
                 }
                 None => String::new(),
             };
-            format!("{v} ±{:.1}%{mark}{at}", s.cv_pct)
+            format!("{v} ±{:.1}%{at}", s.cv_pct)
         }
     }
 }
@@ -99,6 +97,7 @@ fn per_test(
 /// difference against `baseline`, CPU, and latency of the
 /// request/response tests.
 pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
+    let r = &paired(r, baseline);
     let tests = test_names(r);
     let ran = ran(r);
     let mut out = Vec::new();
@@ -117,44 +116,51 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
         row.insert(1, unit.into());
     }
     out.push(main);
-    if let Some(base) = baseline.and_then(|b| ran.iter().find(|v| v.variant == b)) {
-        let others: Vec<&&VariantResult> =
-            ran.iter().filter(|v| v.variant != base.variant).collect();
-        let mut head = vec!["test".to_string()];
-        head.extend(others.iter().map(|v| v.variant.clone()));
-        let mut sums = vec![(0.0, 0usize); others.len()];
-        let mut rows = Vec::new();
-        for t in &tests {
-            let mut row = vec![t.to_string()];
-            for (k, v) in others.iter().enumerate() {
-                match diff(find(base, t), find(v, t)) {
-                    Some(d) => {
-                        sums[k].0 += d;
-                        sums[k].1 += 1;
-                        row.push(format!("{d:+.1}%"));
+    if r.variants
+        .iter()
+        .any(|v| v.tests.iter().any(|t| t.ratio.is_some()))
+    {
+        out.extend(ratio_tables(r, baseline.unwrap_or_default(), &tests));
+    } else {
+        if let Some(base) = baseline.and_then(|b| ran.iter().find(|v| v.variant == b)) {
+            let others: Vec<&&VariantResult> =
+                ran.iter().filter(|v| v.variant != base.variant).collect();
+            let mut head = vec!["test".to_string()];
+            head.extend(others.iter().map(|v| v.variant.clone()));
+            let mut sums = vec![(0.0, 0usize); others.len()];
+            let mut rows = Vec::new();
+            for t in &tests {
+                let mut row = vec![t.to_string()];
+                for (k, v) in others.iter().enumerate() {
+                    match diff(find(base, t), find(v, t)) {
+                        Some(d) => {
+                            sums[k].0 += d;
+                            sums[k].1 += 1;
+                            row.push(format!("{d:+.1}%"));
+                        }
+                        None => row.push("—".into()),
                     }
-                    None => row.push("—".into()),
                 }
+                rows.push(row);
             }
-            rows.push(row);
+            let mut avg = vec!["average".to_string()];
+            avg.extend(sums.iter().map(|(s, n)| {
+                if *n > 0 {
+                    format!("{:+.1}%", s / *n as f64)
+                } else {
+                    "—".into()
+                }
+            }));
+            rows.push(avg);
+            out.push(Table {
+                title: format!(
+                    "percent difference against {} (higher is better; for CPU % at a fixed rate and a first packet's delay, lower is)",
+                    base.variant
+                ),
+                head,
+                rows,
+            });
         }
-        let mut avg = vec!["average".to_string()];
-        avg.extend(sums.iter().map(|(s, n)| {
-            if *n > 0 {
-                format!("{:+.1}%", s / *n as f64)
-            } else {
-                "—".into()
-            }
-        }));
-        rows.push(avg);
-        out.push(Table {
-            title: format!(
-                "percent difference against {} (higher is better; for CPU % at a fixed rate and a first packet's delay, lower is)",
-                base.variant
-            ),
-            head,
-            rows,
-        });
     }
     out.push(per_test(
         r,
@@ -214,7 +220,7 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
             "round-trip latency in µs: mean / p50 / p99 (sockperf)".into(),
             &rr,
             |t| {
-                let f = |g: fn(&crate::traffic::Sample) -> Option<f64>| {
+                let f = |g: fn(&crate::sample::Sample) -> Option<f64>| {
                     mean_of(t.samples.iter().filter_map(g).collect())
                 };
                 format!(
@@ -226,14 +232,14 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
             },
         ));
     }
-    let fp = tests_where(&ran, &tests, |k| k == crate::traffic::Kind::FirstPacket);
+    let fp = tests_where(&ran, &tests, |k| k == crate::sample::Kind::FirstPacket);
     if !fp.is_empty() {
         out.push(per_test(
             r,
             "a new flow's first packet, one-way delay in µs (flow caches emptied before each probe): first p50 / p99, then the next packet's p50 / p99".into(),
             &fp,
             |t| {
-                let f = |g: fn(&crate::first_packet::FirstPacket) -> f64| {
+                let f = |g: fn(&crate::sample::FirstPacket) -> f64| {
                     mean_of(
                         t.samples
                             .iter()
@@ -251,6 +257,13 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
             },
         ));
     }
+    if ran.iter().any(|v| {
+        v.tests
+            .iter()
+            .any(|t| t.samples.iter().any(|s| s.noise.is_some()))
+    }) {
+        out.push(noise_table(r));
+    }
     out
 }
 
@@ -258,7 +271,7 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
 fn tests_where<'a>(
     ran: &[&VariantResult],
     tests: &[&'a str],
-    keep: impl Fn(crate::traffic::Kind) -> bool,
+    keep: impl Fn(crate::sample::Kind) -> bool,
 ) -> Vec<&'a str> {
     tests
         .iter()
@@ -321,7 +334,7 @@ pub fn tables(r: &Results, baseline: Option<&str>) -> String {
         rows.extend(t.rows.iter().cloned());
         out.push_str(&grid(&rows));
     }
-    for p in problems(r) {
+    for p in problems(r).into_iter().chain(unsettled(r, baseline)) {
         let _ = writeln!(out, "{p}");
     }
     out
@@ -365,6 +378,201 @@ pub fn grid(rows: &[Vec<String>]) -> String {
                     .collect::<Vec<_>>()
                     .join("  ")
             );
+        }
+    }
+    out
+}
+
+/// `r` with every test's ratios taken against `baseline` (the run's own,
+/// or any other variant of the run).
+pub fn paired(r: &Results, baseline: Option<&str>) -> Results {
+    let mut p = r.clone();
+    let budget = r
+        .variants
+        .iter()
+        .any(|v| v.tests.iter().any(|t| t.budget_spent));
+    crate::results::pair_all(&mut p, baseline, r.plan.rule, budget);
+    p
+}
+
+/// Whether lower figures of `test` are the better ones (CPU at a fixed
+/// rate, a first packet's delay).
+pub fn lower_is_better(test: &Test) -> bool {
+    test.rate_gbit.is_some() || test.kind == crate::sample::Kind::FirstPacket
+}
+
+/// The verdict in the words of `test`'s figure.
+pub fn verdict_word(test: &Test, v: Verdict) -> &'static str {
+    match (v, test.rate_gbit.is_some(), lower_is_better(test)) {
+        (Verdict::Same, _, _) => "same",
+        (Verdict::Higher, true, _) => "more CPU",
+        (Verdict::Lower, true, _) => "less CPU",
+        (Verdict::Higher, false, false) | (Verdict::Lower, false, true) => "faster",
+        (Verdict::Higher, false, true) | (Verdict::Lower, false, false) => "slower",
+    }
+}
+
+/// A service demand ratio's verdict.
+pub fn demand_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Same => "same",
+        Verdict::Higher => "more CPU",
+        Verdict::Lower => "less CPU",
+    }
+}
+
+/// "1.04 [0.99, 1.09]".
+pub fn ratio_text(r: &Ratio) -> String {
+    format!("{:.2} [{:.2}, {:.2}]", r.ratio, r.lo, r.hi)
+}
+
+/// A ratio cell: interval, verdict, and the rule's mark when the
+/// interval is wider than it allows.
+fn ratio_cell(
+    t: &TestResult,
+    r: Option<&Ratio>,
+    word: impl Fn(Verdict) -> &'static str,
+    max_pct: f64,
+) -> String {
+    match r {
+        None if t.error.is_some() => "FAILED".into(),
+        None => "—".into(),
+        Some(r) => {
+            let mut c = format!("{} {}", ratio_text(r), word(r.verdict()));
+            if r.half_width_pct() > max_pct {
+                c.push_str(&format!(" unsettled ±{:.1}%", r.half_width_pct()));
+            }
+            c
+        }
+    }
+}
+
+/// The paired tables: each variant's figure, and its CPU per KB moved,
+/// against the baseline's.
+fn ratio_tables(r: &Results, base: &str, tests: &[&str]) -> Vec<Table> {
+    let others: Vec<&VariantResult> = ran(r).into_iter().filter(|v| v.variant != base).collect();
+    let mut head = vec!["test".to_string()];
+    head.extend(others.iter().map(|v| v.variant.clone()));
+    let max = r.plan.rule.max_ci_pct;
+    let rows = |pick: &dyn Fn(&TestResult) -> Option<String>| -> Vec<Vec<String>> {
+        tests
+            .iter()
+            .filter(|t| others.iter().any(|v| find(v, t).and_then(pick).is_some()))
+            .map(|t| {
+                let mut row = vec![t.to_string()];
+                row.extend(
+                    others
+                        .iter()
+                        .map(|v| find(v, t).and_then(pick).unwrap_or_else(|| "—".into())),
+                );
+                row
+            })
+            .collect()
+    };
+    let main = rows(&|t| {
+        Some(ratio_cell(
+            t,
+            t.ratio.as_ref(),
+            |v| verdict_word(&t.spec, v),
+            max,
+        ))
+    });
+    let demand = rows(&|t| {
+        t.demand_ratio
+            .as_ref()
+            .filter(|_| t.spec.rate_gbit.is_none())
+            .map(|d| ratio_cell(t, Some(d), demand_word, max))
+    });
+    let mut out = vec![Table {
+        title: format!(
+            "ratio to {base}, paired by round: geometric mean [95 % interval] and verdict; 'unsettled': the interval is wider than ±{max}%"
+        ),
+        head: head.clone(),
+        rows: main,
+    }];
+    if !demand.is_empty() {
+        out.push(Table {
+            title: format!(
+                "CPU per KB moved (service demand), ratio to {base}, paired by round: below 1 costs less CPU"
+            ),
+            head,
+            rows: demand,
+        });
+    }
+    out
+}
+
+/// What the noise guard saw, per variant.
+fn noise_table(r: &Results) -> Table {
+    let mut rows = Vec::new();
+    for v in ran(r) {
+        let kept: Vec<&crate::sample::Sample> = v.tests.iter().flat_map(|t| &t.samples).collect();
+        let all = || {
+            v.tests
+                .iter()
+                .flat_map(|t| t.samples.iter().chain(&t.retaken))
+                .filter_map(|s| s.noise.as_ref())
+        };
+        let marked: usize = v.tests.iter().map(|t| t.marked()).sum();
+        let retaken: usize = v.tests.iter().map(|t| t.retaken.len()).sum();
+        let steal = all().map(|n| n.steal_pct).fold(0.0, f64::max);
+        let outside = all().map(|n| n.outside_pct).fold(0.0, f64::max);
+        let busiest = all()
+            .flat_map(|n| n.top.first())
+            .max_by(|a, b| a.cpu_pct.total_cmp(&b.cpu_pct))
+            .map(|b| format!("{} ({:.0}% of a CPU)", b.comm, b.cpu_pct))
+            .unwrap_or_else(|| "—".into());
+        rows.push(vec![
+            v.variant.clone(),
+            kept.len().to_string(),
+            marked.to_string(),
+            retaken.to_string(),
+            format!("{steal:.1}"),
+            format!("{outside:.1}"),
+            busiest,
+        ]);
+    }
+    Table {
+        title: format!(
+            "noise guard: a sample is marked when processes outside the lab used over {}% of the machine or steal was over {}%, and taken again",
+            r.plan.guard.outside_pct, r.plan.guard.steal_pct
+        ),
+        head: [
+            "variant",
+            "samples kept",
+            "kept though marked",
+            "retaken",
+            "steal % (max)",
+            "outside CPU % (max)",
+            "busiest outside process (max)",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    }
+}
+
+/// The cells whose interval is wider than the rule, one line each.
+pub fn unsettled(r: &Results, baseline: Option<&str>) -> Vec<String> {
+    let p = paired(r, baseline);
+    let max = r.plan.rule.max_ci_pct;
+    let mut out = Vec::new();
+    for v in ran(&p) {
+        for t in v.tests.iter().filter(|t| t.error.is_none()) {
+            if let Some(x) = t.ratio.as_ref().filter(|x| x.half_width_pct() > max) {
+                out.push(format!(
+                    "{} {}: interval ±{:.1}% after {} rounds, wider than ±{max}%{}",
+                    v.variant,
+                    t.test,
+                    x.half_width_pct(),
+                    x.rounds,
+                    if t.budget_spent {
+                        " (the budget ended the rounds)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
         }
     }
     out

@@ -15,7 +15,8 @@
 //! pass a second time (a validation trial) to count.
 
 use crate::soak::parse_gen;
-use crate::traffic::{TenantGen, INTERRUPTED};
+use crate::tenantgen::TenantGen;
+use crate::traffic::INTERRUPTED;
 use crate::variant::{self, Topology, Variant};
 use crate::LabError;
 use serde::Serialize;

@@ -8,7 +8,8 @@
 //! map behind. Writes `soak.json`, `soak.html` and the curves as charts.
 
 use crate::chart::{self, LineChart};
-use crate::traffic::{TenantGen, INTERRUPTED};
+use crate::tenantgen::TenantGen;
+use crate::traffic::INTERRUPTED;
 use crate::variant::{self, Topology, Variant, TENANT};
 use crate::LabError;
 use serde::Serialize;

@@ -1,7 +1,11 @@
-//! The sampling rule of pbench-uperf: take a set of samples; if their
-//! standard deviation exceeds a share of their mean (5 %), throw the set
-//! away and take a new one, up to a number of attempts (6); a test that
-//! never settles is reported as failed, with its last set kept.
+//! The lab's statistics: a set of samples summarised (mean, spread), and
+//! the paired comparison the verdicts come from: in every round each
+//! variant and the baseline are measured once, close together in time,
+//! so each round gives one ratio in which the machine's drift (a noisy
+//! neighbour, steal, heat) cancels; the ratios' geometric mean and its
+//! 95 % interval (Student's t on the log ratios, the parametric form of
+//! Kalibera and Jones's ratio intervals) say whether a variant is higher,
+//! lower or the same.
 
 use serde::{Deserialize, Serialize};
 
@@ -53,100 +57,138 @@ impl Summary {
     }
 }
 
-/// How many samples per set, the spread allowed, and how many sets.
+/// When a run has measured enough: at least `min_rounds` rounds, then more
+/// while a variant's interval against the baseline is wider than
+/// `±max_ci_pct`, up to `max_rounds`, within `budget_s` when set.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Rule {
-    pub samples: usize,
-    pub max_cv_pct: f64,
-    pub max_attempts: usize,
-    /// Reruns stop once a run's time budget is spent (seconds; the quick
-    /// profile's promise to finish in minutes). None: the rule alone.
+    /// Rounds every (variant, test) gets at least (results of runs made
+    /// before rounds existed called these samples per set).
+    #[serde(alias = "samples")]
+    pub min_rounds: usize,
+    /// More rounds, for the tests that need them, up to this many.
+    #[serde(default = "default_max_rounds")]
+    pub max_rounds: usize,
+    /// A ratio's 95 % interval must lie within ± this share of it (%).
+    #[serde(alias = "max_cv_pct")]
+    pub max_ci_pct: f64,
+    /// No round is begun that would end after this many seconds of the
+    /// run (the quick profile's promise to finish in minutes). None: the
+    /// rule alone.
     #[serde(default)]
     pub budget_s: Option<u64>,
 }
 
+fn default_max_rounds() -> usize {
+    1
+}
+
 impl Rule {
-    /// pbench-uperf's defaults with `samples` per set.
-    pub fn pbench(samples: usize) -> Rule {
+    /// At least `min` rounds, then until every interval is within ±5 %,
+    /// at most `max`.
+    pub fn rounds(min: usize, max: usize) -> Rule {
+        let min = min.max(1);
         Rule {
-            samples: samples.max(1),
-            max_cv_pct: 5.0,
-            max_attempts: 6,
+            min_rounds: min,
+            max_rounds: max.max(min),
+            max_ci_pct: 5.0,
             budget_s: None,
         }
     }
 }
 
-/// What came of sampling one test.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Settled<T> {
-    /// The last set taken (the one the figures come from).
-    pub samples: Vec<T>,
-    /// Sets taken in all (1 if the first settled).
-    pub attempts: usize,
-    /// The last set's spread was within the rule.
-    pub settled: bool,
-    /// Reruns were cut short because the run's time budget was spent.
-    pub budget_spent: bool,
-    /// A sample failed (the tool crashed or timed out): the message.
-    pub error: Option<String>,
+/// Two-sided 95 % critical values of Student's t for 1..=30 degrees of
+/// freedom.
+const T95: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
+/// Student's t at 95 %, two-sided, for `df` degrees of freedom (rounded
+/// down: the interval errs wide).
+pub fn t95(df: f64) -> f64 {
+    let d = df.floor().max(1.0) as usize;
+    match d {
+        1..=30 => T95[d - 1],
+        31..=60 => 2.000,
+        61..=120 => 1.980,
+        _ => 1.960,
+    }
 }
 
-/// Take sets of samples with `one(attempt, index)` until the primary
-/// figure's spread is within the rule or the attempts run out; before each
-/// rerun `may_rerun()` is asked (the time budget). A failing sample ends
-/// the test at once with its error.
-pub fn settle<T>(
-    rule: Rule,
-    primary: impl Fn(&T) -> f64,
-    mut may_rerun: impl FnMut() -> bool,
-    mut one: impl FnMut(usize, usize) -> Result<T, String>,
-) -> Settled<T> {
-    let mut last = Vec::new();
-    for attempt in 1..=rule.max_attempts.max(1) {
-        if attempt > 1 && !may_rerun() {
-            return Settled {
-                samples: last,
-                attempts: attempt - 1,
-                settled: false,
-                budget_spent: true,
-                error: None,
-            };
+/// What a ratio's interval says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The whole interval is above 1.
+    Higher,
+    /// The whole interval is below 1.
+    Lower,
+    /// The interval holds 1: no difference the rounds can tell.
+    Same,
+}
+
+/// A variant's figure against the baseline's, from rounds in which both
+/// were measured (one ratio per round).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ratio {
+    /// Paired rounds.
+    pub rounds: usize,
+    /// The ratios' geometric mean: the figure the interval is around.
+    pub ratio: f64,
+    /// Its 95 % confidence interval.
+    pub lo: f64,
+    pub hi: f64,
+    /// The ratios' median, for reference.
+    pub median: f64,
+}
+
+impl Ratio {
+    /// The interval from per-round ratios: Student's t on their logs
+    /// (a ratio's noise is multiplicative). None with fewer than two
+    /// usable ratios (positive and finite).
+    pub fn of(ratios: &[f64]) -> Option<Ratio> {
+        let mut logs: Vec<f64> = ratios
+            .iter()
+            .filter(|r| r.is_finite() && **r > 0.0)
+            .map(|r| r.ln())
+            .collect();
+        let n = logs.len();
+        if n < 2 {
+            return None;
         }
-        let mut set = Vec::with_capacity(rule.samples);
-        for i in 0..rule.samples {
-            match one(attempt, i) {
-                Ok(s) => set.push(s),
-                Err(e) => {
-                    return Settled {
-                        samples: set,
-                        attempts: attempt,
-                        settled: false,
-                        budget_spent: false,
-                        error: Some(e),
-                    }
-                }
-            }
-        }
-        let xs: Vec<f64> = set.iter().map(&primary).collect();
-        let ok = Summary::of(&xs).cv_pct <= rule.max_cv_pct;
-        last = set;
-        if ok {
-            return Settled {
-                samples: last,
-                attempts: attempt,
-                settled: true,
-                budget_spent: false,
-                error: None,
-            };
-        }
+        let mean = logs.iter().sum::<f64>() / n as f64;
+        let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        let half = t95((n - 1) as f64) * (var / n as f64).sqrt();
+        logs.sort_by(f64::total_cmp);
+        let median = if n % 2 == 1 {
+            logs[n / 2]
+        } else {
+            (logs[n / 2 - 1] + logs[n / 2]) / 2.0
+        };
+        Some(Ratio {
+            rounds: n,
+            ratio: mean.exp(),
+            lo: (mean - half).exp(),
+            hi: (mean + half).exp(),
+            median: median.exp(),
+        })
     }
-    Settled {
-        samples: last,
-        attempts: rule.max_attempts.max(1),
-        settled: false,
-        budget_spent: false,
-        error: None,
+
+    /// The interval's half width in percent of the ratio (the wider side).
+    pub fn half_width_pct(&self) -> f64 {
+        100.0 * f64::max(self.hi / self.ratio - 1.0, 1.0 - self.lo / self.ratio)
+    }
+
+    pub fn verdict(&self) -> Verdict {
+        if self.lo > 1.0 {
+            Verdict::Higher
+        } else if self.hi < 1.0 {
+            Verdict::Lower
+        } else {
+            Verdict::Same
+        }
     }
 }
 
@@ -166,92 +208,65 @@ mod tests {
         assert_eq!(Summary::of(&[5.0]).stddev, 0.0);
     }
 
-    #[test]
-    fn a_steady_set_settles_at_once() {
-        let r = settle(
-            Rule::pbench(3),
-            |x: &f64| *x,
-            || true,
-            |_, i| Ok(100.0 + i as f64),
-        );
-        assert!(r.settled);
-        assert_eq!(r.attempts, 1);
-        assert_eq!(r.samples, vec![100.0, 101.0, 102.0]);
+    /// A small seeded generator for the synthetic trials.
+    fn normal(rng: &mut fastrand::Rng) -> f64 {
+        // Box-Muller.
+        let (u, v) = (rng.f64().max(1e-12), rng.f64());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
     }
 
     #[test]
-    fn a_noisy_set_is_rerun_until_it_settles() {
-        // Attempts 1 and 2 swing by 50 %; attempt 3 is steady.
-        let r = settle(
-            Rule::pbench(3),
-            |x: &f64| *x,
-            || true,
-            |a, i| {
-                Ok(if a < 3 {
-                    [50.0, 100.0, 150.0][i]
-                } else {
-                    100.0
-                })
-            },
+    fn a_ratio_interval_is_the_t_interval_of_the_logs() {
+        // ln ratios 0, 0.1, 0.2: mean 0.1, sd 0.1, half 4.303 * 0.1 / sqrt 3.
+        let r = Ratio::of(&[1.0, 0.1f64.exp(), 0.2f64.exp()]).unwrap();
+        assert_eq!(r.rounds, 3);
+        let half = 4.303 * 0.1 / 3f64.sqrt();
+        assert!((r.ratio - 0.1f64.exp()).abs() < 1e-12);
+        assert!((r.lo - (0.1 - half).exp()).abs() < 1e-12);
+        assert!((r.hi - (0.1 + half).exp()).abs() < 1e-12);
+        assert!((r.median - 0.1f64.exp()).abs() < 1e-12);
+        assert_eq!(r.verdict(), Verdict::Same);
+        // Too few, or unusable, ratios give none.
+        assert_eq!(Ratio::of(&[1.1]), None);
+        assert_eq!(Ratio::of(&[1.1, 0.0, f64::NAN]), None);
+        // Steady ratios: a narrow interval and a verdict.
+        let up = Ratio::of(&[1.20, 1.21, 1.19, 1.20]).unwrap();
+        assert_eq!(up.verdict(), Verdict::Higher);
+        assert!(up.half_width_pct() < 2.0, "{up:?}");
+        assert_eq!(
+            Ratio::of(&[0.8, 0.81, 0.79]).unwrap().verdict(),
+            Verdict::Lower
         );
-        assert!(r.settled);
-        assert_eq!(r.attempts, 3);
-        assert_eq!(r.samples, vec![100.0; 3]);
     }
 
     #[test]
-    fn a_set_that_never_settles_fails_after_six_attempts() {
-        let mut calls = 0;
-        let r = settle(
-            Rule::pbench(3),
-            |x: &f64| *x,
-            || true,
-            |_, i| {
-                calls += 1;
-                Ok([50.0, 100.0, 150.0][i])
-            },
-        );
-        assert!(!r.settled);
-        assert_eq!(r.attempts, 6);
-        assert_eq!(calls, 18);
-        assert_eq!(r.error, None);
+    fn intervals_cover_the_true_ratio_at_the_stated_rate() {
+        // 4,000 seeded trials of 6 rounds each, 8 % multiplicative noise
+        // on each round's ratio: the 95 % interval must hold the true
+        // ratio in 95 % of them (binomial sd 0.34 %: 93.5..96.5 is wide).
+        let mut rng = fastrand::Rng::with_seed(29);
+        let truth: f64 = 1.13;
+        let trials = 4000;
+        let mut held = 0;
+        for _ in 0..trials {
+            let ratios: Vec<f64> = (0..6)
+                .map(|_| truth * (0.08 * normal(&mut rng)).exp())
+                .collect();
+            let r = Ratio::of(&ratios).unwrap();
+            if r.lo <= truth && truth <= r.hi {
+                held += 1;
+            }
+        }
+        let rate = held as f64 / trials as f64;
+        assert!((0.935..=0.965).contains(&rate), "coverage {rate}");
     }
 
     #[test]
-    fn a_failing_sample_fails_the_test_with_its_message() {
-        let r = settle(
-            Rule::pbench(3),
-            |x: &f64| *x,
-            || true,
-            |_, i| {
-                if i == 1 {
-                    Err("iperf3 exited with 1".to_string())
-                } else {
-                    Ok(1.0)
-                }
-            },
-        );
-        assert!(!r.settled);
-        assert_eq!(r.error.as_deref(), Some("iperf3 exited with 1"));
-        assert_eq!(r.samples, vec![1.0]);
-    }
-
-    #[test]
-    fn reruns_stop_when_the_budget_is_spent() {
-        // A noisy set; the budget allows one rerun.
-        let mut reruns_allowed = 1;
-        let r = settle(
-            Rule::pbench(3),
-            |x: &f64| *x,
-            || {
-                reruns_allowed -= 1;
-                reruns_allowed >= 0
-            },
-            |_, i| Ok([50.0, 100.0, 150.0][i]),
-        );
-        assert!(!r.settled);
-        assert!(r.budget_spent);
-        assert_eq!(r.attempts, 2);
-        assert_eq!(r.samples.len(), 3);
+    fn t_grows_for_few_degrees_of_freedom() {
+        assert_eq!(t95(1.0), 12.706);
+        assert_eq!(t95(5.9), 2.571);
+        assert_eq!(t95(45.0), 2.0);
+        assert_eq!(t95(1e6), 1.96);
+        assert_eq!(t95(0.0), 12.706);
     }
 }

@@ -206,6 +206,9 @@ pub struct Topology {
     pub names: Names,
     /// The real hosts, when the run is on them.
     pub remote: Option<crate::remote::Remote>,
+    /// The variant's index in the run: keeps the control sockets of
+    /// variants set up side by side apart.
+    pub n: usize,
 }
 
 impl Topology {
@@ -227,6 +230,7 @@ impl Topology {
                 macvlan: "mv0".into(),
             },
             remote: None,
+            n,
         };
         topo.h[0].ip(&[
             "link",
@@ -279,6 +283,7 @@ impl Topology {
                 macvlan: format!("{tag}m"),
             },
             remote: Some(r.clone()),
+            n,
         })
     }
 
@@ -287,7 +292,7 @@ impl Topology {
     pub fn ctl_path(&self, i: usize) -> String {
         match &self.remote {
             Some(r) => format!("{}/bench{}.ctl", r.workdir, i + 1),
-            None => ctl_path(&format!("bench{}", i + 1)),
+            None => ctl_path(&format!("v{}-bench{}", self.n, i + 1)),
         }
     }
 
@@ -416,10 +421,10 @@ impl Running {
 
     /// What measures the datapath's CPU: this machine's `/proc`, or each
     /// real host's over SSH.
-    pub fn meter(&self) -> crate::traffic::Meter<'_> {
+    pub fn meter(&self) -> crate::meter::Meter<'_> {
         match &self.remote {
-            None => crate::traffic::Meter::Local(&self.pids),
-            Some(_) => crate::traffic::Meter::Remote(&self.probes),
+            None => crate::meter::Meter::Local(&self.pids),
+            Some(_) => crate::meter::Meter::Remote(&self.probes),
         }
     }
 

@@ -4,9 +4,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use tunlab_lab::plan::Plan;
 use tunlab_lab::remote::Ssh;
-use tunlab_lab::run::{self, Plan, Results};
-use tunlab_lab::traffic::{Test, INTERRUPTED};
+use tunlab_lab::results::Results;
+use tunlab_lab::run;
+use tunlab_lab::sample::Test;
+use tunlab_lab::traffic::INTERRUPTED;
 use tunlab_lab::variant::Variant;
 
 #[derive(Debug)]
@@ -14,9 +17,10 @@ pub struct Args {
     pub profile: String,
     pub variants: Vec<String>,
     pub tests: Vec<String>,
-    pub samples: Option<usize>,
+    pub rounds: Option<usize>,
     pub seconds: Option<u32>,
     pub baseline: String,
+    pub seed: Option<u64>,
     pub workers: Option<u16>,
     pub spin_us: Option<u64>,
     pub tenant_cpus: Option<String>,
@@ -65,11 +69,13 @@ fn plan(a: &Args) -> Result<Plan, String> {
             .map(|t| Test::parse(t))
             .collect::<Result<_, _>>()?;
     }
-    if let Some(n) = a.samples {
-        if n == 0 || n > 50 {
-            return Err(format!("--samples: {n} is not between 1 and 50"));
+    if let Some(n) = a.rounds {
+        if n == 0 || n > 200 {
+            return Err(format!("--rounds: {n} is not between 1 and 200"));
         }
-        plan.rule.samples = n;
+        plan.rule.min_rounds = n;
+        plan.rule.max_rounds = n;
+        plan.rule.budget_s = None;
     }
     if let Some(s) = a.seconds {
         if s == 0 || s > 3600 {
@@ -96,7 +102,12 @@ fn plan(a: &Args) -> Result<Plan, String> {
             std::thread::available_parallelism().map_or(1, |n| n.get()),
         )?);
     }
-    Variant::parse(&a.baseline).map_err(|e| format!("--baseline: {e}"))?;
+    plan.baseline = Some(Variant::parse(&a.baseline).map_err(|e| format!("--baseline: {e}"))?);
+    plan.seed = a.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
     Ok(plan)
 }
 
@@ -169,20 +180,13 @@ pub fn run(a: Args) -> ExitCode {
         }
         None => println!("{}\n", run::TOPOLOGY),
     }
-    println!(
-        "profile {}: {} variants x {} tests, {} samples of {} s each (rerun while the spread is over {}%, at most {} sets{})",
-        plan.profile,
-        plan.variants.len(),
-        plan.tests.len(),
-        plan.rule.samples,
-        plan.seconds,
-        plan.rule.max_cv_pct,
-        plan.rule.max_attempts,
-        plan.rule
-            .budget_s
-            .map(|b| format!(", while the run stays within {b} s"))
-            .unwrap_or_default()
-    );
+    println!("profile {}: {}", plan.profile, plan.method());
+    if plan.baseline_index().is_none() {
+        println!(
+            "(the baseline {} is not among the variants: --baseline names the variant the others are paired with)",
+            a.baseline
+        );
+    }
     let settings = plan.settings();
     if !settings.is_empty() {
         println!("{settings}");

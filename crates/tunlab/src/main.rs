@@ -42,10 +42,15 @@ enum Command {
     /// kernel's VXLAN, Open vSwitch's userspace datapath and tunlab's
     /// switch, per encapsulation.
     ///
-    /// Each test is sampled several times; a set whose standard deviation
-    /// exceeds 5 % of its mean is rerun, up to 6 times, and marked
-    /// unsettled if it never settles (pbench-uperf's rule). Results go to
-    /// OUT/results.json with every sample and the environment.
+    /// Every variant is set up side by side; samples are taken in rounds,
+    /// each round measuring every variant and test once in a shuffled
+    /// order, so that each round gives one ratio per variant against the
+    /// baseline. A cell reports the ratios' geometric mean with its 95 %
+    /// interval and a verdict (faster, slower, same); rounds go on while an
+    /// interval is wider than ±5 % (quick: at least 5, at most 40, within
+    /// 270 s). A sample taken while something outside the lab used over 5 %
+    /// of the machine, or steal did, is marked and taken again. Results go
+    /// to OUT/results.json with every sample and the environment.
     Bench {
         /// quick (the default, a few minutes) or full (the whole matrix).
         #[arg(long, default_value = "quick")]
@@ -57,15 +62,20 @@ enum Command {
         /// (e.g. tcp_rr-1024B-8i, tcp_stream-16384B-1i@2G).
         #[arg(long, value_delimiter = ',')]
         tests: Vec<String>,
-        /// Samples per set (default: 3 quick, 5 full).
-        #[arg(long)]
-        samples: Option<usize>,
-        /// Seconds per sample (default: 2 quick, 10 full).
+        /// Exactly this many rounds, instead of the profile's rule.
+        #[arg(long, visible_alias = "samples")]
+        rounds: Option<usize>,
+        /// Seconds per sample (default: 1 quick, 5 full; CPU at a fixed
+        /// rate at least 10).
         #[arg(long)]
         seconds: Option<u32>,
-        /// The variant the others are compared against.
+        /// The variant the others are paired with, round by round.
         #[arg(long, default_value = "kernel-vxlan")]
         baseline: String,
+        /// The seed of the rounds' shuffled orders (default: from the
+        /// clock; results.json keeps it).
+        #[arg(long)]
+        seed: Option<u64>,
         /// Packet threads per tunlab node (default: the switch's, 1).
         #[arg(long)]
         workers: Option<u16>,
@@ -91,7 +101,7 @@ enum Command {
         /// trafficgen's 30 s and 30 s), the node on the eBPF datapath and
         /// then on the userspace one, side by side; results in
         /// OUT/pvp-ebpf.json and OUT/pvp-userspace.json.
-        #[arg(long, conflicts_with_all = ["variants", "tests", "samples", "seconds"])]
+        #[arg(long, conflicts_with_all = ["variants", "tests", "rounds", "seconds"])]
         pvp: bool,
         /// Measure the flow set-up rate instead: the highest rate of new
         /// flows (each one's first frame a cache miss) a caching datapath
@@ -99,7 +109,7 @@ enum Command {
         /// before each trial; --variants (default
         /// tunlab-ebpf-geneve,ovs-geneve) side by side (quick: 20,000 new
         /// flows a trial; full: 100,000). Results in OUT/setup-rate.json.
-        #[arg(long, conflicts_with_all = ["tests", "samples", "seconds", "pvp"])]
+        #[arg(long, conflicts_with_all = ["tests", "rounds", "seconds", "pvp"])]
         setup_rate: bool,
         /// Run on two real hosts instead, as `ssh` takes them
         /// (USER@HOST1,USER@HOST2; your keys, agent and ssh config apply):
@@ -246,9 +256,10 @@ fn main() -> ExitCode {
             profile,
             variants,
             tests,
-            samples,
+            rounds,
             seconds,
             baseline,
+            seed,
             workers,
             spin_us,
             tenant_cpus,
@@ -296,9 +307,10 @@ fn main() -> ExitCode {
                 profile,
                 variants,
                 tests,
-                samples,
+                rounds,
                 seconds,
                 baseline,
+                seed,
                 workers,
                 spin_us,
                 tenant_cpus,

@@ -221,6 +221,7 @@ pub fn run_sample(
         }),
         hosts_cpu,
         round: None,
+        seq: None,
         noise: None,
     })
 }

@@ -53,9 +53,10 @@ pub struct Noise {
     pub kernel_threads_pct: f64,
     /// The busiest outside processes, busiest first (at most three).
     pub top: Vec<Busy>,
-    /// Idle share of the machine between the previous reading and this
-    /// sample's start (%).
-    pub idle_before_pct: f64,
+    /// Idle share of the machine between the previous sample's end and
+    /// this one's start (%; none before the first sample).
+    #[serde(default)]
+    pub idle_before_pct: Option<f64>,
     /// Each CPU's busy share over the sample (%).
     pub per_cpu_busy_pct: Vec<f64>,
     /// Why the sample is marked, if it is.
@@ -238,17 +239,14 @@ impl Guard {
 
     /// A reading at a sample's start, and the idle share since the last
     /// one (the time between samples).
-    pub fn start(&mut self) -> (Reading, f64) {
+    pub fn start(&mut self) -> (Reading, Option<f64>) {
         let now = Reading::take();
-        let idle = match &self.last {
-            Some(l) => idle_pct(&l.cpu, &now.cpu),
-            None => f64::NAN,
-        };
+        let idle = self.last.as_ref().map(|l| idle_pct(&l.cpu, &now.cpu));
         (now, idle)
     }
 
     /// What else ran between `before` (a sample's start) and now.
-    pub fn finish(&mut self, before: &Reading, idle_before_pct: f64) -> Noise {
+    pub fn finish(&mut self, before: &Reading, idle_before_pct: Option<f64>) -> Noise {
         let after = Reading::take();
         let n = self.judge(before, &after, idle_before_pct);
         self.last = Some(after);
@@ -271,7 +269,7 @@ impl Guard {
         self.streak > PERSISTENT
     }
 
-    fn judge(&self, before: &Reading, after: &Reading, idle_before_pct: f64) -> Noise {
+    fn judge(&self, before: &Reading, after: &Reading, idle_before_pct: Option<f64>) -> Noise {
         let (mut total, mut steal) = (0u64, 0u64);
         let mut per_cpu_busy_pct = Vec::new();
         for (a, b) in before.cpu.per_cpu.iter().zip(&after.cpu.per_cpu) {
@@ -439,7 +437,7 @@ mod tests {
                 (500, proc("sshd", 1, 2, Some(1), false)),
             ],
         );
-        let n = g.judge(&before, &after, 80.0);
+        let n = g.judge(&before, &after, Some(80.0));
         assert!((n.outside_pct - 50.5).abs() < 1e-9, "{n:?}");
         assert!((n.kernel_threads_pct - 10.0).abs() < 1e-9, "{n:?}");
         assert_eq!(n.top[0].comm, "stress-ng");
@@ -460,7 +458,7 @@ mod tests {
             .map(|(p, x)| (*p, x.clone()))
             .collect();
         let after = reading([[200, 200, 0, 0], [190, 200, 0, 10]], quiet);
-        let n = g.judge(&before, &after, 80.0);
+        let n = g.judge(&before, &after, Some(80.0));
         assert_eq!((n.outside_pct, n.marked.clone()), (0.0, None), "{n:?}");
     }
 
@@ -471,12 +469,12 @@ mod tests {
         let noisy = g.judge(
             &before,
             &reading([[80, 100, 20, 0], [100, 100, 0, 0]], vec![]),
-            0.0,
+            None,
         );
         let quiet = g.judge(
             &before,
             &reading([[100, 100, 0, 0], [100, 100, 0, 0]], vec![]),
-            0.0,
+            None,
         );
         for _ in 0..PERSISTENT {
             g.note(&noisy);
@@ -493,7 +491,7 @@ mod tests {
         let g = Guard::new(Limits::default());
         let before = reading([[0; 4], [0; 4]], vec![]);
         let after = reading([[80, 100, 20, 0], [100, 100, 0, 0]], vec![]);
-        let n = g.judge(&before, &after, f64::NAN);
+        let n = g.judge(&before, &after, None);
         assert!((n.steal_pct - 10.0).abs() < 1e-9);
         assert!(n.marked.unwrap().starts_with("steal 10.0%"));
     }
@@ -504,7 +502,7 @@ mod tests {
         let (r, _) = g.start();
         assert!(!r.cpu.per_cpu.is_empty());
         assert!(r.procs.contains_key(&std::process::id()));
-        let n = g.finish(&r, 0.0);
+        let n = g.finish(&r, None);
         assert_eq!(n.per_cpu_busy_pct.len(), r.cpu.per_cpu.len());
     }
 }

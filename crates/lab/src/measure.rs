@@ -25,6 +25,9 @@ pub struct How {
     pub round: usize,
 }
 
+/// Numbers the run's samples in the order taken.
+static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// One sample of `test` on `st`; `may_retake()` is asked before a marked
 /// sample is taken again. The error is the tool's.
 pub fn take(
@@ -41,6 +44,7 @@ pub fn take(
         let noise = guard.finish(&before, idle);
         let marked = noise.marked.is_some();
         s.round = Some(how.round);
+        s.seq = Some(SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         s.noise = Some(noise);
         if marked && retaken.len() < RETAKES && !guard.persistent() && may_retake() {
             retaken.push(s);

@@ -192,6 +192,9 @@ pub struct Sample {
     /// The round it was taken in (absent in runs before rounds existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round: Option<usize>,
+    /// Its place in the run's order of samples (retakes included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<usize>,
     /// What else the machine did meanwhile ([`crate::guard`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<crate::guard::Noise>,

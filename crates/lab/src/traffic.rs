@@ -258,6 +258,7 @@ fn combine(t: &Test, outs: &[String], cpu: Usage, seconds: f64) -> Result<Sample
         first_packet: None,
         hosts_cpu: Vec::new(),
         round: None,
+        seq: None,
         noise: None,
     };
     let bytes;

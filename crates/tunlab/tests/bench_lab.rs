@@ -535,3 +535,158 @@ fn setup_rate_search_finds_a_lossless_rate() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The paired lab end to end: every round measures every (variant, test)
+/// once, in an order that differs between rounds; each ratio in the
+/// results is the geometric mean of the per-round ratios of the samples
+/// themselves; the tables, the forest plots and the noise guard's table
+/// show them; nothing is left behind.
+#[test]
+fn rounds_are_shuffled_paired_and_reported() {
+    let _one = serial();
+    let dir = out_dir("rounds");
+    let (o, pid) = run(
+        &[
+            "--variants",
+            "none,kernel-vxlan,tunlab-ebpf-vxlan",
+            "--tests",
+            "tcp_stream-65536B-1i,udp_stream-1024B-1i",
+            "--rounds",
+            "4",
+            "--seconds",
+            "1",
+            "--seed",
+            "29",
+        ],
+        &dir,
+    );
+    let text = succeeded(&o, "rounds");
+    let r = results(&dir);
+    assert_eq!(r["plan"]["seed"], 29);
+    assert_eq!(r["plan"]["baseline"], "kernel-vxlan");
+    // (round, seq, variant, test) of every kept sample.
+    let mut taken = Vec::new();
+    for v in r["variants"].as_array().unwrap() {
+        assert_eq!(v["status"], "ok", "{}", v["reason"]);
+        for t in v["tests"].as_array().unwrap() {
+            assert!(t["error"].is_null(), "{}", t["error"]);
+            let samples = t["samples"].as_array().unwrap();
+            let rounds: Vec<u64> = samples
+                .iter()
+                .map(|s| s["round"].as_u64().unwrap())
+                .collect();
+            assert_eq!(rounds, vec![0, 1, 2, 3], "{} {}", v["variant"], t["test"]);
+            for s in samples {
+                assert!(s["noise"]["per_cpu_busy_pct"].as_array().is_some(), "{s}");
+                taken.push((
+                    s["round"].as_u64().unwrap(),
+                    s["seq"].as_u64().unwrap(),
+                    v["variant"].as_str().unwrap().to_string(),
+                    t["test"].as_str().unwrap().to_string(),
+                ));
+            }
+        }
+    }
+    // Rounds follow each other: every sample of round k before round k+1.
+    taken.sort_by_key(|x| x.1);
+    let rounds: Vec<u64> = taken.iter().map(|x| x.0).collect();
+    assert!(rounds.windows(2).all(|w| w[0] <= w[1]), "{rounds:?}");
+    // And the order within rounds is shuffled: not the same every round.
+    let order = |k: u64| -> Vec<(String, String)> {
+        taken
+            .iter()
+            .filter(|x| x.0 == k)
+            .map(|x| (x.2.clone(), x.3.clone()))
+            .collect()
+    };
+    assert!(
+        (1..4).any(|k| order(k) != order(0)),
+        "every round in the same order: {:?}",
+        order(0)
+    );
+    // The ratio is the geometric mean of the per-round ratios.
+    let primary = |variant: &str, test: &str, field: &str| -> Vec<f64> {
+        let v = r["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["variant"] == variant)
+            .unwrap();
+        let t = v["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["test"] == test)
+            .unwrap();
+        let mut s: Vec<&serde_json::Value> = t["samples"].as_array().unwrap().iter().collect();
+        s.sort_by_key(|s| s["round"].as_u64());
+        s.iter().map(|s| s[field].as_f64().unwrap()).collect()
+    };
+    for (test, field) in [
+        ("tcp_stream-65536B-1i", "gbit_s"),
+        ("udp_stream-1024B-1i", "rx_pps"),
+    ] {
+        let (b, x) = (
+            primary("kernel-vxlan", test, field),
+            primary("tunlab-ebpf-vxlan", test, field),
+        );
+        let logs: Vec<f64> = x.iter().zip(&b).map(|(x, b)| (x / b).ln()).collect();
+        let want = (logs.iter().sum::<f64>() / 4.0).exp();
+        let v = r["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["variant"] == "tunlab-ebpf-vxlan")
+            .unwrap();
+        let t = v["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["test"] == test)
+            .unwrap();
+        let got = t["ratio"]["ratio"].as_f64().unwrap();
+        assert!((got / want - 1.0).abs() < 1e-9, "{test}: {got} vs {want}");
+        assert_eq!(t["ratio"]["rounds"], 4);
+        assert!(
+            t["ratio"]["lo"].as_f64().unwrap() <= got && got <= t["ratio"]["hi"].as_f64().unwrap()
+        );
+    }
+    // The tables say it with verdict words; the report draws it.
+    assert!(
+        text.contains("ratio to kernel-vxlan, paired by round"),
+        "{text}"
+    );
+    assert!(text.contains("noise guard"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("tcp_stream-65536B-1i") && l.contains('['))
+        .unwrap_or("");
+    assert!(
+        ["faster", "slower", "same"].iter().any(|w| row.contains(w)),
+        "{row}"
+    );
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("Ratios to the baseline"), "{html}");
+    assert!(dir.join("charts/tcp_stream-65536B-1i-ratio.png").exists());
+    assert!(dir
+        .join("charts/tcp_stream-65536B-1i-demand-ratio.svg")
+        .exists());
+    // `tunlab report` can pair against another variant of the run.
+    let o = tunlab()
+        .args(["report", "--baseline", "none", "--out"])
+        .arg(dir.join("again"))
+        .arg(dir.join("results.json"))
+        .output()
+        .unwrap();
+    let again = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && again.contains("ratio to none, paired by round"),
+        "{again}"
+    );
+    assert!(
+        leftovers(pid, &dir).is_empty(),
+        "{:?}",
+        leftovers(pid, &dir)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

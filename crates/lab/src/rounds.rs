@@ -174,7 +174,8 @@ impl Scheduler {
 }
 
 /// Run rounds until the scheduler is done: `fits(n)` says whether a
-/// round of `n` samples still fits the budget, `measure(round, cell)`
+/// round of `n` samples still fits the budget (asked only beyond the
+/// rule's first rounds, which are always taken), `measure(round, cell)`
 /// takes one sample and returns its primary figure (None: the cell
 /// failed and is measured no more).
 pub fn drive(
@@ -184,7 +185,7 @@ pub fn drive(
     mut stop: impl FnMut() -> bool,
 ) {
     while let Some(cells) = s.next_round() {
-        if !fits(cells.len()) {
+        if s.round >= s.rule.min_rounds && !fits(cells.len()) {
             s.budget_spent = true;
             return;
         }
@@ -334,10 +335,12 @@ mod tests {
         );
         assert!(s.failed(Cell { v: 1, t: 1 }));
         assert!(s.budget_spent);
-        assert_eq!(s.round, 3);
+        // The first two rounds are always taken: the budget was asked
+        // three times after them.
+        assert_eq!(s.round, 5);
         // Only the failed cell's row is short: it ran once.
         assert_eq!(s.grid.ratios(0, Cell { v: 1, t: 1 }).len(), 0);
-        assert_eq!(s.grid.ratios(0, Cell { v: 1, t: 0 }).len(), 3);
+        assert_eq!(s.grid.ratios(0, Cell { v: 1, t: 0 }).len(), 5);
     }
 
     #[test]

@@ -167,18 +167,7 @@ impl Chart {
         let plot_w = WIDTH - label_w - VALUE_W - 20.0;
         let x = |v: f64| label_w + plot_w * (v / end).clamp(0.0, 1.0);
         let plot_bottom = TOP + self.rows.len() as f64 * self.row_h();
-        // Grid and ticks.
-        let mut t = 0.0;
-        while t <= end + step / 2.0 {
-            let _ = write!(
-                s,
-                r##"<line x1="{0:.1}" y1="{TOP}" x2="{0:.1}" y2="{plot_bottom}" stroke="#e3e3e3"/><text x="{0:.1}" y="{1}" text-anchor="middle" fill="#555">{2}</text>"##,
-                x(t),
-                plot_bottom + 14.0,
-                tick_label(t, step)
-            );
-            t += step;
-        }
+        grid(&mut s, &x, (0.0, end, step), plot_bottom);
         let _ = write!(
             s,
             r##"<text x="{:.1}" y="{}" text-anchor="middle" fill="#333">{}</text>"##,
@@ -278,6 +267,22 @@ impl Chart {
         if self.series.len() > 1 {
             legend(s, self.series.iter().map(String::as_str));
         }
+    }
+}
+
+/// Vertical grid lines from `TOP` to `bottom` at every `step` of the
+/// axis `(from, to, step)`, each labelled under the plot.
+fn grid(s: &mut String, x: &dyn Fn(f64) -> f64, (from, to, step): (f64, f64, f64), bottom: f64) {
+    let mut t = from;
+    while t <= to + step / 2.0 {
+        let _ = write!(
+            s,
+            r##"<line x1="{0:.1}" y1="{TOP}" x2="{0:.1}" y2="{bottom}" stroke="#e3e3e3"/><text x="{0:.1}" y="{1}" text-anchor="middle" fill="#555">{2}</text>"##,
+            x(t),
+            bottom + 14.0,
+            tick_label(t, step)
+        );
+        t += step;
     }
 }
 
@@ -480,17 +485,7 @@ impl Forest {
             x(1.0 + band) - x(1.0 - band),
             bottom - TOP
         );
-        let mut t = lo;
-        while t <= hi + step / 2.0 {
-            let _ = write!(
-                s,
-                r##"<line x1="{0:.1}" y1="{TOP}" x2="{0:.1}" y2="{bottom}" stroke="#e3e3e3"/><text x="{0:.1}" y="{1}" text-anchor="middle" fill="#555">{2}</text>"##,
-                x(t),
-                bottom + 14.0,
-                tick_label(t, step)
-            );
-            t += step;
-        }
+        grid(&mut s, &x, (lo, hi, step), bottom);
         let _ = write!(
             s,
             r##"<line x1="{0:.1}" y1="{TOP}" x2="{0:.1}" y2="{bottom}" stroke="#555" stroke-dasharray="4 3"/><text x="{1:.1}" y="{2}" text-anchor="middle" fill="#333">{3}</text><text x="10" y="{4}" font-size="11" fill="#666">dot: ratio (geometric mean over rounds); line: its 95 % interval; shaded: ±{5}% of no difference</text>"##,

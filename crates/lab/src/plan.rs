@@ -127,13 +127,30 @@ impl Plan {
         self.variants.iter().position(|v| *v == b)
     }
 
+    /// What every profile shares: against kernel VXLAN, the guard's
+    /// default limits, the switch's own settings.
+    fn base(name: &str) -> Plan {
+        Plan {
+            profile: name.into(),
+            variants: Vec::new(),
+            tests: Vec::new(),
+            seconds: 1,
+            rule: Rule::rounds(5, 20),
+            baseline: Some(Variant::KernelVxlan),
+            seed: 0,
+            guard: Limits::default(),
+            workers: None,
+            spin_us: None,
+            tenant_cpus: None,
+        }
+    }
+
     /// `quick`: tunlab's flagship datapaths against the kernel and Open
     /// vSwitch, three tests, in about five minutes here; `full`: the
     /// whole matrix of the articles and of pbench-uperf.
     pub fn profile(name: &str) -> Result<Plan, LabError> {
         match name {
             "quick" => Ok(Plan {
-                profile: name.into(),
                 // The eBPF datapath per family where it exists (Geneve
                 // with OVN's option, VXLAN, QinQ), the userspace datapath
                 // where only it carries the encapsulation (STT) and once
@@ -165,12 +182,7 @@ impl Plan {
                     budget_s: Some(QUICK_BUDGET_S),
                     ..Rule::rounds(5, 40)
                 },
-                baseline: Some(Variant::KernelVxlan),
-                seed: 0,
-                guard: Limits::default(),
-                workers: None,
-                spin_us: None,
-                tenant_cpus: None,
+                ..Plan::base(name)
             }),
             "full" => {
                 let mut tests = Vec::new();
@@ -187,17 +199,11 @@ impl Plan {
                 });
                 tests.push(t(Kind::FirstPacket, 64, 1));
                 Ok(Plan {
-                    profile: name.into(),
                     variants: Variant::ALL.to_vec(),
                     tests,
                     seconds: 5,
                     rule: Rule::rounds(5, 20),
-                    baseline: Some(Variant::KernelVxlan),
-                    seed: 0,
-                    guard: Limits::default(),
-                    workers: None,
-                    spin_us: None,
-                    tenant_cpus: None,
+                    ..Plan::base(name)
                 })
             }
             other => Err(LabError::Usage {

@@ -18,6 +18,7 @@ pub struct Args {
     pub variants: Vec<String>,
     pub tests: Vec<String>,
     pub rounds: Option<usize>,
+    pub budget: Option<u64>,
     pub seconds: Option<u32>,
     pub baseline: String,
     pub seed: Option<u64>,
@@ -76,6 +77,14 @@ fn plan(a: &Args) -> Result<Plan, String> {
         plan.rule.min_rounds = n;
         plan.rule.max_rounds = n;
         plan.rule.budget_s = None;
+    }
+    if let Some(b) = a.budget {
+        if b > 7 * 24 * 3600 {
+            return Err(format!("--budget: {b} s is over a week"));
+        }
+        plan.rule.budget_s = (b > 0).then_some(b);
+        // A longer budget is there to be used: up to 200 rounds.
+        plan.rule.max_rounds = plan.rule.max_rounds.max(200);
     }
     if let Some(s) = a.seconds {
         if s == 0 || s > 3600 {

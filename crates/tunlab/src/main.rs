@@ -22,6 +22,9 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of its largest variant (bench's
+// arguments) costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Print every frame of a pcap or pcapng file layer by layer, every field
@@ -65,6 +68,11 @@ enum Command {
         /// Exactly this many rounds, instead of the profile's rule.
         #[arg(long, visible_alias = "samples")]
         rounds: Option<usize>,
+        /// Seconds the whole run may take (quick: 270); rounds go on while
+        /// an interval is wider than ±5 % and the next round fits. 0: no
+        /// limit, up to the profile's most rounds.
+        #[arg(long, value_name = "SECONDS", conflicts_with = "rounds")]
+        budget: Option<u64>,
         /// Seconds per sample (default: 1 quick, 5 full; CPU at a fixed
         /// rate at least 10).
         #[arg(long)]
@@ -101,7 +109,7 @@ enum Command {
         /// trafficgen's 30 s and 30 s), the node on the eBPF datapath and
         /// then on the userspace one, side by side; results in
         /// OUT/pvp-ebpf.json and OUT/pvp-userspace.json.
-        #[arg(long, conflicts_with_all = ["variants", "tests", "rounds", "seconds"])]
+        #[arg(long, conflicts_with_all = ["variants", "tests", "rounds", "budget", "seconds"])]
         pvp: bool,
         /// Measure the flow set-up rate instead: the highest rate of new
         /// flows (each one's first frame a cache miss) a caching datapath
@@ -109,7 +117,7 @@ enum Command {
         /// before each trial; --variants (default
         /// tunlab-ebpf-geneve,ovs-geneve) side by side (quick: 20,000 new
         /// flows a trial; full: 100,000). Results in OUT/setup-rate.json.
-        #[arg(long, conflicts_with_all = ["tests", "rounds", "seconds", "pvp"])]
+        #[arg(long, conflicts_with_all = ["tests", "rounds", "budget", "seconds", "pvp"])]
         setup_rate: bool,
         /// Run on two real hosts instead, as `ssh` takes them
         /// (USER@HOST1,USER@HOST2; your keys, agent and ssh config apply):
@@ -257,6 +265,7 @@ fn main() -> ExitCode {
             variants,
             tests,
             rounds,
+            budget,
             seconds,
             baseline,
             seed,
@@ -308,6 +317,7 @@ fn main() -> ExitCode {
                 variants,
                 tests,
                 rounds,
+                budget,
                 seconds,
                 baseline,
                 seed,

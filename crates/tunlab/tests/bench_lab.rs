@@ -605,19 +605,23 @@ fn rounds_are_shuffled_paired_and_reported() {
         order(0)
     );
     // The ratio is the geometric mean of the per-round ratios.
-    let primary = |variant: &str, test: &str, field: &str| -> Vec<f64> {
+    let cell = |variant: &str, test: &str| -> serde_json::Value {
         let v = r["variants"]
             .as_array()
             .unwrap()
             .iter()
             .find(|v| v["variant"] == variant)
             .unwrap();
-        let t = v["tests"]
+        v["tests"]
             .as_array()
             .unwrap()
             .iter()
             .find(|t| t["test"] == test)
-            .unwrap();
+            .unwrap()
+            .clone()
+    };
+    let primary = |variant: &str, test: &str, field: &str| -> Vec<f64> {
+        let t = cell(variant, test);
         let mut s: Vec<&serde_json::Value> = t["samples"].as_array().unwrap().iter().collect();
         s.sort_by_key(|s| s["round"].as_u64());
         s.iter().map(|s| s[field].as_f64().unwrap()).collect()
@@ -632,18 +636,7 @@ fn rounds_are_shuffled_paired_and_reported() {
         );
         let logs: Vec<f64> = x.iter().zip(&b).map(|(x, b)| (x / b).ln()).collect();
         let want = (logs.iter().sum::<f64>() / 4.0).exp();
-        let v = r["variants"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|v| v["variant"] == "tunlab-ebpf-vxlan")
-            .unwrap();
-        let t = v["tests"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["test"] == test)
-            .unwrap();
+        let t = cell("tunlab-ebpf-vxlan", test);
         let got = t["ratio"]["ratio"].as_f64().unwrap();
         assert!((got / want - 1.0).abs() < 1e-9, "{test}: {got} vs {want}");
         assert_eq!(t["ratio"]["rounds"], 4);

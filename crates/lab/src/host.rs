@@ -4,7 +4,7 @@
 //! datapath meets the real underlay) or a tenant namespace the lab made on
 //! it. Everything the lab does "on a host" goes through this type.
 
-use crate::remote::Ssh;
+use crate::remote::{Ssh, REMOTE_PREFIX};
 use crate::LabError;
 use std::process::{Child, Command, Stdio};
 
@@ -13,12 +13,6 @@ use tunlab_netio::netns::{self, Netns};
 /// The prefix of every namespace the lab creates on this machine
 /// (`tunlab bench --cleanup` removes leftovers by it).
 pub const PREFIX: &str = "tl-bench";
-
-/// The prefix of everything the lab creates on a remote host: tenant
-/// namespaces (`tlr-…`), links (`tlr…`) and the work folder
-/// (`/tmp/tlr-…`), so that `tunlab bench --hosts … --cleanup` finds them
-/// and nothing else.
-pub const REMOTE_PREFIX: &str = "tlr";
 
 #[derive(Debug)]
 enum Place {

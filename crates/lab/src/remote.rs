@@ -17,6 +17,12 @@ use crate::LabError;
 use std::path::PathBuf;
 use std::process::Command;
 
+/// The prefix of everything the lab creates on a remote host: tenant
+/// namespaces (`tlr-…`), links (`tlr…`) and the work folder
+/// (`/tmp/tlr-…`), so that `tunlab bench --hosts … --cleanup` finds them
+/// and nothing else.
+pub const REMOTE_PREFIX: &str = "tlr";
+
 /// How long `ssh` waits for a host to answer.
 pub const CONNECT_TIMEOUT_S: u32 = 5;
 
@@ -421,14 +427,10 @@ impl Remote {
     }
 }
 
-/// The tag of this run's names on real hosts: [`crate::host::REMOTE_PREFIX`]
+/// The tag of this run's names on real hosts: [`REMOTE_PREFIX`]
 /// and this process's id.
 pub fn run_tag() -> String {
-    format!(
-        "{}{}",
-        crate::host::REMOTE_PREFIX,
-        std::process::id() % 100_000
-    )
+    format!("{}{}", REMOTE_PREFIX, std::process::id() % 100_000)
 }
 
 /// Make the work folder on `h` and put tunlab there unless the host has
@@ -585,7 +587,7 @@ impl CpuMark {
 }
 
 /// The script `--cleanup` runs on a host: everything named with
-/// [`crate::host::REMOTE_PREFIX`] goes, and each removal is printed.
+/// [`REMOTE_PREFIX`] goes, and each removal is printed.
 const CLEANUP_SCRIPT: &str = r#"for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^tlr'); do
   ip netns pids "$n" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
   ip netns del "$n" && echo "namespace $n"

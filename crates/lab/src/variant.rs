@@ -1,8 +1,8 @@
-//! The datapaths compared, each set up on a fresh topology and torn down
-//! after its tests: the kernel bridging the tenant onto the underlay (no
-//! tunnel), the kernel's VXLAN device, Open vSwitch's userspace datapath
-//! (one instance per host namespace) and tunlab's switch, per
-//! encapsulation.
+//! The datapaths compared, each set up on a topology of its own (the
+//! run's [`crate::bed`] holds them side by side) and torn down with it:
+//! the kernel bridging the tenant onto the underlay (no tunnel), the
+//! kernel's VXLAN device, Open vSwitch's userspace datapath (one instance
+//! per host namespace) and tunlab's switch, per encapsulation.
 
 use crate::host::{Daemon, Host};
 use crate::ovs::Ovs;

@@ -210,9 +210,7 @@ fn drive(
     dir: &Path,
 ) -> Result<Soak, LabError> {
     let secs = plan.duration.as_secs_f64();
-    let ctls: Vec<PathBuf> = (1..=2)
-        .map(|i| PathBuf::from(variant::ctl_path(&format!("bench{i}"))))
-        .collect();
+    let ctls: Vec<PathBuf> = (0..2).map(|i| PathBuf::from(topo.ctl_path(i))).collect();
     // Before any traffic: what the underlay carried while the nodes came
     // up (one node may send before the other listens) is not the soak's.
     let baseline = node_stats(&ctls);

@@ -192,8 +192,8 @@ pub struct Guard {
 }
 
 impl Guard {
-    /// A guard for this process and the namespaces named (`ip netns`
-    /// names); more can be added as the lab makes them.
+    /// A guard for this process and its children; the lab's namespaces
+    /// are added with [`Guard::add_netns`] as the bed makes them.
     pub fn new(limits: Limits) -> Guard {
         Guard {
             lab_netns: HashSet::new(),

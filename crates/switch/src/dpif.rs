@@ -2,8 +2,8 @@
 //! (Open vSwitch's dpif): serve ports, take the slow path's decisions as
 //! cached flows, forget them when the rules change, list them and count.
 //!
-//! The userspace datapath ([`crate::userspace`]) is the switch's slow
-//! path and talks to a cache only through this trait; [`crate::kernel`]
+//! The userspace datapath (`userspace`) is the switch's slow
+//! path and talks to a cache only through this trait; `kernel`
 //! (the eBPF one) is the implementation today. The remaining dpif
 //! operations are the slow path's own I/O:
 //! - *misses come up* through the devices [`Dpif::port_add`] returns (the

@@ -12,7 +12,7 @@
 use crate::config::{Port, PortKind, TunnelPort};
 use crate::dpif::{Dpif, PortEnv, Revalidation, Upcalls};
 use crate::port::{default_tenant_mtu, geneve_options, remote_and_key, StartError};
-use crate::userspace::tenant_tap_options;
+use crate::port::tenant_tap_options;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use tunlab_dp::key::f;

@@ -6,7 +6,7 @@
 
 use std::net::IpAddr;
 use tunlab_dp::key::{f, tun_metadata, FieldPos, TUN_METADATA_FIELDS};
-use tunlab_dp::{Action as Act, FlowRule, Match};
+use tunlab_dp::{Action as Act, FlowKey, FlowRule, Match, PacketInReason};
 use tunlab_wire::openflow::{self as of, Action, FlowMod, Oxm};
 
 /// The highest table a rule can be in (the classifier's limit; 0xff is
@@ -768,6 +768,50 @@ pub fn action_text(a: &Action<'_>) -> Result<String, (u16, u16)> {
         },
         _ => return Err(bad_type),
     })
+}
+
+/// The PACKET_IN a worker sends for a `controller` action: the frame as
+/// it is now, cut to `max_len` (65535: whole), with in_port and, for a
+/// frame that came out of a tunnel, the tunnel's id and addresses in its
+/// match (`key` is the frame's flow key then).
+pub fn packet_in_message(
+    in_port: u32,
+    tunnel: Option<&FlowKey>,
+    max_len: u16,
+    table: u8,
+    cookie: u64,
+    reason: PacketInReason,
+    frame: &[u8],
+) -> Vec<u8> {
+    let mut m = Match::default();
+    m.value.set(f::IN_PORT, u64::from(in_port));
+    m.mask.set(f::IN_PORT, f::IN_PORT.max());
+    if let Some(k) = tunnel {
+        let fields: &[tunlab_dp::key::FieldPos] = if k.get(f::TUN_FAMILY) == 6 {
+            &[
+                f::TUN_ID,
+                f::TUN_IPV6_SRC_HI,
+                f::TUN_IPV6_SRC_LO,
+                f::TUN_IPV6_DST_HI,
+                f::TUN_IPV6_DST_LO,
+            ]
+        } else {
+            &[f::TUN_ID, f::TUN_SRC, f::TUN_DST]
+        };
+        for &p in fields {
+            m.value.set(p, k.get(p));
+            m.mask.set(p, p.max());
+        }
+    }
+    let fields = match_fields(&m);
+    let oxms: Vec<of::Oxm<'_>> = fields.iter().map(Field::oxm).collect();
+    let keep = if max_len == u16::MAX {
+        frame.len()
+    } else {
+        frame.len().min(usize::from(max_len))
+    };
+    let total = frame.len().min(usize::from(u16::MAX)) as u16;
+    of::packet_in(total, reason as u8, table, cookie, &oxms, &frame[..keep])
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 use crate::config::{FromFlow, Port, PortKind, TunnelPort};
 use std::net::IpAddr;
 use tunlab_dp::{TlvMap, TunnelSet};
+use tunlab_netio::tap::offload;
+use tunlab_netio::TapOptions;
 use tunlab_wire::geneve::{OptType, OptionRepr, OptionsBuf};
 use tunlab_wire::tunnel::TunnelKind;
 use tunlab_wire::vlan;
@@ -132,6 +134,21 @@ pub fn device_mtu(dev: &str) -> Option<u16> {
         .trim()
         .parse()
         .ok()
+}
+
+/// A tenant-facing TAP's options. Checksum and TSO offload: the tenant's
+/// kernel hands over TCP super-frames of up to 64 KB with the checksum
+/// partial, and takes joined ones back (`offloads = false`: checksum only).
+pub fn tenant_tap_options(offloads: bool) -> TapOptions {
+    TapOptions {
+        vnet_hdr: true,
+        multi_queue: true,
+        offload: if offloads {
+            offload::CSUM | offload::TSO4 | offload::TSO6 | offload::TSO_ECN
+        } else {
+            offload::CSUM
+        },
+    }
 }
 
 #[cfg(test)]

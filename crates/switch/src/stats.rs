@@ -42,7 +42,7 @@ pub struct NodeStats {
 impl NodeStats {
     /// The sum of the workers' counters, worker by worker in order. A TAP
     /// queue's number is `worker + workers * i` for a worker's i-th queue
-    /// (as [`crate::userspace::open_tap`] deals them), so the per-queue counts are dealt
+    /// (as the userspace datapath opens them), so the per-queue counts are dealt
     /// back in that order.
     pub fn sum(workers: &[NodeStats]) -> NodeStats {
         let Some(first) = workers.first() else {

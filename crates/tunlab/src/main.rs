@@ -485,8 +485,8 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
         .openflow
         .iter()
         .map(|t| match t {
-            tunlab_switch::mgmt::Target::Tcp(a) => format!(", controller tcp:{a}"),
-            tunlab_switch::mgmt::Target::PTcp(a) => format!(", listening ptcp:{a}"),
+            tunlab_switch::config::Target::Tcp(a) => format!(", controller tcp:{a}"),
+            tunlab_switch::config::Target::PTcp(a) => format!(", listening ptcp:{a}"),
         })
         .collect();
     eprintln!(

@@ -24,27 +24,24 @@
 
 mod handle;
 
+use crate::config::Target;
 use crate::ctl::{bind_socket, check_peer};
 use crate::workers::Switch;
 use handle::handle;
 use nix::poll::{poll, PollFd, PollFlags};
 use nix::unistd::Gid;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::{UnixDatagram, UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use tunlab_dp::key::f;
-use tunlab_dp::{FlowKey, Match, PacketInReason};
 use tunlab_wire::openflow::{self as of, Message};
 
 /// Bytes a connection may have sent and not yet been answered for.
 pub const MAX_BUFFERED: usize = 4 * of::MAX_LEN;
 /// Connections served at once; more are refused.
 pub const MAX_CONNECTIONS: usize = 64;
-/// OpenFlow's registered port, the default for `tcp:` and `ptcp:`.
-pub const OPENFLOW_PORT: u16 = 6653;
 /// A controller idle this long is sent an ECHO request; silent as long
 /// again, it is dropped (OVS's default inactivity probe).
 pub const PROBE_INTERVAL: Duration = Duration::from_secs(5);
@@ -59,60 +56,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 /// The versions this switch speaks.
 fn ours() -> u32 {
     of::version_bitmap(&[of::OF10, of::OF13])
-}
-
-/// One entry of `[switch] openflow`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    /// `tcp:IP[:PORT]`: connect to a controller there.
-    Tcp(SocketAddr),
-    /// `ptcp:[PORT][:IP]`: listen for controllers there.
-    PTcp(SocketAddr),
-}
-
-/// Read an OpenFlow connection method as OVS writes it (`tcp:IP[:PORT]`,
-/// `ptcp:[PORT][:IP]`; the port defaults to 6653, ptcp's address to
-/// every one); the error names what is wrong.
-pub fn parse_target(s: &str) -> Result<Target, String> {
-    let port = |p: &str| -> Result<u16, String> {
-        if p.is_empty() {
-            return Ok(OPENFLOW_PORT);
-        }
-        p.parse::<u16>()
-            .map_err(|_| format!("'{s}': port '{p}' is not a number from 0 to 65535"))
-    };
-    let ip = |a: &str| -> Result<IpAddr, String> {
-        a.trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-            .map_err(|_| format!("'{s}': '{a}' is not an IP address"))
-    };
-    if let Some(rest) = s.strip_prefix("tcp:") {
-        // The last colon splits off the port unless the address is a bare
-        // IPv6 one.
-        let (a, p) = match rest.rsplit_once(':') {
-            Some((a, p)) if !a.is_empty() && (rest.starts_with('[') || !a.contains(':')) => (a, p),
-            _ => (rest, ""),
-        };
-        if a.is_empty() {
-            return Err(format!(
-                "'{s}': tcp: needs the controller's address (tcp:IP[:PORT])"
-            ));
-        }
-        return Ok(Target::Tcp(SocketAddr::new(ip(a)?, port(p)?)));
-    }
-    if let Some(rest) = s.strip_prefix("ptcp:") {
-        let (p, a) = rest.split_once(':').unwrap_or((rest, ""));
-        let addr = if a.is_empty() {
-            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
-        } else {
-            ip(a)?
-        };
-        return Ok(Target::PTcp(SocketAddr::new(addr, port(p)?)));
-    }
-    Err(format!(
-        "'{s}': not an OpenFlow connection method (tcp:IP[:PORT] or ptcp:[PORT][:IP]; the management socket punix: is always there)"
-    ))
 }
 
 /// A connection's byte stream.
@@ -257,50 +200,6 @@ pub fn datapath_id(name: &str) -> u64 {
         h = h.wrapping_mul(0x100_0000_01b3);
     }
     h & 0xffff_ffff_ffff
-}
-
-/// The PACKET_IN a worker sends for a `controller` action: the frame as
-/// it is now, cut to `max_len` (65535: whole), with in_port and, for a
-/// frame that came out of a tunnel, the tunnel's id and addresses in its
-/// match (`key` is the frame's flow key then).
-pub fn packet_in_message(
-    in_port: u32,
-    tunnel: Option<&FlowKey>,
-    max_len: u16,
-    table: u8,
-    cookie: u64,
-    reason: PacketInReason,
-    frame: &[u8],
-) -> Vec<u8> {
-    let mut m = Match::default();
-    m.value.set(f::IN_PORT, u64::from(in_port));
-    m.mask.set(f::IN_PORT, f::IN_PORT.max());
-    if let Some(k) = tunnel {
-        let fields: &[tunlab_dp::key::FieldPos] = if k.get(f::TUN_FAMILY) == 6 {
-            &[
-                f::TUN_ID,
-                f::TUN_IPV6_SRC_HI,
-                f::TUN_IPV6_SRC_LO,
-                f::TUN_IPV6_DST_HI,
-                f::TUN_IPV6_DST_LO,
-            ]
-        } else {
-            &[f::TUN_ID, f::TUN_SRC, f::TUN_DST]
-        };
-        for &p in fields {
-            m.value.set(p, k.get(p));
-            m.mask.set(p, p.max());
-        }
-    }
-    let fields = crate::ofrules::match_fields(&m);
-    let oxms: Vec<of::Oxm<'_>> = fields.iter().map(crate::ofrules::Field::oxm).collect();
-    let keep = if max_len == u16::MAX {
-        frame.len()
-    } else {
-        frame.len().min(usize::from(max_len))
-    };
-    let total = frame.len().min(usize::from(u16::MAX)) as u16;
-    of::packet_in(total, reason as u8, table, cookie, &oxms, &frame[..keep])
 }
 
 impl MgmtServer {

@@ -25,7 +25,7 @@ mod stt;
 mod tap;
 mod udp;
 
-pub use tap::{from_tap, fuzz_upcall, open_tap, tenant_tap_options};
+pub use tap::{from_tap, fuzz_upcall, open_tap};
 
 use crate::config::{Config, FromFlow, Port, PortKind, PortMap, TunnelPort};
 use crate::dpif::{Dpif, PortEnv, Revalidation, Upcalls};
@@ -796,7 +796,7 @@ impl Node {
                     reason,
                 } => {
                     let tun = tunnelled.then_some(&self.key);
-                    let m = crate::mgmt::packet_in_message(
+                    let m = crate::ofrules::packet_in_message(
                         in_port,
                         tun,
                         max_len,

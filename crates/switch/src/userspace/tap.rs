@@ -5,10 +5,10 @@
 
 use super::{port_error, segments, Gso, Io, Node, FRAME_MAX, HEADROOM};
 use crate::config::{Port, PortKind};
-use crate::port::{default_tenant_mtu, StartError};
+use crate::port::{default_tenant_mtu, tenant_tap_options, StartError};
 use crate::profile::Stage;
-use tunlab_netio::tap::{offload, VNET_HDR_LEN};
-use tunlab_netio::{netns, Tap, TapOptions};
+use tunlab_netio::tap::VNET_HDR_LEN;
+use tunlab_netio::{netns, Tap};
 use tunlab_wire::{virtio_net, PacketBuf};
 
 impl Node {
@@ -124,21 +124,6 @@ impl Node {
         } else {
             p.stats.tx_errors += 1;
         }
-    }
-}
-
-/// A tenant-facing TAP's options. Checksum and TSO offload: the tenant's
-/// kernel hands over TCP super-frames of up to 64 KB with the checksum
-/// partial, and takes joined ones back (`offloads = false`: checksum only).
-pub fn tenant_tap_options(offloads: bool) -> TapOptions {
-    TapOptions {
-        vnet_hdr: true,
-        multi_queue: true,
-        offload: if offloads {
-            offload::CSUM | offload::TSO4 | offload::TSO6 | offload::TSO_ECN
-        } else {
-            offload::CSUM
-        },
     }
 }
 

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+use tunlab_ctl::{PortRow, Stats};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -136,10 +137,10 @@ pub struct Soak {
     /// Drops by reason per node at the end (`dropped WHY: N` and the
     /// kernel's drop counters).
     pub drops: Vec<BTreeMap<String, u64>>,
-    /// `tunlab ctl stats` of each node before the traffic and at the end,
-    /// as printed.
-    pub baseline_stats: Vec<String>,
-    pub final_stats: Vec<String>,
+    /// `tunlab ctl stats` of each node before the traffic and at the end
+    /// (empty where a node did not answer).
+    pub baseline_stats: Vec<Stats>,
+    pub final_stats: Vec<Stats>,
     pub samples: Vec<Sample>,
     pub checks: Vec<Check>,
     pub interrupted: bool,
@@ -276,7 +277,7 @@ fn drive(
         } else {
             format!("del-flows --strict {rule}")
         };
-        match tunlab_switch::ctl::request(&ctls[0], &req) {
+        match tunlab_ctl::request(&ctls[0], &req) {
             Ok((true, _)) => {}
             Ok((false, why)) => change_errors.push(format!("{req}: {}", why.trim())),
             Err(e) => change_errors.push(format!("{req}: {e}")),
@@ -356,13 +357,11 @@ fn drive(
     Ok(soak)
 }
 
-/// `tunlab ctl stats` of each node, as printed.
-fn node_stats(ctls: &[PathBuf]) -> Vec<String> {
+/// `tunlab ctl stats` of each node (empty for a node that did not answer:
+/// its port checks then fail).
+fn node_stats(ctls: &[PathBuf]) -> Vec<Stats> {
     ctls.iter()
-        .map(|c| match tunlab_switch::ctl::request(c, "stats") {
-            Ok((_, s)) => s,
-            Err(e) => format!("(no answer: {e})"),
-        })
+        .map(|c| tunlab_ctl::stats(c).unwrap_or_default())
         .collect()
 }
 
@@ -466,103 +465,23 @@ fn node_sample(pid: u32, ctl: &Path) -> NodeSample {
             }
         }
     }
-    if let Ok((true, stats)) = tunlab_switch::ctl::request(ctl, "stats") {
-        n.counters = counters(&stats);
-        n.cached_flows = stats
-            .lines()
-            .find_map(|l| l.strip_prefix("revalidator: "))
-            .and_then(|l| l.split("last sweep saw ").nth(1))
-            .and_then(|l| l.split_whitespace().next())
-            .and_then(|v| v.parse().ok());
+    if let Ok(stats) = tunlab_ctl::stats(ctl) {
+        n.counters = stats.flat();
+        n.cached_flows = stats.revalidator.map(|r| r.last_seen);
     }
     n
 }
 
-/// The one-number lines of `tunlab ctl stats` (`NAME: N`, `dropped WHY:
-/// N` as `dropped WHY`), and per port `port NAME rx`/`tx` packets.
-pub fn counters(stats: &str) -> BTreeMap<String, u64> {
-    let mut m = BTreeMap::new();
-    for l in stats.lines() {
-        if let Some(rest) = l.strip_prefix("port ") {
-            // port 1 up (geneve): rx 5 pkts 640 bytes, tx 7 pkts ...
-            let mut w = rest.split_whitespace();
-            let (Some(_), Some(name)) = (w.next(), w.next()) else {
-                continue;
-            };
-            let words: Vec<&str> = rest.split_whitespace().collect();
-            for dir in ["rx", "tx"] {
-                if let Some(i) = words.iter().position(|x| *x == dir) {
-                    if let Some(v) = words.get(i + 1).and_then(|v| v.parse().ok()) {
-                        m.insert(format!("port {name} {dir}"), v);
-                    }
-                }
-            }
-            continue;
-        }
-        if let Some((k, v)) = l.rsplit_once(": ") {
-            if let Ok(v) = v.trim().parse() {
-                m.insert(k.to_string(), v);
-            }
-        }
-    }
-    m
-}
-
-/// One port line of `tunlab ctl stats`: its kind and packet counts
-/// (the slow path's and the kernel's together).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PortLine {
-    pub name: String,
-    pub kind: String,
-    pub rx: u64,
-    pub tx: u64,
-    /// Frames the kernel datapath dropped as they came in on this port.
-    pub rx_dropped: u64,
-}
-
-impl PortLine {
-    /// A port toward the underlay (a tunnel or QinQ), not a tenant.
-    pub fn is_underlay(&self) -> bool {
-        !matches!(self.kind.as_str(), "tap" | "veth" | "system")
-    }
-}
-
-/// The port lines of `tunlab ctl stats`:
-/// `port 1 up (geneve): rx 5 pkts 640 bytes, tx 7 pkts 900 bytes, tx
-/// errors 0[, rx dropped 2 (kernel)]`.
-pub fn port_lines(stats: &str) -> Vec<PortLine> {
-    let mut v = Vec::new();
-    for l in stats.lines() {
-        let Some(rest) = l.strip_prefix("port ") else {
-            continue;
-        };
-        let w: Vec<&str> = rest.split_whitespace().collect();
-        let num = |after: &[&str]| -> Option<u64> {
-            let i = w.windows(after.len()).position(|x| x == after)?;
-            w.get(i + after.len())?.trim_end_matches(',').parse().ok()
-        };
-        let (Some(name), Some(kind)) = (w.get(1), w.get(2)) else {
-            continue;
-        };
-        let kind = kind.trim_start_matches('(').trim_end_matches("):");
-        let (Some(rx), Some(tx)) = (num(&["rx"]), num(&["tx"])) else {
-            continue;
-        };
-        v.push(PortLine {
-            name: name.to_string(),
-            kind: kind.to_string(),
-            rx,
-            tx,
-            rx_dropped: num(&["rx", "dropped"]).unwrap_or(0),
-        });
-    }
-    v
+/// A port toward the underlay (a tunnel or QinQ), not a tenant.
+pub fn is_underlay(p: &PortRow) -> bool {
+    !matches!(p.kind.as_str(), "tap" | "veth" | "system")
 }
 
 /// Drops by reason: the slow path's `dropped WHY` and the kernel
 /// datapath's drop counters, non-zero ones only.
-pub fn drop_counts(stats: &str) -> BTreeMap<String, u64> {
-    counters(stats)
+pub fn drop_counts(stats: &Stats) -> BTreeMap<String, u64> {
+    stats
+        .flat()
         .into_iter()
         .filter(|(k, v)| {
             *v > 0
@@ -724,22 +643,18 @@ pub fn checks(s: &Soak) -> Vec<Check> {
 /// ports or was dropped (the kernel's per-port drops and the slow path's
 /// drops by reason); between the nodes, what one sent into the underlay
 /// the other received from it since `baseline` (before the traffic).
-pub fn port_checks(baseline: &[String], final_stats: &[String]) -> Vec<Check> {
-    let nodes: Vec<Vec<PortLine>> = final_stats.iter().map(|s| port_lines(s)).collect();
-    let before: Vec<Vec<PortLine>> = baseline.iter().map(|s| port_lines(s)).collect();
+pub fn port_checks(baseline: &[Stats], final_stats: &[Stats]) -> Vec<Check> {
+    let nodes: Vec<&Vec<PortRow>> = final_stats.iter().map(|s| &s.ports).collect();
+    let before: Vec<&Vec<PortRow>> = baseline.iter().map(|s| &s.ports).collect();
     let mut c = Vec::new();
     for (i, (ports, stats)) in nodes.iter().zip(final_stats).enumerate() {
-        let rx: u64 = ports.iter().map(|p| p.rx).sum();
-        let tx: u64 = ports.iter().map(|p| p.tx).sum();
+        let rx: u64 = ports.iter().map(|p| p.rx_packets).sum();
+        let tx: u64 = ports.iter().map(|p| p.tx_packets).sum();
         let kernel: u64 = ports.iter().map(|p| p.rx_dropped).sum();
-        let slow: u64 = counters(stats)
-            .iter()
-            .filter(|(k, _)| k.starts_with("dropped "))
-            .map(|(_, v)| v)
-            .sum();
+        let slow: u64 = stats.drops.values().sum();
         let per: Vec<String> = ports
             .iter()
-            .map(|p| format!("{} rx {} tx {}", p.name, p.rx, p.tx))
+            .map(|p| format!("{} rx {} tx {}", p.name, p.rx_packets, p.tx_packets))
             .collect();
         c.push(Check {
             what: format!("h{}: per port, received = sent + dropped", i + 1),
@@ -751,19 +666,19 @@ pub fn port_checks(baseline: &[String], final_stats: &[String]) -> Vec<Check> {
             ),
         });
     }
-    let under = |n: Option<&Vec<PortLine>>, f: fn(&PortLine) -> u64| -> u64 {
+    let under = |n: Option<&&Vec<PortRow>>, f: fn(&PortRow) -> u64| -> u64 {
         n.into_iter()
-            .flatten()
-            .filter(|p| p.is_underlay())
+            .flat_map(|v| v.iter())
+            .filter(|p| is_underlay(p))
             .map(f)
             .sum()
     };
     if nodes.len() == 2 {
         for (from, to) in [(0, 1), (1, 0)] {
-            let sent =
-                under(nodes.get(from), |p| p.tx).saturating_sub(under(before.get(from), |p| p.tx));
-            let got =
-                under(nodes.get(to), |p| p.rx).saturating_sub(under(before.get(to), |p| p.rx));
+            let sent = under(nodes.get(from), |p| p.tx_packets)
+                .saturating_sub(under(before.get(from), |p| p.tx_packets));
+            let got = under(nodes.get(to), |p| p.rx_packets)
+                .saturating_sub(under(before.get(to), |p| p.rx_packets));
             let (from, to) = (from + 1, to + 1);
             c.push(Check {
                 what: format!("underlay: h{from} sent = h{to} received"),
@@ -933,7 +848,11 @@ pub fn write(s: &Soak, dir: &Path) -> Result<(), LabError> {
     }
     html.push_str("<h2>Counters at the end</h2>");
     for (i, st) in s.final_stats.iter().enumerate() {
-        html.push_str(&format!("<h3>h{}</h3><pre>{}</pre>", i + 1, chart::esc(st)));
+        html.push_str(&format!(
+            "<h3>h{}</h3><pre>{}</pre>",
+            i + 1,
+            chart::esc(&st.text())
+        ));
     }
     put(dir.join("soak.html"), html.as_bytes())
 }
@@ -972,75 +891,80 @@ mod tests {
             .contains("not a duration"));
     }
 
-    const STATS: &str = "port 1 up (geneve): rx 5 pkts 640 bytes, tx 7 pkts 900 bytes, tx errors 0\n\
-        port 2 tap0 (veth): rx 70 pkts 6400 bytes, tx 50 pkts 9000 bytes, tx errors 0\n\
-        dropped no_route: 3\n\
-        exact-match cache: 1 hits, 2 misses\n\
-        kernel_hit: 1000\nkernel_drop_action: 0\nkernel_too_big: 4\n\
-        revalidator: 9 sweeps, deleted 1 idle and 2 stale flows, evicted 0 (cache nearly full); last sweep saw 12 flows in 0.1 ms\n";
+    /// A node's statistics: ports as (name, kind, rx, tx, rx dropped by
+    /// the kernel), the slow path's drops.
+    fn node(ports: &[(&str, &str, u64, u64, u64)], drops: &[(&str, u64)]) -> Stats {
+        Stats {
+            ports: ports
+                .iter()
+                .enumerate()
+                .map(|(i, &(name, kind, rx, tx, rx_dropped))| PortRow {
+                    name: name.into(),
+                    ofport: i as u32 + 1,
+                    kind: kind.into(),
+                    rx_packets: rx,
+                    tx_packets: tx,
+                    rx_dropped,
+                    ..PortRow::default()
+                })
+                .collect(),
+            drops: drops.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            ..Stats::default()
+        }
+    }
 
     #[test]
-    fn the_counters_of_ctl_stats() {
-        let c = counters(STATS);
-        assert_eq!(c["port up rx"], 5);
-        assert_eq!(c["port tap0 tx"], 50);
-        assert_eq!(c["dropped no_route"], 3);
-        assert_eq!(c["kernel_hit"], 1000);
-        let d = drop_counts(STATS);
+    fn drops_by_reason_from_the_slow_path_and_the_kernel() {
+        let mut st = node(&[("up", "geneve", 5, 7, 0)], &[("no_route", 3)]);
+        st.datapath = vec![
+            ("kernel_hit".into(), 1000),
+            ("kernel_drop_action".into(), 0),
+            ("kernel_too_big".into(), 4),
+        ];
         assert_eq!(
-            d.into_iter().collect::<Vec<_>>(),
+            drop_counts(&st).into_iter().collect::<Vec<_>>(),
             vec![("dropped no_route".into(), 3), ("kernel_too_big".into(), 4)]
         );
     }
 
     #[test]
-    fn port_lines_and_their_sums() {
-        let p = port_lines(STATS);
-        assert_eq!(p.len(), 2);
-        assert_eq!((p[0].kind.as_str(), p[0].rx, p[0].tx), ("geneve", 5, 7));
-        assert!(p[0].is_underlay() && !p[1].is_underlay());
-        let with_drops = "port 2 t (veth): rx 9 pkts 1 bytes, tx 4 pkts 1 bytes, tx errors 0, rx dropped 2 (kernel), slow path frames rx 3 tx 1\n";
-        let p = &port_lines(with_drops)[0];
-        assert_eq!((p.rx, p.tx, p.rx_dropped), (9, 4, 2), "packets, not frames");
-
+    fn port_sums() {
         // h1: 100 in from its tenant, 97 into the tunnel, 3 dropped;
         // h2: the 97 from the tunnel to its tenant, 40 back.
-        let h1 = "port 1 t (geneve): rx 40 pkts 0 bytes, tx 97 pkts 0 bytes, tx errors 0\n\
-            port 2 a (veth): rx 100 pkts 0 bytes, tx 40 pkts 0 bytes, tx errors 0, rx dropped 1 (kernel)\n\
-            dropped policed: 2\n";
-        let h2 = "port 1 t (geneve): rx 97 pkts 0 bytes, tx 40 pkts 0 bytes, tx errors 0\n\
-            port 2 b (veth): rx 40 pkts 0 bytes, tx 97 pkts 0 bytes, tx errors 0\n";
-        let held = |a: &str, b: &str| -> Vec<bool> {
-            port_checks(&[], &[a.to_string(), b.to_string()])
+        let h1 = node(
+            &[("t", "geneve", 40, 97, 0), ("a", "veth", 100, 40, 1)],
+            &[("policed", 2)],
+        );
+        let h2 = node(&[("t", "geneve", 97, 40, 0), ("b", "veth", 40, 97, 0)], &[]);
+        assert!(is_underlay(&h1.ports[0]) && !is_underlay(&h1.ports[1]));
+        let held = |a: &Stats, b: &Stats| -> Vec<bool> {
+            port_checks(&[], &[a.clone(), b.clone()])
                 .iter()
                 .map(|c| c.held)
                 .collect()
         };
-        assert_eq!(held(h1, h2), [true; 4]);
+        assert_eq!(held(&h1, &h2), [true; 4]);
         // A frame lost uncounted on h2's way to its tenant.
-        let lost = h2.replace("tx 97", "tx 96");
-        assert_eq!(held(h1, &lost), [true, false, true, true]);
+        let lost = node(&[("t", "geneve", 97, 40, 0), ("b", "veth", 40, 96, 0)], &[]);
+        assert_eq!(held(&h1, &lost), [true, false, true, true]);
         // The underlay lost one on the way to h2.
-        let short = h2.replace("rx 97", "rx 96").replace("tx 97", "tx 96");
-        assert_eq!(held(h1, &short), [true, true, false, true]);
+        let short = node(&[("t", "geneve", 96, 40, 0), ("b", "veth", 40, 96, 0)], &[]);
+        assert_eq!(held(&h1, &short), [true, true, false, true]);
         // One lost on the underlay before the traffic (the far node not
         // yet listening): not the soak's.
-        let early = |h1: &str, h2: &str| -> Vec<bool> {
-            let base = [
-                "port 1 t (geneve): rx 0 pkts 0 bytes, tx 1 pkts 0 bytes, tx errors 0\n"
-                    .to_string(),
-                String::new(),
-            ];
-            port_checks(&base, &[h1.to_string(), h2.to_string()])
-                .iter()
-                .map(|c| c.held)
-                .collect()
-        };
-        let h1_more = h1
-            .replace("tx 97 pkts", "tx 98 pkts")
-            .replace("rx 100 pkts", "rx 101 pkts");
-        assert_eq!(early(&h1_more, h2), [true; 4]);
-        assert_eq!(held(&h1_more, h2), [true, true, false, true]);
+        let h1_more = node(
+            &[("t", "geneve", 40, 98, 0), ("a", "veth", 101, 40, 1)],
+            &[("policed", 2)],
+        );
+        let base = [node(&[("t", "geneve", 0, 1, 0)], &[]), Stats::default()];
+        let early: Vec<bool> = port_checks(&base, &[h1_more.clone(), h2.clone()])
+            .iter()
+            .map(|c| c.held)
+            .collect();
+        assert_eq!(early, [true; 4]);
+        assert_eq!(held(&h1_more, &h2), [true, true, false, true]);
+        // A node that did not answer has no ports: its check fails.
+        assert_eq!(held(&h1, &Stats::default())[1], false);
     }
 
     fn soak_with(rss: impl Fn(f64) -> u64, fds: impl Fn(f64) -> u64) -> Soak {

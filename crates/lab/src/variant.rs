@@ -357,7 +357,7 @@ impl Ctl {
     /// Send one request: whether the switch took it, and its answer.
     pub fn request(&self, req: &str) -> Result<(bool, String), String> {
         match &self.remote {
-            None => tunlab_switch::ctl::request(Path::new(&self.path), req)
+            None => tunlab_ctl::request(Path::new(&self.path), req)
                 .map_err(|e| format!("{}: {e}", self.path)),
             Some((ssh, tunlab)) => {
                 match ssh.run(&[tunlab, "ctl", "--socket", &self.path, req]) {

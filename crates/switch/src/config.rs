@@ -599,13 +599,11 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
     }
     let mut openflow = Vec::new();
     for (index, t) in raw.switch.openflow.iter().enumerate() {
-        openflow.push(
-            parse_target(t).map_err(|msg| ConfigError::OpenFlow {
-                file: file.to_string(),
-                index,
-                msg,
-            })?,
-        );
+        openflow.push(parse_target(t).map_err(|msg| ConfigError::OpenFlow {
+            file: file.to_string(),
+            index,
+            msg,
+        })?);
     }
     let mut cfg = Config {
         name: raw.switch.name,

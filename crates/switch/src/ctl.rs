@@ -33,17 +33,10 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tunlab_ctl::{PortRow, Stats};
 use tunlab_dp::{format_flow, parse_flow, FlowRule, PortNames, Selector, DEFAULT_PRIORITY};
 
-/// The longest request line accepted (a rule with a hundred actions fits
-/// many times over).
-pub const MAX_REQUEST_LINE: usize = 64 * 1024;
-/// The largest `add-flows` body: about a million rules of 100 bytes.
-pub const MAX_FLOWS_BODY: usize = 128 << 20;
-/// How long a client has to send its request line.
-pub const LINE_DEADLINE: Duration = Duration::from_millis(500);
-/// How long a client has to send an `add-flows` body.
-pub const BODY_DEADLINE: Duration = Duration::from_secs(30);
+pub use tunlab_ctl::{BODY_DEADLINE, LINE_DEADLINE, MAX_FLOWS_BODY, MAX_REQUEST_LINE};
 
 /// The listening side, owned by the node's loop.
 #[derive(Debug)]
@@ -512,71 +505,14 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
         "add-flows" => Err(
             "add-flows needs the byte count of the rules that follow (tunlab ctl add-flows FILE sends them)".into(),
         ),
-        "stats" if !arg.is_empty() => Err(format!("stats takes nothing or --cycles, not '{arg}'")),
-        "stats" => {
-            let (rows, st) = port_rows(sw)?;
-            let mut s = String::new();
-            for p in &rows {
-                // The kernel's receive drops only when there are some:
-                // "dropped" in the stats means something was.
-                let drops = match p.rx_dropped {
-                    0 => String::new(),
-                    n => format!(", rx dropped {n} (kernel)"),
-                };
-                // Packets count segments; where the slow path moved
-                // super-frames, how many frames it read and wrote.
-                let frames = if (p.rx_frames, p.tx_frames) != (p.slow_rx_packets, p.slow_tx_packets) {
-                    format!(", slow path frames rx {} tx {}", p.rx_frames, p.tx_frames)
-                } else {
-                    String::new()
-                };
-                s.push_str(&format!(
-                    "port {} {} ({}): rx {} pkts {} bytes, tx {} pkts {} bytes, tx errors {}{drops}{frames}\n",
-                    p.ofport, p.name, p.kind, p.rx_packets, p.rx_bytes, p.tx_packets, p.tx_bytes, p.tx_errors,
-                ));
-                if p.queue_rx.len() > 1 {
-                    let per: Vec<String> = p.queue_rx.iter().map(u64::to_string).collect();
-                    s.push_str(&format!("  rx per queue: {}\n", per.join(" ")));
-                }
-            }
-            let mut drops: Vec<_> = st.drops.iter().collect();
-            drops.sort();
-            for (why, n) in drops {
-                s.push_str(&format!("dropped {why}: {n}\n"));
-            }
-            let mut frag: Vec<_> = st.outer_fragmented.iter().collect();
-            frag.sort();
-            for (kind, n) in frag {
-                s.push_str(&format!("sent in fragmented outer packets ({kind}): {n}\n"));
-            }
-            let (hits, misses) = st.cache;
-            s.push_str(&format!(
-                "exact-match cache: {hits} hits, {misses} misses\n"
-            ));
-            let kernel = sw
-                .on(0, |n| n.dpif.as_ref().map(|d| d.stats()))
-                .map_err(gone)?;
-            for (name, v) in kernel.into_iter().flatten() {
-                s.push_str(&format!("{name}: {v}\n"));
-            }
-            if let Some(r) = sw.revalidator_stats() {
-                s.push_str(&format!(
-                    "revalidator: {} sweeps, deleted {} idle and {} stale flows, evicted {} (cache nearly full); last sweep saw {} flows in {:.1} ms\n",
-                    r.sweeps,
-                    r.idle_deleted,
-                    r.stale_deleted,
-                    r.evicted,
-                    r.last_seen,
-                    r.last_sweep.as_secs_f64() * 1e3
-                ));
-            }
-            Ok(s)
-        }
+        "stats" if !arg.is_empty() => Err(format!("stats takes nothing, --json or --cycles, not '{arg}'")),
+        "stats" if arg == "--json" => Ok(stats(sw)?.to_json() + "\n"),
+        "stats" => Ok(stats(sw)?.text()),
         "" => {
-            Err("empty request (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | [--strict] MATCH], mod-flows [--strict] MATCH actions=..., stats [--cycles], cycles on|off, flow-restore-wait [off])".into())
+            Err("empty request (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | [--strict] MATCH], mod-flows [--strict] MATCH actions=..., stats [--json | --cycles], cycles on|off, flow-restore-wait [off])".into())
         }
         other => Err(format!(
-            "unknown request '{other}' (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | [--strict] MATCH], mod-flows [--strict] MATCH actions=..., stats [--cycles], cycles on|off, flow-restore-wait [off])"
+            "unknown request '{other}' (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | [--strict] MATCH], mod-flows [--strict] MATCH actions=..., stats [--json | --cycles], cycles on|off, flow-restore-wait [off])"
         )),
     }
 }
@@ -638,33 +574,41 @@ pub fn flow_entries(sw: &mut Switch) -> Result<Vec<FlowEntry>, String> {
         .collect())
 }
 
-/// One port's counters: the slow path's summed over workers, plus what a
-/// caching datapath forwarded itself.
-#[derive(Debug, Clone)]
-pub struct PortRow {
-    pub name: String,
-    pub ofport: u32,
-    pub kind: &'static str,
-    pub rx_packets: u64,
-    pub rx_bytes: u64,
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
-    pub tx_errors: u64,
-    /// Dropped on receive by the kernel datapath.
-    pub rx_dropped: u64,
-    /// The slow path's own packet and frame counts.
-    pub slow_rx_packets: u64,
-    pub slow_tx_packets: u64,
-    pub rx_frames: u64,
-    pub tx_frames: u64,
-    pub queue_rx: Vec<u64>,
+/// The node's statistics: every port's counters, the slow path's drops
+/// and cache, the caching datapath's counters and its revalidator's.
+pub fn stats(sw: &mut Switch) -> Result<Stats, String> {
+    let (ports, st) = port_rows(sw)?;
+    let datapath = sw
+        .on(0, |n| n.dpif.as_ref().map(|d| d.stats()))
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    let revalidator = sw.revalidator_stats().map(|r| tunlab_ctl::Revalidator {
+        sweeps: r.sweeps,
+        idle_deleted: r.idle_deleted,
+        stale_deleted: r.stale_deleted,
+        evicted: r.evicted,
+        last_seen: r.last_seen,
+        last_sweep_ms: r.last_sweep.as_secs_f64() * 1e3,
+    });
+    let named = |m: &std::collections::HashMap<&'static str, u64>| {
+        m.iter().map(|(k, v)| ((*k).to_string(), *v)).collect()
+    };
+    Ok(Stats {
+        ports,
+        drops: named(&st.drops),
+        outer_fragmented: named(&st.outer_fragmented),
+        cache_hits: st.cache.0,
+        cache_misses: st.cache.1,
+        datapath,
+        revalidator,
+    })
 }
 
 /// Every port's counters, and the node's summed statistics.
 pub fn port_rows(sw: &mut Switch) -> Result<(Vec<PortRow>, NodeStats), String> {
     let gone = |e: WorkerError| e.to_string();
     let st = NodeStats::sum(&sw.on_all(|n| n.snapshot()).map_err(gone)?);
-    let fast: std::collections::HashMap<u32, tunlab_ebpf::maps::PortCounters> = sw
+    let fast: std::collections::HashMap<u32, crate::dpif::PortCounters> = sw
         .on(0, |n| n.dpif.as_ref().map(|d| d.port_stats()))
         .map_err(gone)?
         .unwrap_or_default()
@@ -679,7 +623,7 @@ pub fn port_rows(sw: &mut Switch) -> Result<(Vec<PortRow>, NodeStats), String> {
             PortRow {
                 name: p.name.clone(),
                 ofport: p.ofport,
-                kind: p.kind,
+                kind: p.kind.to_string(),
                 rx_packets: s.rx_packets + k.rx_packets,
                 rx_bytes: s.rx_bytes + k.rx_bytes,
                 tx_packets: s.tx_packets + k.tx_packets,
@@ -752,43 +696,13 @@ fn on_dpif(
     .map_err(|e| e.to_string())?
 }
 
-/// The client side: send one request, return (ok, reply text).
-pub fn request(path: &Path, req: &str) -> std::io::Result<(bool, String)> {
-    exchange(path, format!("{req}\n").as_bytes(), Duration::from_secs(5))
-}
-
-/// Send the rules of a file (its text) as one `add-flows` request.
-pub fn request_add_flows(path: &Path, rules: &str) -> std::io::Result<(bool, String)> {
-    let mut msg = format!("add-flows {}\n", rules.len()).into_bytes();
-    msg.extend_from_slice(rules.as_bytes());
-    exchange(path, &msg, BODY_DEADLINE + Duration::from_secs(30))
-}
-
-fn exchange(path: &Path, msg: &[u8], wait: Duration) -> std::io::Result<(bool, String)> {
-    let mut s = UnixStream::connect(path)?;
-    s.set_read_timeout(Some(wait))?;
-    // A refused request may be answered before all of it is sent: read
-    // the answer even if the rest cannot be written.
-    let sent = s.write_all(msg);
-    let mut reply = String::new();
-    let read = std::io::Read::read_to_string(&mut s, &mut reply);
-    if reply.is_empty() {
-        sent?;
-        read?;
-    }
-    match reply.split_once('\n') {
-        Some(("OK", rest)) => Ok((true, rest.to_string())),
-        Some(("ERROR", rest)) => Ok((false, rest.to_string())),
-        _ => Ok((false, format!("unexpected reply: {reply}"))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config;
     use std::io::Read;
     use std::sync::atomic::{AtomicBool, Ordering};
+    use tunlab_ctl::{request, request_add_flows};
 
     /// A one-worker node without ports, its control socket served by a
     /// thread until the returned guard is dropped.

@@ -100,7 +100,7 @@ pub trait Dpif: std::fmt::Debug + Send {
 
     /// Per port (by ofport): what this datapath forwarded or dropped
     /// itself; what it sent up is the slow path's to count.
-    fn port_stats(&self) -> Vec<(u32, tunlab_ebpf::maps::PortCounters)> {
+    fn port_stats(&self) -> Vec<(u32, PortCounters)> {
         Vec::new()
     }
 
@@ -112,13 +112,75 @@ pub trait Dpif: std::fmt::Debug + Send {
 
     /// A handle for a revalidator thread that expires idle cached flows,
     /// if this datapath caches flows in a map it can share.
-    /// The flow key of a cached flow's packed key (the sweeper's counts
-    /// name flows so); `None` where the datapath packs none.
-    fn unpack(&self, _k: &tunlab_ebpf::maps::CKey) -> Option<FlowKey> {
-        None
-    }
-
-    fn sweeper(&self) -> Result<Option<tunlab_ebpf::datapath::FlowSweeper>, String> {
+    fn sweeper(&self) -> Result<Option<Box<dyn Sweeper>>, String> {
         Ok(None)
     }
+
+    /// The flow keys of what a sweeper counted (the cache packs keys its
+    /// own way, and only the datapath, which knows the packing of its
+    /// current generation, can read them): (key, packets, bytes).
+    fn flow_counts(&self, _counted: Counted) -> Vec<(FlowKey, u64, u64)> {
+        Vec::new()
+    }
+}
+
+/// A port's counters in a datapath (`tunlab ctl stats` adds them to the
+/// slow path's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortCounters {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    /// Dropped on receive by the datapath itself (policing, no room).
+    pub rx_dropped: u64,
+}
+
+/// What one sweep of the flow cache did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepCounts {
+    /// Entries in the cache before the sweep.
+    pub seen: u64,
+    /// Deleted: idle for longer than the limit.
+    pub idle: u64,
+    /// Deleted: cached under rules that have changed since.
+    pub stale: u64,
+    /// Deleted to make room in a nearly full cache.
+    pub evicted: u64,
+}
+
+/// What cached flows carried since the last sweep, in the datapath's own
+/// packing of their keys; [`Dpif::flow_counts`] of the datapath that made
+/// it reads it (OVS's revalidators likewise hand a dumped flow's key back
+/// to the datapath's own translation).
+pub struct Counted(Box<dyn std::any::Any + Send>);
+
+impl Counted {
+    /// Wrap what a datapath's sweeper counted.
+    pub fn new<T: std::any::Any + Send>(counts: T) -> Counted {
+        Counted(Box::new(counts))
+    }
+
+    /// The counts, if this datapath made them.
+    pub fn into_inner<T: std::any::Any>(self) -> Option<T> {
+        self.0.downcast::<T>().ok().map(|b| *b)
+    }
+}
+
+impl std::fmt::Debug for Counted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Counted(..)")
+    }
+}
+
+/// A revalidator thread's handle on a datapath's flow cache: it expires
+/// idle flows and counts what every flow carried, without holding up the
+/// thread that owns the datapath.
+pub trait Sweeper: Send {
+    /// Delete what has been idle longer than `max_idle`, what is stale,
+    /// and, in a nearly full cache, what was used longest ago.
+    fn sweep(&mut self, max_idle: std::time::Duration) -> Result<SweepCounts, String>;
+
+    /// What the flows carried since the last call (empty: nothing).
+    fn take_counted(&mut self) -> Option<Counted>;
 }

@@ -10,9 +10,11 @@
 //! the slow path (slower, never wrong).
 
 use crate::config::{Port, PortKind, TunnelPort};
-use crate::dpif::{Dpif, PortEnv, Revalidation, Upcalls};
-use crate::port::{default_tenant_mtu, geneve_options, remote_and_key, StartError};
+use crate::dpif::{
+    Counted, Dpif, PortCounters, PortEnv, Revalidation, SweepCounts, Sweeper, Upcalls,
+};
 use crate::port::tenant_tap_options;
+use crate::port::{default_tenant_mtu, geneve_options, remote_and_key, StartError};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use tunlab_dp::key::f;
@@ -900,16 +902,38 @@ impl Dpif for Kernel {
         smallest
     }
 
-    fn unpack(&self, k: &tunlab_ebpf::maps::CKey) -> Option<FlowKey> {
-        Some(self.dp.unpack(k))
+    fn flow_counts(&self, counted: Counted) -> Vec<(FlowKey, u64, u64)> {
+        counted
+            .into_inner::<Vec<(km::CKey, u64, u64)>>()
+            .unwrap_or_default()
+            .iter()
+            .map(|(k, p, b)| (self.dp.unpack(k), *p, *b))
+            .collect()
     }
 
-    fn sweeper(&self) -> Result<Option<tunlab_ebpf::datapath::FlowSweeper>, String> {
-        self.dp.sweeper().map(Some).map_err(|e| e.to_string())
+    fn sweeper(&self) -> Result<Option<Box<dyn Sweeper>>, String> {
+        match self.dp.sweeper() {
+            Ok(s) => Ok(Some(Box::new(EbpfSweeper(s)))),
+            Err(e) => Err(e.to_string()),
+        }
     }
 
-    fn port_stats(&self) -> Vec<(u32, km::PortCounters)> {
-        self.dp.port_stats().unwrap_or_default()
+    fn port_stats(&self) -> Vec<(u32, PortCounters)> {
+        self.dp
+            .port_stats()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(port, c)| {
+                let c = PortCounters {
+                    rx_packets: c.rx_packets,
+                    rx_bytes: c.rx_bytes,
+                    tx_packets: c.tx_packets,
+                    tx_bytes: c.tx_bytes,
+                    rx_dropped: c.rx_dropped,
+                };
+                (port, c)
+            })
+            .collect()
     }
 
     /// Counters of the kernel datapath, with the install counts.
@@ -1042,5 +1066,24 @@ pub fn choose(cfg: &crate::config::Config) -> Result<Option<Box<dyn Dpif>>, Star
                 }
             }
         }
+    }
+}
+/// The revalidator's handle on the kernel's flow cache.
+struct EbpfSweeper(tunlab_ebpf::datapath::FlowSweeper);
+
+impl Sweeper for EbpfSweeper {
+    fn sweep(&mut self, max_idle: std::time::Duration) -> Result<SweepCounts, String> {
+        let s = self.0.sweep(max_idle).map_err(|e| e.to_string())?;
+        Ok(SweepCounts {
+            seen: s.seen,
+            idle: s.idle,
+            stale: s.stale,
+            evicted: s.evicted,
+        })
+    }
+
+    fn take_counted(&mut self) -> Option<Counted> {
+        let deltas = self.0.take_deltas();
+        (!deltas.is_empty()).then(|| Counted::new(deltas))
     }
 }

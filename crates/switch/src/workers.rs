@@ -16,7 +16,7 @@
 //! turn; counters are summed over them.
 
 use crate::config::{Config, Port, PortKind};
-use crate::dpif::{PortEnv, Upcalls};
+use crate::dpif::{PortEnv, Sweeper, Upcalls};
 use crate::port::StartError;
 use crate::userspace::{open_tap, Node};
 use std::collections::HashMap;
@@ -92,7 +92,7 @@ struct Credit {
 
 impl Revalidator {
     fn start(
-        mut sweeper: tunlab_ebpf::datapath::FlowSweeper,
+        mut sweeper: Box<dyn Sweeper>,
         credit: Option<Credit>,
         max_idle: Duration,
         restore_wait: Arc<AtomicBool>,
@@ -115,10 +115,9 @@ impl Revalidator {
                     let t0 = Instant::now();
                     match sweeper.sweep(max_idle) {
                         Ok(s) => {
-                            let deltas = sweeper.take_deltas();
-                            if let (Some(c), false) = (&credit, deltas.is_empty()) {
+                            if let (Some(c), Some(counted)) = (&credit, sweeper.take_counted()) {
                                 let cmd: Cmd =
-                                    Box::new(move |n: &mut Node| n.credit_kernel(&deltas));
+                                    Box::new(move |n: &mut Node| n.credit_cached(counted));
                                 if c.cmds.send(cmd).is_ok() {
                                     // A full pipe means a wake-up is already waiting.
                                     let _ = (&c.wake).write(&[1]);

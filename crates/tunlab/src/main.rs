@@ -369,7 +369,7 @@ fn run_ctl(socket: Option<PathBuf>, node: Option<String>, request: &str) -> Exit
                 std::fs::read_to_string(file)
             };
             match text {
-                Ok(t) => tunlab_switch::ctl::request_add_flows(&path, &t)
+                Ok(t) => tunlab_ctl::request_add_flows(&path, &t)
                     .map(|(ok, text)| (ok, if ok { text } else { format!("{file}: {text}") })),
                 Err(e) => {
                     eprintln!("tunlab ctl: add-flows: {file}: {e}");
@@ -377,7 +377,7 @@ fn run_ctl(socket: Option<PathBuf>, node: Option<String>, request: &str) -> Exit
                 }
             }
         }
-        None => tunlab_switch::ctl::request(&path, request),
+        None => tunlab_ctl::request(&path, request),
     };
     match answer {
         Ok((true, text)) => {

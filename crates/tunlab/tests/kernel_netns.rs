@@ -78,7 +78,7 @@ fn flow_changes_revalidate() {
     let before = counter(&st, "kernel_encap");
     // An old entry is either still there (stale: its generation is gone)
     // or already swept by the revalidator (a miss); it never forwards.
-    let unused = |st: &str| counter(st, "kernel_stale") + counter(st, "kernel_miss");
+    let unused = |st: &tunlab_ctl::Stats| counter(st, "kernel_stale") + counter(st, "kernel_miss");
     let unused_before = unused(&st);
     assert!(
         !udp_echo(&l.ta, &l.tb, "192.168.7.2", 5, 1),
@@ -252,16 +252,7 @@ fn idle_flows_expire() {
     }
     assert_eq!(cached(), 0, "idle flows stayed in the cache");
     let st = node_stats(&l.dir, "n1");
-    let line = st
-        .lines()
-        .find(|l| l.starts_with("revalidator: "))
-        .unwrap_or_default();
-    let deleted: u64 = line
-        .split("deleted ")
-        .nth(1)
-        .and_then(|r| r.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
+    let deleted = st.revalidator.map_or(0, |r| r.idle_deleted);
     assert!(deleted > 0, "{st}");
     let installed = counter(&st, "kernel_installed");
     traffic_both_ways(&l, "after the flows expired");

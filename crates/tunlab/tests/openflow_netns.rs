@@ -684,7 +684,7 @@ fn add_tlv_map_then_a_tun_metadata0_rule_carries_the_ovn_option() {
         .status()
         .unwrap();
     assert!(!through.success(), "the option's value decides");
-    let (_, stats, _) = ctl(s2.ctl_path(), &["stats"]);
+    let stats = s2.stats();
     assert!(dropped(&stats, "no_rule") > 0, "{stats}");
 
     // OVS's refusals, by name.

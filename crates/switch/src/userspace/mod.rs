@@ -28,7 +28,7 @@ mod udp;
 pub use tap::{from_tap, fuzz_upcall, open_tap};
 
 use crate::config::{Config, FromFlow, Port, PortKind, PortMap, TunnelPort};
-use crate::dpif::{Dpif, PortEnv, Revalidation, Upcalls};
+use crate::dpif::{Counted, Dpif, PortEnv, Revalidation, Upcalls};
 use crate::port::{remote_and_key, StartError};
 use crate::profile::{Profile, Stage};
 use crate::stats::{NodeStats, PortSnapshot, PortStats};
@@ -819,14 +819,11 @@ impl Node {
     /// the revalidator last looked (as OVS's revalidators push datapath
     /// flow stats to rules): each flow's key is looked up again, and every
     /// rule on its way counts its packets and bytes as used now.
-    pub fn credit_kernel(&mut self, deltas: &[(tunlab_ebpf::maps::CKey, u64, u64)]) {
+    pub fn credit_cached(&mut self, counted: Counted) {
         let Some(d) = self.dpif.as_ref() else {
             return;
         };
-        let keys: Vec<(FlowKey, u64, u64)> = deltas
-            .iter()
-            .filter_map(|(k, p, b)| Some((d.unpack(k)?, *p, *b)))
-            .collect();
+        let keys = d.flow_counts(counted);
         let now = self.now();
         for (key, packets, bytes) in keys {
             self.pipeline

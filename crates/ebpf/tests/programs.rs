@@ -5,10 +5,10 @@
 //! as CI has.
 
 use std::net::IpAddr;
+use tunlab_bpf::test_run::{run_tc, TC_ACT_OK, TC_ACT_REDIRECT, TC_ACT_SHOT};
 use tunlab_dp::{extract, extract_tunnel, FlowKey, TlvMap};
 use tunlab_ebpf::datapath::{FROM_TENANT, FROM_UNDERLAY};
 use tunlab_ebpf::maps::{self, Flow, Op, TunnelKey, TunnelPortEntry};
-use tunlab_ebpf::test_run::{run_tc, TC_ACT_OK, TC_ACT_REDIRECT, TC_ACT_SHOT};
 use tunlab_ebpf::KernelDatapath;
 use tunlab_wire::geneve::{OptType, OptionRepr, OptionsBuf, OvnPorts, OVN_CLASS, OVN_TYPE};
 use tunlab_wire::tunnel::{

@@ -24,6 +24,7 @@ pub mod send;
 pub mod sig;
 pub mod spec;
 pub mod topo;
+pub mod xdp;
 
 pub use build::{Builder, Rng, Sizes};
 pub use layer::Stack;

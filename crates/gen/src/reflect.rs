@@ -85,7 +85,7 @@ pub struct Reflected {
 }
 
 /// The same in XDP: frames are swapped and sent back by the kernel
-/// (`tunlab_ebpf::reflect`), none reaches user space. Attached in `at`'s
+/// (`crate::xdp::reflect`), none reaches user space. Attached in `at`'s
 /// namespace until `stop`.
 pub fn run_xdp(
     at: &Endpoint,
@@ -93,7 +93,7 @@ pub fn run_xdp(
     ready: impl FnOnce(Result<(), String>),
 ) -> Result<Reflected, String> {
     let attached = at.enter().and_then(|_| {
-        tunlab_ebpf::reflect::XdpReflector::attach(&at.ifname)
+        crate::xdp::reflect::XdpReflector::attach(&at.ifname)
             .map_err(|e| format!("XDP reflector on {at}: {e}"))
     });
     let r = announce(attached, ready)?;

@@ -12,12 +12,12 @@
 use crate::count::{Counter, Latency};
 use crate::pool::Pool;
 use crate::sig::Signature;
+pub use crate::xdp::count::Hook;
+use crate::xdp::count::XdpCounter;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-pub use tunlab_ebpf::count::Hook;
-use tunlab_ebpf::count::XdpCounter;
 use tunlab_netio::cpu;
 use tunlab_netio::{netns, RxRing, TxRing, XdpTx};
 
@@ -516,7 +516,7 @@ fn count_xdp(
     done: &AtomicBool,
     live: &Live,
 ) -> Result<(), String> {
-    let err = |e: tunlab_ebpf::Error| format!("reading the XDP counter on {at}: {e}");
+    let err = |e: crate::xdp::Error| format!("reading the XDP counter on {at}: {e}");
     let mut quiet_since: Option<Instant> = None;
     let mut last = 0;
     loop {

@@ -505,8 +505,8 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
         "add-flows" => Err(
             "add-flows needs the byte count of the rules that follow (tunlab ctl add-flows FILE sends them)".into(),
         ),
-        "stats" if !arg.is_empty() => Err(format!("stats takes nothing, --json or --cycles, not '{arg}'")),
         "stats" if arg == "--json" => Ok(stats(sw)?.to_json() + "\n"),
+        "stats" if !arg.is_empty() => Err(format!("stats takes nothing, --json or --cycles, not '{arg}'")),
         "stats" => Ok(stats(sw)?.text()),
         "" => {
             Err("empty request (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | [--strict] MATCH], mod-flows [--strict] MATCH actions=..., stats [--json | --cycles], cycles on|off, flow-restore-wait [off])".into())
@@ -783,6 +783,23 @@ mod tests {
         );
         let (_, dump) = request(&srv.path, "dump-flows").unwrap();
         assert_eq!(dump.lines().count(), 2, "{dump}");
+    }
+
+    #[test]
+    fn stats_as_text_and_as_json_say_the_same() {
+        let srv = serve("stats", None);
+        let st = tunlab_ctl::stats(&srv.path).unwrap();
+        let (ok, text) = request(&srv.path, "stats").unwrap();
+        assert!(ok, "{text}");
+        // A switch without ports: counters move only with packets, and
+        // none flow here.
+        assert_eq!(st.text(), text);
+        assert!(
+            text.contains("exact-match cache: 0 hits, 0 misses"),
+            "{text}"
+        );
+        let (ok, why) = request(&srv.path, "stats --yaml").unwrap();
+        assert!(!ok && why.contains("--json"), "{why}");
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! The generator's XDP counter (`bpf/count.c`): loaded, sized for a run's
 //! flows and sending streams, attached to the receiving interface, and
 //! read back into per-flow counts, totals and latency buckets. The
-//! figures mean what `tunlab_gen::count::Counter`'s do.
+//! figures mean what [`crate::count::Counter`]'s do.
 
-use crate::datapath::{map_err, Error};
+use super::{map_err, tcx, Error};
 use aya::maps::{Array, MapData, PerCpuArray};
 use aya::programs::xdp::XdpMode;
 use aya::programs::{SchedClassifier, TcAttachType, Xdp};
@@ -118,7 +118,7 @@ fn load_err(what: &str) -> impl Fn(aya::programs::ProgramError) -> Error + '_ {
 }
 
 /// Program `name` of `ebpf` as its kind `P` (Xdp, SchedClassifier).
-pub(crate) fn program_mut<'a, P>(ebpf: &'a mut Ebpf, name: &'static str) -> Result<&'a mut P, Error>
+pub(super) fn program_mut<'a, P>(ebpf: &'a mut Ebpf, name: &'static str) -> Result<&'a mut P, Error>
 where
     &'a mut P: TryFrom<&'a mut aya::programs::Program, Error = aya::programs::ProgramError>,
 {
@@ -175,7 +175,7 @@ impl XdpCounter {
     pub fn attach(&mut self, ifname: &str, hook: Hook) -> Result<&'static str, Error> {
         if hook == Hook::Tc {
             // Kernels before 6.6 attach through clsact; it may exist.
-            if !crate::datapath::tcx() {
+            if !tcx() {
                 let _ = aya::programs::tc::qdisc_add_clsact(ifname);
             }
             return program_mut::<SchedClassifier>(&mut self.ebpf, "tl_count_tc")?
@@ -258,7 +258,7 @@ impl XdpCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_run::{run_tc, run_xdp, TC_ACT_OK, TC_ACT_SHOT, XDP_DROP, XDP_PASS};
+    use tunlab_bpf::test_run::{run_tc, run_xdp, TC_ACT_OK, TC_ACT_SHOT, XDP_DROP, XDP_PASS};
 
     /// A 64-byte frame whose last 16 bytes are the generator's signature
     /// (crates/gen/src/sig.rs; the fix-up word left 0: the counter does

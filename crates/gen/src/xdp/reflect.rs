@@ -2,7 +2,7 @@
 //! out of the interface they came in on, MAC addresses swapped, without
 //! reaching user space.
 
-use crate::datapath::{map_err, Error};
+use super::{map_err, Error};
 use aya::maps::PerCpuArray;
 use aya::programs::xdp::XdpMode;
 use aya::programs::Xdp;
@@ -30,7 +30,7 @@ impl XdpReflector {
         let mut ebpf = EbpfLoader::new()
             .load(OBJECT)
             .map_err(|e| Error::Load(format!("the XDP reflector: {e}")))?;
-        let p = crate::count::program_mut::<Xdp>(&mut ebpf, "tl_reflect")?;
+        let p = super::count::program_mut::<Xdp>(&mut ebpf, "tl_reflect")?;
         p.load()
             .map_err(|e| Error::Load(format!("loading tl_reflect: {e}")))?;
         p.attach(ifname, XdpMode::Skb)

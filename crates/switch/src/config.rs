@@ -178,7 +178,7 @@ pub const MAX_WORKERS: u16 = 64;
 /// 50 µs: a reply within that is handled without a wake-up (request/
 /// response 3-4x faster here); the spin yields to anything runnable, so
 /// streams lose nothing, but a lightly loaded node spends more CPU
-/// (README, "Speed"). 0 turns it off.
+/// (docs/results/sequential-runs.md). 0 turns it off.
 fn default_spin_us() -> u64 {
     50
 }

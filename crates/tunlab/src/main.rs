@@ -8,13 +8,15 @@ use tunlab::{capture, decode};
 mod bench;
 mod gen;
 
-/// tunlab: overlay tunnels (Geneve, VXLAN, GRE/NVGRE, STT, QinQ) in userspace.
+/// tunlab: a tunnel switch (Geneve, VXLAN, GRE/NVGRE, STT, QinQ) with an
+/// eBPF datapath, the lab that measures it, and a traffic generator.
 ///
-/// Built so far: the packet formats and their decoder, the switch with
-/// tenant TAP ports, Geneve, VXLAN, GRE, NVGRE, STT and QinQ ports and its
-/// control socket (`ctl`), the lab (`bench`, `report`, `compare`) with
-/// the kernel, Open vSwitch and tunlab variants, and the generator (`gen`:
-/// build, show, write, send and count, zero-loss search).
+/// The switch (`switch`, `ctl`; OpenFlow on its management socket), the
+/// lab (`bench`, `report`, `compare`, `soak`) with the kernel's VXLAN,
+/// Open vSwitch and tunlab side by side, the generator (`gen`: build,
+/// show, write, send and count, zero-loss search; `reflect`), and
+/// `decode`. Not built: Debian packaging, systemd units, Prometheus
+/// metrics, TLS for OpenFlow.
 #[derive(Debug, Parser)]
 #[command(name = "tunlab", version)]
 struct Cli {
@@ -93,7 +95,7 @@ enum Command {
         spin_us: Option<u64>,
         /// Pin the tenants' tools: client to CPU C, server to CPU S
         /// (`taskset`; default: the scheduler places them). The kernel's
-        /// own paths depend on it: see the README's Speed section.
+        /// own paths depend on it: see docs/results/kernel-datapath.md.
         #[arg(long, value_name = "C,S")]
         tenant_cpus: Option<String>,
         /// The results folder (default tunlab-results/UNIX-TIME).
@@ -238,7 +240,7 @@ enum Command {
     /// add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE,
     /// add-flows FILE (one rule per line, - for stdin), del-flows [--strict] [MATCH],
     /// mod-flows [--strict] MATCH actions=ACTIONS (MATCH may pick by
-    /// cookie=VALUE/MASK), stats [--cycles], cycles on|off; on the
+    /// cookie=VALUE/MASK), stats [--json | --cycles], cycles on|off; on the
     /// eBPF datapath dump-flows --datapath and del-flows --datapath (the
     /// kernel's cached flows, as ovs-dpctl), and flow-restore-wait off (a
     /// switch started with flow_restore_wait = true: the rules are all in).

@@ -147,7 +147,7 @@ pub fn tenant_port_deleted_under_load(dp: Datapath) {
             let s = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
             let mut sent = 0u64;
             // About 20,000 datagrams a second: load, not a flood that
-            // would starve everything on two CPUs (see the README).
+            // would starve everything on two CPUs (see docs/results/reliability.md).
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 for _ in 0..100 {
                     // Errors once the device is gone are the point.

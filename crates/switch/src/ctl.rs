@@ -608,7 +608,7 @@ pub fn stats(sw: &mut Switch) -> Result<Stats, String> {
 pub fn port_rows(sw: &mut Switch) -> Result<(Vec<PortRow>, NodeStats), String> {
     let gone = |e: WorkerError| e.to_string();
     let st = NodeStats::sum(&sw.on_all(|n| n.snapshot()).map_err(gone)?);
-    let fast: std::collections::HashMap<u32, crate::dpif::PortCounters> = sw
+    let fast: std::collections::HashMap<u32, crate::dpif::provider::PortCounters> = sw
         .on(0, |n| n.dpif.as_ref().map(|d| d.port_stats()))
         .map_err(gone)?
         .unwrap_or_default()
@@ -687,7 +687,7 @@ pub(crate) fn selector(arg: &str, names: &dyn PortNames) -> Result<Selector, Str
 
 fn on_dpif(
     sw: &Switch,
-    f: impl FnOnce(&mut dyn crate::dpif::Dpif) -> Result<String, String> + Send + 'static,
+    f: impl FnOnce(&mut dyn crate::dpif::provider::Dpif) -> Result<String, String> + Send + 'static,
 ) -> Result<String, String> {
     sw.on(0, |n| match n.dpif.as_deref_mut() {
         Some(d) => f(d),

@@ -3,11 +3,9 @@
 pub mod config;
 pub mod ctl;
 pub mod dpif;
-pub mod kernel;
 pub mod mgmt;
-pub mod ofrules;
+pub mod ofproto;
 pub mod port;
 pub mod profile;
 pub mod stats;
-pub mod userspace;
 pub mod workers;

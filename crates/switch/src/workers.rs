@@ -16,9 +16,9 @@
 //! turn; counters are summed over them.
 
 use crate::config::{Config, Port, PortKind};
-use crate::dpif::{PortEnv, Sweeper, Upcalls};
+use crate::dpif::provider::{PortEnv, Sweeper, Upcalls};
 use crate::port::StartError;
-use crate::userspace::{open_tap, Node};
+use crate::dpif::netdev::{open_tap, Node};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
@@ -197,7 +197,7 @@ impl Switch {
         // A TAP's queues must all exist before it moves to its namespace,
         // so they are opened here for every worker.
         let mut taps: Vec<HashMap<String, Vec<Tap>>> = (0..n).map(|_| HashMap::new()).collect();
-        let mut dpif = crate::kernel::choose(cfg)?;
+        let mut dpif = crate::dpif::ebpf::choose(cfg)?;
         if let Some(d) = dpif.as_mut() {
             let env = PortEnv {
                 offloads: cfg.offloads,

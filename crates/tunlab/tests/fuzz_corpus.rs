@@ -39,5 +39,5 @@ fn gen_receive_corpus_still_passes() {
 /// What comes up from a tenant or upcall TAP (virtio-net header + frame).
 #[test]
 fn upcall_corpus_still_passes() {
-    replay("upcall", tunlab_switch::userspace::fuzz_upcall);
+    replay("upcall", tunlab_switch::dpif::netdev::fuzz_upcall);
 }

@@ -4,7 +4,7 @@
 //! 1.0's and Nicira's NXST); PACKET_OUT; Nicira's TLV table.
 
 use super::{ours, send, Conn, Next};
-use crate::ofrules::ctl_request;
+use crate::ofproto::openflow::ctl_request;
 use crate::workers::{Expired, RemovedReason, Switch};
 use tunlab_dp::key::TUN_METADATA_FIELDS;
 use tunlab_dp::TlvMap;
@@ -136,8 +136,8 @@ pub(super) fn handle(
                 of::parse_flow_mod10(m)
                     .map_err(bad_len)
                     .and_then(|(fm, m10)| {
-                        let text = crate::ofrules::match10_text(&m10);
-                        Ok((crate::ofrules::ctl_request_with(&fm, text)?, fm.command))
+                        let text = crate::ofproto::openflow::match10_text(&m10);
+                        Ok((crate::ofproto::openflow::ctl_request_with(&fm, text)?, fm.command))
                     })
             };
             let done = request.and_then(|(req, command)| flow_mod(&req, command, sw, outbox));
@@ -306,10 +306,10 @@ fn stats10(m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Result<Vec<Vec<u8>>, 
 
 /// One rule's NXST_FLOW entry: NXM match, 1.0 actions.
 fn nx_flow_entry(e: &crate::ctl::FlowEntry) -> Vec<u8> {
-    let fields = crate::ofrules::match_fields_nxm(&e.flow.m);
-    let actions = crate::ofrules::of_actions(&e.flow.actions);
-    let oxms: Vec<of::Oxm<'_>> = fields.iter().map(crate::ofrules::Field::oxm).collect();
-    let acts: Vec<of::Action<'_>> = actions.iter().map(crate::ofrules::OfAction::view).collect();
+    let fields = crate::ofproto::openflow::match_fields_nxm(&e.flow.m);
+    let actions = crate::ofproto::openflow::of_actions(&e.flow.actions);
+    let oxms: Vec<of::Oxm<'_>> = fields.iter().map(crate::ofproto::openflow::Field::oxm).collect();
+    let acts: Vec<of::Action<'_>> = actions.iter().map(crate::ofproto::openflow::OfAction::view).collect();
     of::nx_flow_stats_entry(
         e.flow.table,
         to_ms(e.age_ns),
@@ -414,7 +414,7 @@ fn packet_out(m: &Message<'_>, sw: &mut Switch) -> Result<(), (u16, u16)> {
     }
     let mut text = Vec::new();
     for a in &po.actions {
-        text.push(crate::ofrules::action_text(a)?);
+        text.push(crate::ofproto::openflow::action_text(a)?);
     }
     if text.is_empty() {
         return Ok(()); // no actions: the packet is dropped
@@ -518,7 +518,7 @@ fn flow_stats(
 ) -> Result<Vec<crate::ctl::FlowEntry>, (u16, u16)> {
     let mut text = Vec::new();
     for o in &req.matches {
-        text.push(crate::ofrules::match_text(o).ok_or((of::ET_BAD_MATCH, of::BMC_BAD_FIELD))?);
+        text.push(crate::ofproto::openflow::match_text(o).ok_or((of::ET_BAD_MATCH, of::BMC_BAD_FIELD))?);
     }
     if req.cookie_mask != 0 {
         text.push(format!("cookie={:#x}/{:#x}", req.cookie, req.cookie_mask));
@@ -569,7 +569,7 @@ fn doomed(req: &str, sw: &mut Switch) -> Vec<Expired> {
 
 /// FLOW_REMOVED for a rule that went.
 pub(super) fn flow_removed(e: &Expired) -> Vec<u8> {
-    let fields = crate::ofrules::match_fields(&e.flow.m);
+    let fields = crate::ofproto::openflow::match_fields(&e.flow.m);
     of::FlowRemoved {
         cookie: e.flow.cookie,
         priority: e.flow.priority,
@@ -580,14 +580,14 @@ pub(super) fn flow_removed(e: &Expired) -> Vec<u8> {
         hard_timeout: e.flow.hard_timeout,
         packets: e.packets,
         bytes: e.bytes,
-        matches: fields.iter().map(crate::ofrules::Field::oxm).collect(),
+        matches: fields.iter().map(crate::ofproto::openflow::Field::oxm).collect(),
     }
     .emit()
 }
 
 /// One rule's flow statistics entry.
 fn flow_entry(e: &crate::ctl::FlowEntry) -> Vec<u8> {
-    let (fields, actions) = crate::ofrules::rule_to_of(&e.flow);
+    let (fields, actions) = crate::ofproto::openflow::rule_to_of(&e.flow);
     of::FlowStats {
         table_id: e.flow.table,
         duration_ns: to_ms(e.age_ns),
@@ -595,15 +595,15 @@ fn flow_entry(e: &crate::ctl::FlowEntry) -> Vec<u8> {
         idle_timeout: e.flow.idle_timeout,
         hard_timeout: e.flow.hard_timeout,
         flags: if e.flow.send_flow_rem {
-            crate::ofrules::FF_SEND_FLOW_REM
+            crate::ofproto::openflow::FF_SEND_FLOW_REM
         } else {
             0
         },
         cookie: e.flow.cookie,
         packets: e.packets,
         bytes: e.bytes,
-        matches: fields.iter().map(crate::ofrules::Field::oxm).collect(),
-        actions: actions.iter().map(crate::ofrules::OfAction::view).collect(),
+        matches: fields.iter().map(crate::ofproto::openflow::Field::oxm).collect(),
+        actions: actions.iter().map(crate::ofproto::openflow::OfAction::view).collect(),
     }
     .emit()
 }
@@ -804,7 +804,7 @@ fn features_reply(v: u8, xid: u32, dpid: u64) -> Vec<u8> {
     let mut r = of::header(v, t13::FEATURES_REPLY, 32, xid).to_vec();
     r.extend_from_slice(&dpid.to_be_bytes());
     r.extend_from_slice(&0u32.to_be_bytes()); // n_buffers
-    r.push(crate::ofrules::MAX_TABLE + 1); // n_tables
+    r.push(crate::ofproto::openflow::MAX_TABLE + 1); // n_tables
     if v == of::OF13 {
         r.extend_from_slice(&[0, 0, 0]); // auxiliary_id, pad
         r.extend_from_slice(&(FLOW_STATS | PORT_STATS).to_be_bytes());

@@ -28,7 +28,7 @@ mod udp;
 pub use tap::{from_tap, fuzz_upcall, open_tap};
 
 use crate::config::{Config, FromFlow, Port, PortKind, PortMap, TunnelPort};
-use crate::dpif::{Counted, Dpif, PortEnv, Revalidation, Upcalls};
+use crate::dpif::provider::{Counted, Dpif, PortEnv, Revalidation, Upcalls};
 use crate::port::{remote_and_key, StartError};
 use crate::profile::{Profile, Stage};
 use crate::stats::{NodeStats, PortSnapshot, PortStats};
@@ -796,7 +796,7 @@ impl Node {
                     reason,
                 } => {
                     let tun = tunnelled.then_some(&self.key);
-                    let m = crate::ofrules::packet_in_message(
+                    let m = crate::ofproto::openflow::packet_in_message(
                         in_port,
                         tun,
                         max_len,

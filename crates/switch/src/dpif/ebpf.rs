@@ -10,7 +10,7 @@
 //! the slow path (slower, never wrong).
 
 use crate::config::{Port, PortKind, TunnelPort};
-use crate::dpif::{
+use crate::dpif::provider::{
     Counted, Dpif, PortCounters, PortEnv, Revalidation, SweepCounts, Sweeper, Upcalls,
 };
 use crate::port::tenant_tap_options;

@@ -1,0 +1,3 @@
+//! ofproto: the OpenFlow switch above the datapaths.
+
+pub mod openflow;

@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| tunlab_switch::userspace::fuzz_upcall(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tunlab_switch::dpif::netdev::fuzz_upcall(data));

@@ -325,7 +325,7 @@ fn serve_one(stream: UnixStream, sw: &mut Switch, group: Option<Gid>) -> std::io
 pub fn add_flows(text: &str, sw: &mut Switch) -> Result<String, String> {
     let gone = |e: WorkerError| e.to_string();
     let t0 = Instant::now();
-    let names = sw.on(0, |n| n.port_map()).map_err(gone)?;
+    let names = sw.on(0, |n| n.ofproto.port_map()).map_err(gone)?;
     let mut rules = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -339,12 +339,12 @@ pub fn add_flows(text: &str, sw: &mut Switch) -> Result<String, String> {
     let rules = Arc::new(rules);
     let replaced = sw
         .on_all(move |node| {
-            let now = node.uptime_ns();
+            let now = node.ofproto.uptime_ns();
             let replaced = rules
                 .iter()
-                .filter(|r| node.classifier.add((*r).clone(), now))
+                .filter(|r| node.ofproto.classifier.add((*r).clone(), now))
                 .count();
-            node.revalidate();
+            node.ofproto.revalidate();
             replaced
         })
         .map_err(gone)?;
@@ -363,7 +363,7 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
     let (cmd, arg) = req.split_once(char::is_whitespace).unwrap_or((req, ""));
     let arg = arg.trim();
     let gone = |e: WorkerError| e.to_string();
-    let names = sw.on(0, |n| n.port_map()).map_err(gone)?;
+    let names = sw.on(0, |n| n.ofproto.port_map()).map_err(gone)?;
     match cmd {
         "add-port" => {
             let port = parse_port_args(arg).map_err(|e| e.to_string())?;
@@ -380,7 +380,7 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             let mut s = format!("node {}\n", sw.name);
             let ports = sw
                 .on(0, |n| {
-                    n.ports()
+                    n.netdev.ports()
                         .map(|(name, ofport, kind, _)| format!(" {ofport}({name}): {kind}\n"))
                         .collect::<String>()
                 })
@@ -434,9 +434,9 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             let rule = parse_flow(arg, &names).map_err(|e| e.to_string())?;
             let replaced = sw
                 .on_all(move |n| {
-                    let now = n.uptime_ns();
-                    let replaced = n.classifier.add(rule.clone(), now);
-                    n.revalidate();
+                    let now = n.ofproto.uptime_ns();
+                    let replaced = n.ofproto.classifier.add(rule.clone(), now);
+                    n.ofproto.revalidate();
                     replaced
                 })
                 .map_err(gone)?;
@@ -450,8 +450,8 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
             let sel = selector(arg, &names)?;
             let n = sw
                 .on_all(move |n| {
-                    let deleted = n.classifier.delete_where(&sel);
-                    n.revalidate();
+                    let deleted = n.ofproto.classifier.delete_where(&sel);
+                    n.ofproto.revalidate();
                     deleted
                 })
                 .map_err(gone)?;
@@ -471,15 +471,15 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
                 .actions;
             let n = sw
                 .on_all(move |n| {
-                    let changed = n.classifier.modify(&sel, &actions, None);
-                    n.revalidate();
+                    let changed = n.ofproto.classifier.modify(&sel, &actions, None);
+                    n.ofproto.revalidate();
                     changed
                 })
                 .map_err(gone)?;
             Ok(format!("modified {} rules\n", n.first().copied().unwrap_or(0)))
         }
         "stats" if arg == "--cycles" => {
-            let tables = sw.on_all(|n| n.profile.table()).map_err(gone)?;
+            let tables = sw.on_all(|n| n.netdev.profile.table()).map_err(gone)?;
             if tables.len() == 1 {
                 return Ok(tables.concat());
             }
@@ -495,7 +495,7 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
                 "off" => false,
                 other => return Err(format!("cycles takes 'on' or 'off', not '{other}'")),
             };
-            sw.on_all(move |n| n.profile.set(on)).map_err(gone)?;
+            sw.on_all(move |n| n.netdev.profile.set(on)).map_err(gone)?;
             Ok(if on {
                 "cycles: on, counting from zero\n".into()
             } else {
@@ -537,8 +537,9 @@ pub fn flow_entries(sw: &mut Switch) -> Result<Vec<FlowEntry>, String> {
     let gone = |e: WorkerError| e.to_string();
     let per = sw
         .on_all(|n| {
-            let now = n.uptime_ns();
-            n.classifier
+            let now = n.ofproto.uptime_ns();
+            n.ofproto
+                .classifier
                 .rules()
                 .map(|r| (r.packets, r.bytes, now.saturating_sub(r.used)))
                 .collect::<Vec<_>>()
@@ -546,8 +547,9 @@ pub fn flow_entries(sw: &mut Switch) -> Result<Vec<FlowEntry>, String> {
         .map_err(gone)?;
     let rules = sw
         .on(0, move |n| {
-            let now = n.uptime_ns();
-            n.classifier
+            let now = n.ofproto.uptime_ns();
+            n.ofproto
+                .classifier
                 .rules()
                 .map(|r| (r.flow.clone(), now.saturating_sub(r.added)))
                 .collect::<Vec<_>>()
@@ -579,7 +581,7 @@ pub fn flow_entries(sw: &mut Switch) -> Result<Vec<FlowEntry>, String> {
 pub fn stats(sw: &mut Switch) -> Result<Stats, String> {
     let (ports, st) = port_rows(sw)?;
     let datapath = sw
-        .on(0, |n| n.dpif.as_ref().map(|d| d.stats()))
+        .on(0, |n| n.ofproto.dpif.as_ref().map(|d| d.stats()))
         .map_err(|e| e.to_string())?
         .unwrap_or_default();
     let revalidator = sw.revalidator_stats().map(|r| tunlab_ctl::Revalidator {
@@ -609,7 +611,7 @@ pub fn port_rows(sw: &mut Switch) -> Result<(Vec<PortRow>, NodeStats), String> {
     let gone = |e: WorkerError| e.to_string();
     let st = NodeStats::sum(&sw.on_all(|n| n.snapshot()).map_err(gone)?);
     let fast: std::collections::HashMap<u32, crate::dpif::provider::PortCounters> = sw
-        .on(0, |n| n.dpif.as_ref().map(|d| d.port_stats()))
+        .on(0, |n| n.ofproto.dpif.as_ref().map(|d| d.port_stats()))
         .map_err(gone)?
         .unwrap_or_default()
         .into_iter()
@@ -689,7 +691,7 @@ fn on_dpif(
     sw: &Switch,
     f: impl FnOnce(&mut dyn crate::dpif::provider::Dpif) -> Result<String, String> + Send + 'static,
 ) -> Result<String, String> {
-    sw.on(0, |n| match n.dpif.as_deref_mut() {
+    sw.on(0, |n| match n.ofproto.dpif.as_deref_mut() {
         Some(d) => f(d),
         None => Err("this node runs the userspace datapath (no kernel flow cache)".into()),
     })

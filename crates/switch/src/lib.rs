@@ -4,6 +4,7 @@ pub mod config;
 pub mod ctl;
 pub mod dpif;
 pub mod mgmt;
+pub mod node;
 pub mod ofproto;
 pub mod port;
 pub mod profile;

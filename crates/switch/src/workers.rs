@@ -16,9 +16,10 @@
 //! turn; counters are summed over them.
 
 use crate::config::{Config, Port, PortKind};
+use crate::dpif::netdev::open_tap;
 use crate::dpif::provider::{PortEnv, Sweeper, Upcalls};
+use crate::node::Node;
 use crate::port::StartError;
-use crate::dpif::netdev::{open_tap, Node};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
@@ -117,7 +118,7 @@ impl Revalidator {
                         Ok(s) => {
                             if let (Some(c), Some(counted)) = (&credit, sweeper.take_counted()) {
                                 let cmd: Cmd =
-                                    Box::new(move |n: &mut Node| n.credit_cached(counted));
+                                    Box::new(move |n: &mut Node| n.ofproto.credit_cached(counted));
                                 if c.cmds.send(cmd).is_ok() {
                                     // A full pipe means a wake-up is already waiting.
                                     let _ = (&c.wake).write(&[1]);
@@ -233,11 +234,11 @@ impl Switch {
         };
         let restore_wait = Arc::new(AtomicBool::new(cfg.flow_restore_wait && dpif.is_some()));
         for node in &mut nodes {
-            node.restore_wait = restore_wait.clone();
+            node.ofproto.restore_wait = restore_wait.clone();
         }
         if let Some(node) = nodes.first_mut() {
-            node.dpif = dpif;
-            node.revalidate();
+            node.ofproto.dpif = dpif;
+            node.ofproto.revalidate();
         }
         let stop = Arc::new(AtomicBool::new(false));
         let failed = Arc::new(Mutex::new(None));
@@ -321,7 +322,7 @@ impl Switch {
         if !self.restore_wait.swap(false, Ordering::Relaxed) {
             return Ok(());
         }
-        self.on(0, |n| n.revalidate())
+        self.on(0, |n| n.ofproto.revalidate())
     }
 
     /// Delete the rules whose idle or hard timeout has passed, on every
@@ -334,8 +335,9 @@ impl Switch {
         // particular order: this runs every second, and sorting a big
         // table each time would hold up the packets.)
         let per: Vec<Vec<Timed>> = self.on_all(|n| {
-            let now = n.uptime_ns();
-            n.classifier
+            let now = n.ofproto.uptime_ns();
+            n.ofproto
+                .classifier
                 .iter()
                 .filter(|r| r.flow.idle_timeout != 0 || r.flow.hard_timeout != 0)
                 .map(|r| (r.flow.clone(), r.added, r.used, r.packets, r.bytes, now))
@@ -395,9 +397,9 @@ impl Switch {
                 .collect();
             self.on_all(move |n| {
                 for s in &sels {
-                    n.classifier.delete_where(s);
+                    n.ofproto.classifier.delete_where(s);
                 }
-                n.revalidate();
+                n.ofproto.revalidate();
             })?;
         }
         Ok(gone)
@@ -451,7 +453,9 @@ impl Switch {
         let q = p.clone();
         let mut ports = self
             .on(0, move |n| {
-                n.check_new_port(&q).map(|_| n.port_cfgs().to_vec())
+                n.ofproto
+                    .check_new_port(&q)
+                    .map(|_| n.ofproto.port_cfgs().to_vec())
             })
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?;
@@ -563,7 +567,7 @@ fn run(
             eprintln!("tunlab switch: worker on CPU {c}: cannot pin: {e}");
         }
     }
-    let spin = Duration::from_micros(node.spin_us);
+    let spin = Duration::from_micros(node.netdev.spin_us);
     let mut last_work = Instant::now()
         .checked_sub(spin)
         .unwrap_or_else(Instant::now);
@@ -636,9 +640,9 @@ mod tests {
         for (w, packets, bytes) in [(0, 1, 100), (1, 2, 50)] {
             sw.on(w, move |n| {
                 let key = tunlab_dp::FlowKey::default();
-                let r = n.classifier.lookup(0, &key).unwrap();
+                let r = n.ofproto.classifier.lookup(0, &key).unwrap();
                 for _ in 0..packets {
-                    n.classifier.hit(r, 1, bytes, 0);
+                    n.ofproto.classifier.hit(r, 1, bytes, 0);
                 }
             })
             .unwrap();
@@ -668,7 +672,10 @@ mod tests {
         let mut sw = switch(2);
         let out = ctl::handle("add-flow in_port=1 actions=drop", &mut sw).unwrap();
         assert_eq!(out, "");
-        assert_eq!(sw.on_all(|n| n.classifier.len()).unwrap(), vec![1, 1]);
+        assert_eq!(
+            sw.on_all(|n| n.ofproto.classifier.len()).unwrap(),
+            vec![1, 1]
+        );
         let dump = ctl::handle("dump-flows", &mut sw).unwrap();
         assert!(
             dump.contains("n_packets=0") && dump.contains("in_port=1 actions=drop"),
@@ -685,13 +692,16 @@ mod tests {
         let e = ctl::handle("add-flow in_port=1 actions=bogus", &mut sw).unwrap_err();
         assert!(e.contains("bogus"), "{e}");
         assert_eq!(
-            sw.on_all(|n| n.classifier.len()).unwrap(),
+            sw.on_all(|n| n.ofproto.classifier.len()).unwrap(),
             vec![1, 1],
             "a refused rule changes nothing"
         );
         let out = ctl::handle("del-flows", &mut sw).unwrap();
         assert_eq!(out, "deleted 1 rules\n");
-        assert_eq!(sw.on_all(|n| n.classifier.len()).unwrap(), vec![0, 0]);
+        assert_eq!(
+            sw.on_all(|n| n.ofproto.classifier.len()).unwrap(),
+            vec![0, 0]
+        );
         let e = ctl::handle("del-port nothing", &mut sw).unwrap_err();
         assert!(e.contains("no port named 'nothing'"), "{e}");
         // No kernel flow cache under a userspace node: said, not ignored.

@@ -472,7 +472,7 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
     // the management server.
     let to_controllers = mgmt.packet_in_sender().and_then(|tx| {
         let tx = std::sync::Arc::new(tx);
-        sw.on_all(move |n| n.packet_in = tx.try_clone().ok())
+        sw.on_all(move |n| n.ofproto.packet_in = tx.try_clone().ok())
             .map_err(|e| std::io::Error::other(e.to_string()))
     });
     if let Err(e) = to_controllers {
@@ -481,7 +481,9 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let (ports, flows) = sw
-        .on(0, |n| (n.ports().count(), n.classifier.len()))
+        .on(0, |n| {
+            (n.netdev.ports().count(), n.ofproto.classifier.len())
+        })
         .unwrap_or_default();
     let controllers: String = cfg
         .openflow

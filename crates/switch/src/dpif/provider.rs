@@ -14,8 +14,9 @@
 
 use crate::config::Port;
 use crate::port::StartError;
-use tunlab_dp::{Classifier, DropReason, FlowKey, Op, TlvMap};
+use tunlab_dp::{Classifier, DropReason, FlowKey, Op, PacketInReason, TlvMap};
 use tunlab_netio::tap::Tap;
+use tunlab_wire::tunnel::TunnelMetadata;
 
 /// What a new port needs besides its own configuration.
 #[derive(Debug, Clone, Copy)]
@@ -183,4 +184,41 @@ pub trait Sweeper: Send {
 
     /// What the flows carried since the last call (empty: nothing).
     fn take_counted(&mut self) -> Option<Counted>;
+}
+
+/// What a datapath asks of the switch above it (Open vSwitch's upcall
+/// handler): the decision for a packet it could not forward by itself,
+/// and the delivery of a `controller` action's packet.
+pub trait Upcall {
+    /// A packet missed: `frame` came in on `in_port` (out of a tunnel
+    /// with `tunnel`'s metadata). Fill `ops` with the steps to carry out,
+    /// or say why the packet is dropped (the reason's counter name).
+    fn upcall(
+        &mut self,
+        in_port: u32,
+        frame: &[u8],
+        tunnel: Option<&TunnelMetadata>,
+        ops: &mut Vec<Op>,
+    ) -> Result<(), &'static str>;
+
+    /// Send `frame`, as it is now, to the controllers as a PACKET_IN
+    /// (`tunnelled`: it came out of the last upcall's tunnel), or say why
+    /// not.
+    fn controller(
+        &mut self,
+        in_port: u32,
+        tunnelled: bool,
+        to: ToController,
+        frame: &[u8],
+    ) -> Result<(), &'static str>;
+}
+
+/// A `controller` action's settings (OpenFlow's output to CONTROLLER).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToController {
+    /// Bytes of the frame to send (65535: all of it).
+    pub max_len: u16,
+    pub table: u8,
+    pub cookie: u64,
+    pub reason: PacketInReason,
 }

@@ -120,7 +120,7 @@ pub(super) fn handle(
         t if t == barrier_request => reply(c, of::header(v, barrier_reply, 8, m.xid()).to_vec()),
         t if t == stats_request && v == of::OF13 => answer(c, multipart(m, dpid, sw)),
         t if t == stats_request && table_request(v, m.body()) => {
-            let active = sw.on(0, |n| n.classifier.len()).unwrap_or(0);
+            let active = sw.on(0, |n| n.ofproto.classifier.len()).unwrap_or(0);
             reply(c, table_reply(v, m.xid(), active as u32))
         }
         t if t == stats_request => answer(c, stats10(m, dpid, sw)),
@@ -137,7 +137,10 @@ pub(super) fn handle(
                     .map_err(bad_len)
                     .and_then(|(fm, m10)| {
                         let text = crate::ofproto::openflow::match10_text(&m10);
-                        Ok((crate::ofproto::openflow::ctl_request_with(&fm, text)?, fm.command))
+                        Ok((
+                            crate::ofproto::openflow::ctl_request_with(&fm, text)?,
+                            fm.command,
+                        ))
                     })
             };
             let done = request.and_then(|(req, command)| flow_mod(&req, command, sw, outbox));
@@ -168,7 +171,9 @@ pub(super) fn handle(
                     Err(_) => error(c, of::ET_BAD_REQUEST, of::BRC_BAD_LEN),
                 }
             }
-            Some(nx) if nx.subtype == of::NXT_TLV_TABLE_REQUEST => match sw.on(0, |n| n.tlv()) {
+            Some(nx) if nx.subtype == of::NXT_TLV_TABLE_REQUEST => match sw
+                .on(0, |n| n.ofproto.tlv())
+            {
                 Ok(tlv) => {
                     let maps: Vec<of::TlvMapping> = (0..TUN_METADATA_FIELDS)
                         .filter_map(|i| {
@@ -220,7 +225,8 @@ fn bad_len<E>(_: E) -> (u16, u16) {
 /// The node's ports: name and number.
 fn ports(sw: &mut Switch) -> Vec<(String, u32)> {
     sw.on(0, |n| {
-        n.ports()
+        n.netdev
+            .ports()
             .map(|(name, ofport, _, _)| (name.to_string(), ofport))
             .collect()
     })
@@ -308,8 +314,14 @@ fn stats10(m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Result<Vec<Vec<u8>>, 
 fn nx_flow_entry(e: &crate::ctl::FlowEntry) -> Vec<u8> {
     let fields = crate::ofproto::openflow::match_fields_nxm(&e.flow.m);
     let actions = crate::ofproto::openflow::of_actions(&e.flow.actions);
-    let oxms: Vec<of::Oxm<'_>> = fields.iter().map(crate::ofproto::openflow::Field::oxm).collect();
-    let acts: Vec<of::Action<'_>> = actions.iter().map(crate::ofproto::openflow::OfAction::view).collect();
+    let oxms: Vec<of::Oxm<'_>> = fields
+        .iter()
+        .map(crate::ofproto::openflow::Field::oxm)
+        .collect();
+    let acts: Vec<of::Action<'_>> = actions
+        .iter()
+        .map(crate::ofproto::openflow::OfAction::view)
+        .collect();
     of::nx_flow_stats_entry(
         e.flow.table,
         to_ms(e.age_ns),
@@ -349,7 +361,7 @@ fn tlv_table_mod(
         .on(0, |n| {
             let used: Vec<bool> = (0..TUN_METADATA_FIELDS)
                 .map(|i| {
-                    n.classifier.iter().any(|r| {
+                    n.ofproto.classifier.iter().any(|r| {
                         r.flow.m.mask.get(tunlab_dp::key::tun_metadata(i)) != 0
                             || r.flow.actions.iter().any(
                                 |a| matches!(a, tunlab_dp::Action::SetTunMetadata(k, _) if usize::from(*k) == i),
@@ -357,7 +369,7 @@ fn tlv_table_mod(
                     })
                 })
                 .collect();
-            (n.tlv(), used)
+            (n.ofproto.tlv(), used)
         })
         .map_err(|_| E::BadCommand)?;
     let index = |m: &of::TlvMapping| {
@@ -419,7 +431,7 @@ fn packet_out(m: &Message<'_>, sw: &mut Switch) -> Result<(), (u16, u16)> {
     if text.is_empty() {
         return Ok(()); // no actions: the packet is dropped
     }
-    let names = sw.on(0, |n| n.port_map()).map_err(gone)?;
+    let names = sw.on(0, |n| n.ofproto.port_map()).map_err(gone)?;
     let actions = tunlab_dp::parse_flow(&format!("actions={}", text.join(",")), &names)
         .map_err(|_| (of::ET_BAD_ACTION, of::BAC_BAD_TYPE))?
         .actions;
@@ -465,7 +477,7 @@ fn multipart(m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Result<Vec<Vec<u8>>
         of::MP_PORT_STATS => {
             let want = of::parse_port_request(mp.body).map_err(bad_len)?;
             let (rows, _) = crate::ctl::port_rows(sw).map_err(gone)?;
-            let age = sw.on(0, |n| n.uptime_ns()).map_err(gone)?;
+            let age = sw.on(0, |n| n.ofproto.uptime_ns()).map_err(gone)?;
             rows.iter()
                 .filter(|r| want == of::PORT_ANY || want == r.ofport)
                 .map(|r| {
@@ -488,7 +500,8 @@ fn multipart(m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Result<Vec<Vec<u8>>
         of::MP_PORT_DESC => {
             let ports = sw
                 .on(0, |n| {
-                    n.ports()
+                    n.netdev
+                        .ports()
                         .map(|(name, ofport, _, _)| (name.to_string(), ofport))
                         .collect::<Vec<_>>()
                 })
@@ -518,12 +531,14 @@ fn flow_stats(
 ) -> Result<Vec<crate::ctl::FlowEntry>, (u16, u16)> {
     let mut text = Vec::new();
     for o in &req.matches {
-        text.push(crate::ofproto::openflow::match_text(o).ok_or((of::ET_BAD_MATCH, of::BMC_BAD_FIELD))?);
+        text.push(
+            crate::ofproto::openflow::match_text(o).ok_or((of::ET_BAD_MATCH, of::BMC_BAD_FIELD))?,
+        );
     }
     if req.cookie_mask != 0 {
         text.push(format!("cookie={:#x}/{:#x}", req.cookie, req.cookie_mask));
     }
-    let names = sw.on(0, |n| n.port_map()).map_err(gone)?;
+    let names = sw.on(0, |n| n.ofproto.port_map()).map_err(gone)?;
     let mut sel = crate::ctl::selector(&text.join(","), &names)
         .map_err(|_| (of::ET_BAD_MATCH, of::BMC_BAD_PREREQ))?;
     sel.table = (req.table_id != of::TABLE_ALL).then_some(req.table_id);
@@ -547,7 +562,7 @@ fn doomed(req: &str, sw: &mut Switch) -> Vec<Expired> {
     let Some(arg) = req.strip_prefix("del-flows") else {
         return Vec::new();
     };
-    let Ok(names) = sw.on(0, |n| n.port_map()) else {
+    let Ok(names) = sw.on(0, |n| n.ofproto.port_map()) else {
         return Vec::new();
     };
     let Ok(sel) = crate::ctl::selector(arg.trim(), &names) else {
@@ -580,7 +595,10 @@ pub(super) fn flow_removed(e: &Expired) -> Vec<u8> {
         hard_timeout: e.flow.hard_timeout,
         packets: e.packets,
         bytes: e.bytes,
-        matches: fields.iter().map(crate::ofproto::openflow::Field::oxm).collect(),
+        matches: fields
+            .iter()
+            .map(crate::ofproto::openflow::Field::oxm)
+            .collect(),
     }
     .emit()
 }
@@ -602,8 +620,14 @@ fn flow_entry(e: &crate::ctl::FlowEntry) -> Vec<u8> {
         cookie: e.flow.cookie,
         packets: e.packets,
         bytes: e.bytes,
-        matches: fields.iter().map(crate::ofproto::openflow::Field::oxm).collect(),
-        actions: actions.iter().map(crate::ofproto::openflow::OfAction::view).collect(),
+        matches: fields
+            .iter()
+            .map(crate::ofproto::openflow::Field::oxm)
+            .collect(),
+        actions: actions
+            .iter()
+            .map(crate::ofproto::openflow::OfAction::view)
+            .collect(),
     }
     .emit()
 }

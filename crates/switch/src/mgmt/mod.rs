@@ -402,7 +402,8 @@ impl MgmtServer {
     /// that can change ports (`tunlab ctl add-port`, `del-port`).
     pub fn ports_changed(&mut self, sw: &mut Switch) {
         let Ok(now) = sw.on(0, |n| {
-            n.ports()
+            n.netdev
+                .ports()
                 .map(|(name, ofport, _, _)| (name.to_string(), ofport))
                 .collect::<Vec<_>>()
         }) else {

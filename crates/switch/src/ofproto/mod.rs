@@ -1,3 +1,307 @@
-//! ofproto: the OpenFlow switch above the datapaths.
+//! ofproto: the OpenFlow switch above the datapaths, as Open vSwitch's
+//! ofproto layer. One per packet worker (each worker holds its own copy of
+//! the flow table, so that a packet never takes a lock):
+//!
+//! - the flow table: the classifier, its tables and the action pipeline
+//!   (with MAC learning for `normal` and the exact-match cache);
+//! - the Geneve TLV map (`tun_metadataN`);
+//! - the ports' configuration, for rules that name ports;
+//! - the upcall: a packet a datapath could not forward by itself is
+//!   classified here ([`Upcall`]), and the decision is offered to the
+//!   caching datapath under it (worker 0 holds it) as a cached flow;
+//! - revalidation of that cache when the rules, the TLV map or the ports
+//!   change, and the rules' counters credited with what cached flows
+//!   carried;
+//! - PACKET_IN for `controller` actions ([`openflow`] encodes them).
+//!
+//! It moves no packet itself: the datapaths do ([`crate::dpif`]).
 
 pub mod openflow;
+
+use crate::config::{Config, Port, PortMap};
+use crate::dpif::provider::{Counted, Dpif, Revalidation, ToController, Upcall};
+use crate::port::StartError;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use tunlab_dp::{extract, extract_tunnel, Action, Classifier, FlowKey, Op, Pipeline, TlvMap};
+use tunlab_wire::tunnel::TunnelMetadata;
+
+/// One worker's OpenFlow switch.
+pub struct Ofproto {
+    pub name: String,
+    pub classifier: Classifier,
+    pipeline: Pipeline,
+    tlv: TlvMap,
+    /// The ports' configuration (names and numbers for rules).
+    port_cfgs: Vec<Port>,
+    started: Instant,
+    /// The last upcall's flow key (a tunnelled frame's PACKET_IN carries
+    /// its tunnel fields).
+    key: FlowKey,
+    /// The caching datapath under this switch, when it runs over one
+    /// (worker 0 only): its flows are filled from the upcalls' decisions.
+    pub dpif: Option<Box<dyn Dpif>>,
+    /// OVS's flow-restore-wait, shared with the switch: while set, the
+    /// caching datapath's flows are neither revalidated nor added to, and
+    /// what misses them is dropped (counted as flow_restore_wait).
+    pub restore_wait: Arc<AtomicBool>,
+    /// Where PACKET_INs go: the management server's end reads them and
+    /// sends them to the controllers (none: `controller` drops).
+    pub packet_in: Option<std::os::unix::net::UnixDatagram>,
+    /// What this layer dropped, by reason (a datapath counts its own).
+    pub drops: HashMap<&'static str, u64>,
+}
+
+impl std::fmt::Debug for Ofproto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ofproto")
+            .field("name", &self.name)
+            .field("rules", &self.classifier.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ofproto {
+    /// The switch of configuration `cfg`, with its rules loaded.
+    pub fn new(cfg: &Config) -> Ofproto {
+        let mut classifier = Classifier::new();
+        for f in &cfg.flows {
+            classifier.add(f.clone(), 0);
+        }
+        Ofproto {
+            name: cfg.name.clone(),
+            classifier,
+            pipeline: Pipeline::new(),
+            tlv: cfg.tlv,
+            port_cfgs: cfg.ports.clone(),
+            started: Instant::now(),
+            key: FlowKey::default(),
+            dpif: None,
+            restore_wait: Arc::new(AtomicBool::new(false)),
+            packet_in: None,
+            drops: HashMap::new(),
+        }
+    }
+
+    /// Nanoseconds since start: the flow table's notion of time.
+    fn now(&self) -> u64 {
+        self.started.elapsed().as_nanos() as u64
+    }
+
+    /// Nanoseconds since the node started (for `duration=` in dumps).
+    pub fn uptime_ns(&self) -> u64 {
+        self.now()
+    }
+
+    fn drop(&mut self, why: &'static str) {
+        *self.drops.entry(why).or_insert(0) += 1;
+    }
+
+    /// Exact-match cache hits and misses.
+    pub fn cache_stats(&self) -> (u64, u64) {
+        (self.pipeline.emc.hits, self.pipeline.emc.misses)
+    }
+
+    /// Names and numbers of the ports, for flow rules that name ports.
+    pub fn port_map(&self) -> PortMap {
+        PortMap::of(&self.port_cfgs)
+    }
+
+    /// The ports' configuration.
+    pub fn port_cfgs(&self) -> &[Port] {
+        &self.port_cfgs
+    }
+
+    /// Refuse a port whose name or number is taken.
+    pub fn check_new_port(&self, p: &Port) -> Result<(), StartError> {
+        match self
+            .port_cfgs
+            .iter()
+            .find(|o| o.name == p.name || o.ofport == p.ofport)
+        {
+            Some(o) => Err(StartError::Port {
+                port: p.name.clone(),
+                msg: format!("clashes with port '{}' (ofport {})", o.name, o.ofport),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Port `p` joined (its datapaths serve it already).
+    pub fn port_added(&mut self, p: &Port) {
+        self.port_cfgs.push(p.clone());
+    }
+
+    /// Port `name` left: the caching datapath lets go of it; rules that
+    /// name it stay, as in OVS, and match nothing.
+    pub fn port_removed(&mut self, name: &str, ofport: u32) {
+        if let Some(d) = self.dpif.as_mut() {
+            let cfg = self.port_cfgs.iter().find(|p| p.name == name);
+            d.port_del(ofport, cfg);
+        }
+        self.port_cfgs.retain(|p| p.name != name);
+    }
+
+    /// The Geneve options mapped to tun_metadata fields.
+    pub fn tlv(&self) -> TlvMap {
+        self.tlv
+    }
+
+    /// Map Geneve options anew (OpenFlow's TLV table mod); the cached
+    /// flows are checked against the new map.
+    pub fn set_tlv(&mut self, tlv: TlvMap) {
+        self.tlv = tlv;
+        self.revalidate();
+    }
+
+    /// The flow table, the TLV map or the ports changed: the caching
+    /// datapath's flows are revalidated before this returns.
+    pub fn revalidate(&mut self) {
+        let now = self.now();
+        let Some(d) = self.dpif.as_mut() else {
+            return;
+        };
+        if self.restore_wait.load(Ordering::Relaxed) {
+            // Rules are still coming in: checked once they all are.
+            return;
+        }
+        let checked: Result<(), String> = match d.revalidate(&self.classifier, &self.tlv) {
+            Ok(Revalidation::NewGeneration) => return,
+            // Adopted flows: each one's key through the pipeline as a
+            // packet would go (no rule counts it), kept where the actions
+            // are unchanged.
+            Ok(Revalidation::EachFlow { adopted }) => {
+                let (pipeline, classifier) = (&mut self.pipeline, &mut self.classifier);
+                let mut ops = Vec::new();
+                let r = d.revalidate_each(
+                    &mut |key| {
+                        pipeline
+                            .decide(classifier, key, now, &mut ops)
+                            .map(|()| ops.clone())
+                    },
+                    &self.tlv,
+                );
+                match r {
+                    Ok((kept, deleted)) => {
+                        if adopted {
+                            eprintln!(
+                                "tunlab switch {}: revalidated the adopted flows: kept {kept}, deleted {deleted}",
+                                self.name
+                            );
+                        }
+                        return;
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = checked {
+            // Stale entries must not forward: without a new generation
+            // the cache cannot be trusted.
+            eprintln!(
+                "tunlab switch: {} datapath revalidation failed: {e}",
+                d.kind()
+            );
+            self.drop("kernel_revalidation_failed");
+        }
+    }
+
+    /// Credit the rules with what the caching datapath's flows carried
+    /// since the revalidator last looked (as OVS's revalidators push
+    /// datapath flow stats to rules): each flow's key is looked up again,
+    /// and every rule on its way counts its packets and bytes as used now.
+    pub fn credit_cached(&mut self, counted: Counted) {
+        let Some(d) = self.dpif.as_ref() else {
+            return;
+        };
+        let keys = d.flow_counts(counted);
+        let now = self.now();
+        for (key, packets, bytes) in keys {
+            self.pipeline
+                .credit(&mut self.classifier, &key, packets, bytes, now);
+        }
+    }
+
+    /// OpenFlow's PACKET_OUT: the steps `actions` mean for `frame` (as if
+    /// it came in on `in_port`), into `ops`. False: dropped (counted by
+    /// reason), nothing to carry out.
+    pub fn packet_out(
+        &mut self,
+        in_port: u32,
+        frame: &[u8],
+        actions: &[Action],
+        ops: &mut Vec<Op>,
+    ) -> bool {
+        let mut key = FlowKey::default();
+        extract(frame, in_port, &mut key);
+        let now = self.now();
+        let r = self.pipeline.execute(
+            &mut self.classifier,
+            &key,
+            actions,
+            frame.len() as u64,
+            now,
+            ops,
+        );
+        match r {
+            Ok(()) => true,
+            Err(why) => {
+                self.drop(why.name());
+                false
+            }
+        }
+    }
+}
+
+impl Upcall for Ofproto {
+    fn upcall(
+        &mut self,
+        in_port: u32,
+        frame: &[u8],
+        tunnel: Option<&TunnelMetadata>,
+        ops: &mut Vec<Op>,
+    ) -> Result<(), &'static str> {
+        if self.dpif.is_some() && self.restore_wait.load(Ordering::Relaxed) {
+            // As OVS does while its flows are restored: the datapath's
+            // misses are not handled yet.
+            return Err("flow_restore_wait");
+        }
+        extract(frame, in_port, &mut self.key);
+        if let Some(meta) = tunnel {
+            extract_tunnel(meta, &self.tlv, &mut self.key);
+        }
+        let now = self.now();
+        let r = self.pipeline.process(
+            &mut self.classifier,
+            &self.key,
+            frame.len() as u64,
+            now,
+            ops,
+        );
+        if let Some(d) = self.dpif.as_mut() {
+            d.flow_put(&self.key, r.map(|()| &ops[..]), &self.tlv);
+        }
+        r.map_err(|why| why.name())
+    }
+
+    fn controller(
+        &mut self,
+        in_port: u32,
+        tunnelled: bool,
+        to: ToController,
+        frame: &[u8],
+    ) -> Result<(), &'static str> {
+        let tun = tunnelled.then_some(&self.key);
+        let m = openflow::packet_in_message(
+            in_port, tun, to.max_len, to.table, to.cookie, to.reason, frame,
+        );
+        match &self.packet_in {
+            Some(sock) if sock.send(&m).is_ok() => Ok(()),
+            Some(_) => Err("controller_queue_full"),
+            None => Err("no_controller"),
+        }
+    }
+}

@@ -3,8 +3,9 @@
 //! arrives for is chosen by its outer source, and decides whether the key
 //! is GRE's or NVGRE's.
 
-use super::{port_error, Io, Node, Target, HEADROOM};
+use super::{port_error, Io, Netdev, Target, HEADROOM};
 use crate::config::{FromFlow, Port, TunnelPort};
+use crate::dpif::provider::Upcall;
 use crate::port::StartError;
 use std::net::{IpAddr, SocketAddr};
 use tunlab_dp::TunnelSet;
@@ -12,7 +13,7 @@ use tunlab_netio::Underlay;
 use tunlab_wire::tunnel::{self, TunnelKind};
 use tunlab_wire::PacketBuf;
 
-impl Node {
+impl Netdev {
     /// The raw GRE socket on the port's local address, opened by the first
     /// GRE or NVGRE port on it.
     pub(super) fn open_gre(&mut self, p: &Port, t: &TunnelPort) -> Result<usize, StartError> {
@@ -42,7 +43,13 @@ impl Node {
 
     /// One IPv4 packet from the raw GRE socket: the receiving port (by outer
     /// source) decides whether the key is GRE's or NVGRE's.
-    pub(super) fn receive_gre(&mut self, si: usize, m: usize, frame: &mut PacketBuf<Vec<u8>>) {
+    pub(super) fn receive_gre(
+        &mut self,
+        of: &mut dyn Upcall,
+        si: usize,
+        m: usize,
+        frame: &mut PacketBuf<Vec<u8>>,
+    ) {
         let Some((data, _, _)) = self.socks[si].rx.get(m) else {
             return;
         };
@@ -78,7 +85,7 @@ impl Node {
         self.ports[pi].stats.rx_packets += 1;
         self.ports[pi].stats.rx_frames += 1;
         self.ports[pi].stats.rx_bytes += frame.len() as u64;
-        self.forward(in_port, frame, true, None);
+        self.forward(of, in_port, frame, true, None);
     }
 
     /// Queue a frame for a GRE or NVGRE port (key, checksum and flow ID as

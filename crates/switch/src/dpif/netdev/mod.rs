@@ -1,9 +1,11 @@
-//! The userspace datapath: one running node (or one worker's share of it)
-//! that moves packets itself, and the slow path under the kernel datapath.
+//! The userspace datapath (Open vSwitch's dpif-netdev): one worker's
+//! share of a node's ports, moving packets itself; the slow path under the
+//! kernel datapath.
 //!
 //! One thread, run to completion: poll every port's descriptor, then move
-//! each ready descriptor's packets in a batch through extract → classify →
-//! actions → output. Outputs to a tunnel are collected and sent with one
+//! each ready descriptor's packets in a batch: decapsulate, hand each
+//! frame up to the switch above ([`Upcall`]: ofproto classifies it and
+//! returns the steps), carry out the steps, output. Outputs to a tunnel are collected and sent with one
 //! `sendmmsg` per socket per round.
 //!
 //! One module per port kind, each with how it opens, receives and sends:
@@ -19,6 +21,7 @@
 
 mod gre;
 mod pmtu;
+mod ports;
 mod qinq;
 mod socket;
 mod stt;
@@ -27,8 +30,8 @@ mod udp;
 
 pub use tap::{from_tap, fuzz_upcall, open_tap};
 
-use crate::config::{Config, FromFlow, Port, PortKind, PortMap, TunnelPort};
-use crate::dpif::provider::{Counted, Dpif, PortEnv, Revalidation, Upcalls};
+use crate::config::{Config, FromFlow, Port, PortKind, TunnelPort};
+use crate::dpif::provider::{ToController, Upcall};
 use crate::port::{remote_and_key, StartError};
 use crate::profile::{Profile, Stage};
 use crate::stats::{NodeStats, PortSnapshot, PortStats};
@@ -37,11 +40,9 @@ use socket::SockState;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 use stt::SttTso;
-use tunlab_dp::{extract, extract_tunnel, Classifier, FlowKey, Op, Pipeline, TlvMap, TunnelSet};
+use tunlab_dp::{Op, TlvMap, TunnelSet};
 use tunlab_netio::tap::VNET_HDR_LEN;
 use tunlab_netio::{Poller, RstGuard, Tap};
 use tunlab_wire::gso::{Coalescer, TcpSuper};
@@ -96,9 +97,9 @@ struct PortState {
 const HEADROOM: usize = 8 + geneve::MAX_OPTIONS_LEN + 2 * vlan::TAG_LEN + VNET_HDR_LEN;
 const FRAME_MAX: usize = 65536;
 
-/// A running node, or one worker's share of it: its TAP queues, its
-/// sockets, its copy of the flow table and caches.
-pub struct Node {
+/// One worker's userspace datapath: its TAP queues, its sockets, its
+/// share of each port's counters.
+pub struct Netdev {
     pub name: String,
     /// This worker's number, and how many there are.
     worker: usize,
@@ -111,8 +112,8 @@ pub struct Node {
     /// local address), found again after a port change; the userspace
     /// datapath reads their MTU (a caching datapath reads its own).
     underlay_devs: Option<Vec<String>>,
-    pub classifier: Classifier,
-    pipeline: Pipeline,
+    /// The Geneve TLV map, as ofproto last set it (options are read and
+    /// written by it).
     tlv: TlvMap,
     ports: Vec<PortState>,
     by_ofport: HashMap<u32, usize>,
@@ -123,7 +124,6 @@ pub struct Node {
     pub outer_fragmented: HashMap<&'static str, u64>,
     started: Instant,
     ops: Vec<Op>,
-    key: FlowKey,
     meta: TunnelMetadata,
     frame: PacketBuf<Vec<u8>>,
     tap_buf: Vec<u8>,
@@ -157,46 +157,34 @@ pub struct Node {
     stt_tso_looked: Option<Instant>,
     /// The descriptors polled each round.
     poll_set: Poller,
-    /// The caching datapath under this slow path, when it runs over one
-    /// (worker 0 only): its flows are filled from this node's decisions.
-    pub dpif: Option<Box<dyn Dpif>>,
-    /// OVS's flow-restore-wait, shared with the switch: while set, the
-    /// caching datapath's flows are neither revalidated nor added to, and
-    /// what misses them is dropped (counted as flow_restore_wait).
-    pub restore_wait: Arc<AtomicBool>,
-    /// Where PACKET_INs go: the management server's end reads them and
-    /// sends them to the controllers (none: `controller` drops).
-    pub packet_in: Option<std::os::unix::net::UnixDatagram>,
 }
 
-impl std::fmt::Debug for Node {
+impl std::fmt::Debug for Netdev {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Node")
+        f.debug_struct("Netdev")
             .field("name", &self.name)
             .field("ports", &self.ports.len())
             .finish()
     }
 }
 
-impl Node {
-    /// Worker `worker` of `workers`: open its share of every port and load
-    /// the flows. `taps` holds each TAP port's queues for this worker
-    /// ([`open_tap`] opened them for all workers); they are taken out.
-    pub fn start_worker(
+impl Netdev {
+    /// Worker `worker` of `workers`: open its share of every port. `taps`
+    /// holds each TAP port's queues for this worker ([`open_tap`] opened
+    /// them for all workers); they are taken out.
+    pub fn open(
         cfg: &Config,
         worker: usize,
         workers: usize,
         taps: &mut HashMap<String, Vec<Tap>>,
-    ) -> Result<Node, StartError> {
-        let mut node = Node {
+    ) -> Result<Netdev, StartError> {
+        let mut node = Netdev {
             worker,
             workers: workers.max(1),
             name: cfg.name.clone(),
             underlay_mtu: cfg.underlay_mtu as usize,
             configured_mtu: cfg.underlay_mtu as usize,
             underlay_devs: None,
-            classifier: Classifier::new(),
-            pipeline: Pipeline::new(),
             tlv: cfg.tlv,
             ports: Vec::new(),
             by_ofport: HashMap::new(),
@@ -205,7 +193,6 @@ impl Node {
             outer_fragmented: HashMap::new(),
             started: Instant::now(),
             ops: Vec::new(),
-            key: FlowKey::default(),
             meta: TunnelMetadata::default(),
             // Room for a whole IP packet behind a stand-in Ethernet header (STT).
             frame: PacketBuf::new(vec![0u8; HEADROOM + FRAME_MAX + 64], HEADROOM),
@@ -225,302 +212,17 @@ impl Node {
             stt_tso: Vec::new(),
             stt_tso_looked: None,
             poll_set: Poller::new(),
-            dpif: None,
-            restore_wait: Arc::new(AtomicBool::new(false)),
-            packet_in: None,
         };
         node.port_cfgs = cfg.ports.clone();
         for p in &cfg.ports {
             node.open_port(p, taps.remove(&p.name))?;
         }
-        for f in &cfg.flows {
-            node.classifier.add(f.clone(), 0);
-        }
         Ok(node)
-    }
-
-    /// Open this worker's share of one port's device or socket and make it
-    /// part of the node; a TAP port's queues come opened (`taps`).
-    fn open_port(&mut self, p: &Port, taps: Option<Vec<Tap>>) -> Result<(), StartError> {
-        let io = match &p.kind {
-            PortKind::Tap { .. } | PortKind::Veth { .. } | PortKind::System => match taps {
-                Some(t) if !t.is_empty() => Io::Tap(t),
-                _ => return Err(port_error(p)("no TAP queue for this worker".into())),
-            },
-            PortKind::Tunnel(t) => {
-                let sock = match t.kind {
-                    TunnelKind::Geneve | TunnelKind::Vxlan => self.open_udp(p, t)?,
-                    TunnelKind::Gre | TunnelKind::Nvgre => self.open_gre(p, t)?,
-                    TunnelKind::Stt => self.open_stt(p, t)?,
-                };
-                Io::Tunnel { cfg: *t, sock }
-            }
-            PortKind::QinQ { underlay } => Io::Qinq(self.open_qinq(p, underlay, taps)?),
-        };
-        self.by_ofport.insert(p.ofport, self.ports.len());
-        let queues = match &io {
-            Io::Tap(qs) => qs.len(),
-            _ => 0,
-        };
-        self.ports.push(PortState {
-            name: p.name.clone(),
-            ofport: p.ofport,
-            io,
-            stats: PortStats::default(),
-            queue_rx: vec![0; queues],
-            // Kernel-datapath tenants are policed in the kernel; a TAP
-            // port here, each worker taking its share of the rate.
-            police: match (&p.kind, p.police) {
-                (PortKind::Tap { .. }, Some(pol)) => {
-                    let (rate, burst) = pol.bytes();
-                    let w = self.workers.max(1) as u64;
-                    Some(crate::port::TokenBucket::new(rate / w, burst / w))
-                }
-                _ => None,
-            },
-        });
-        Ok(())
-    }
-
-    /// With several workers, every worker's raw or packet socket gets a
-    /// copy of each packet from the kernel; `share(group, member)` installs
-    /// the filter that keeps each packet in the socket of the worker on
-    /// whose CPU it arrived (as the UDP sockets' reuse-port group does), so
-    /// each is read once. Nothing to do with one worker.
-    fn share_by_cpu(
-        &self,
-        p: &Port,
-        what: &str,
-        share: impl FnOnce(u32, u32) -> std::io::Result<()>,
-    ) -> Result<(), StartError> {
-        if self.workers <= 1 {
-            return Ok(());
-        }
-        share(self.workers as u32, self.worker as u32).map_err(|e| {
-            port_error(p)(format!("cannot share the {what} socket among workers: {e}"))
-        })
-    }
-    /// name or number is taken; nothing else changes.
-    pub fn add_port(&mut self, p: &Port, taps: Option<Vec<Tap>>) -> Result<(), StartError> {
-        self.check_new_port(p)?;
-        self.port_cfgs.push(p.clone());
-        self.underlay_devs = None;
-        if let Err(e) = self.open_port(p, taps) {
-            self.port_cfgs.pop();
-            return Err(e);
-        }
-        Ok(())
-    }
-
-    /// Add a port while running over a caching datapath: its side first
-    /// (a veth port's pair, a system or QinQ port's upcall TAP and
-    /// programs, a tunnel port's decapsulation), then this node's share,
-    /// then a new generation. Returns false, having done nothing, when
-    /// this node has no such datapath or it does not serve this kind.
-    pub fn add_datapath_port(
-        &mut self,
-        p: &Port,
-        offloads: bool,
-        underlay_mtu: u16,
-    ) -> Result<bool, StartError> {
-        self.check_new_port(p)?;
-        let Some(d) = self.dpif.as_mut() else {
-            return Ok(false);
-        };
-        let mut ports = self.port_cfgs.clone();
-        ports.push(p.clone());
-        let env = PortEnv {
-            offloads,
-            underlay_mtu,
-            ports: &ports,
-        };
-        let taps = match d.port_add(p, env)? {
-            Some(Upcalls::Devices(t)) => Some(t),
-            Some(Upcalls::Socket) => None,
-            None => return Ok(false),
-        };
-        if let Err(e) = self.add_port(p, taps) {
-            if let Some(d) = self.dpif.as_mut() {
-                d.port_del(p.ofport, Some(p));
-            }
-            return Err(e);
-        }
-        self.revalidate();
-        Ok(true)
-    }
-
-    /// Refuse a port whose name or number is taken.
-    pub fn check_new_port(&self, p: &Port) -> Result<(), StartError> {
-        match self
-            .port_cfgs
-            .iter()
-            .find(|o| o.name == p.name || o.ofport == p.ofport)
-        {
-            Some(o) => Err(StartError::Port {
-                port: p.name.clone(),
-                msg: format!("clashes with port '{}' (ofport {})", o.name, o.ofport),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// The ports' configuration (for the default MTU of a new TAP).
-    pub fn port_cfgs(&self) -> &[Port] {
-        &self.port_cfgs
-    }
-
-    /// Remove a port by name while running (`tunlab ctl del-port`): its
-    /// device or socket closes (a TAP the switch created disappears), its
-    /// counters go; rules that name it stay, as in OVS, and match nothing.
-    pub fn remove_port(&mut self, name: &str) -> Result<(), String> {
-        let Some(pi) = self.ports.iter().position(|p| p.name == name) else {
-            return Err(format!("no port named '{name}'"));
-        };
-        let gone = self.ports.remove(pi);
-        if let Some(d) = self.dpif.as_mut() {
-            let cfg = self.port_cfgs.iter().find(|p| p.name == name);
-            d.port_del(gone.ofport, cfg);
-        }
-        self.port_cfgs.retain(|p| p.name != name);
-        self.underlay_devs = None;
-        self.revalidate();
-        if let Io::Tunnel { sock, .. } = gone.io {
-            let shared = self
-                .ports
-                .iter()
-                .any(|p| matches!(p.io, Io::Tunnel { sock: s, .. } if s == sock));
-            if !shared {
-                self.socks.remove(sock);
-                for p in &mut self.ports {
-                    if let Io::Tunnel { sock: s, .. } = &mut p.io {
-                        if *s > sock {
-                            *s -= 1;
-                        }
-                    }
-                }
-            }
-        }
-        self.by_ofport = self
-            .ports
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (p.ofport, i))
-            .collect();
-        Ok(())
-    }
-
-    /// The flow table, the TLV map or the ports changed: the caching
-    /// datapath's flows are revalidated before this returns.
-    pub fn revalidate(&mut self) {
-        let now = self.now();
-        let Some(d) = self.dpif.as_mut() else {
-            return;
-        };
-        if self.restore_wait.load(Ordering::Relaxed) {
-            // Rules are still coming in: checked once they all are.
-            return;
-        }
-        let checked: Result<(), String> = match d.revalidate(&self.classifier, &self.tlv) {
-            Ok(Revalidation::NewGeneration) => return,
-            // Adopted flows: each one's key through the pipeline as a
-            // packet would go (no rule counts it), kept where the actions
-            // are unchanged.
-            Ok(Revalidation::EachFlow { adopted }) => {
-                let (pipeline, classifier) = (&mut self.pipeline, &mut self.classifier);
-                let mut ops = Vec::new();
-                let r = d.revalidate_each(
-                    &mut |key| {
-                        pipeline
-                            .decide(classifier, key, now, &mut ops)
-                            .map(|()| ops.clone())
-                    },
-                    &self.tlv,
-                );
-                match r {
-                    Ok((kept, deleted)) => {
-                        if adopted {
-                            eprintln!(
-                                "tunlab switch {}: revalidated the adopted flows: kept {kept}, deleted {deleted}",
-                                self.name
-                            );
-                        }
-                        return;
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-            Err(e) => Err(e),
-        };
-        if let Err(e) = checked {
-            // Stale entries must not forward: without a new generation
-            // the cache cannot be trusted.
-            eprintln!(
-                "tunlab switch: {} datapath revalidation failed: {e}",
-                d.kind()
-            );
-            *self.drops.entry("kernel_revalidation_failed").or_default() += 1;
-        }
-    }
-
-    /// Periodic work between packets: the underlay's MTU may have changed
-    /// (an operator, a failover): the slow path's too-big answers and the
-    /// kernel's templates follow it.
-    pub fn housekeeping(&mut self) {
-        let mtu = match self.dpif.as_mut() {
-            Some(d) => d.refresh_mtu(),
-            None => self.underlay_device_mtu(),
-        };
-        let Some(mtu) = mtu else {
-            return;
-        };
-        let mtu = (mtu as usize).min(self.configured_mtu);
-        if mtu != self.underlay_mtu {
-            eprintln!(
-                "tunlab switch {}: underlay MTU now {mtu} (was {})",
-                self.name, self.underlay_mtu
-            );
-            self.underlay_mtu = mtu;
-        }
-    }
-
-    /// The smallest MTU of the devices under the tunnel ports.
-    fn underlay_device_mtu(&mut self) -> Option<u16> {
-        let devs = self.underlay_devs.get_or_insert_with(|| {
-            let mut d: Vec<String> = self
-                .port_cfgs
-                .iter()
-                .filter_map(|p| match &p.kind {
-                    PortKind::Tunnel(t) if !t.local_ip.is_unspecified() => {
-                        crate::port::device_with(t.local_ip)
-                    }
-                    _ => None,
-                })
-                .collect();
-            d.sort();
-            d.dedup();
-            d
-        });
-        devs.iter().filter_map(|d| crate::port::device_mtu(d)).min()
-    }
-
-    /// Names and numbers of the ports, for flow rules that name ports.
-    pub fn port_map(&self) -> PortMap {
-        PortMap::of(&self.port_cfgs)
     }
 
     /// Nanoseconds since start: the datapath's notion of time.
     fn now(&self) -> u64 {
         self.started.elapsed().as_nanos() as u64
-    }
-
-    /// Nanoseconds since the node started (for `duration=` in dumps).
-    pub fn uptime_ns(&self) -> u64 {
-        self.now()
-    }
-
-    /// Exact-match cache hits and misses.
-    pub fn cache_stats(&self) -> (u64, u64) {
-        (self.pipeline.emc.hits, self.pipeline.emc.misses)
     }
 
     fn drop(&mut self, why: &'static str) {
@@ -540,7 +242,8 @@ impl Node {
         self.worker
     }
 
-    /// Everything `tunlab ctl stats` reports, for summing over workers.
+    /// This datapath's part of `tunlab ctl stats` (ports, its drops), for
+    /// summing over workers.
     pub fn snapshot(&self) -> NodeStats {
         NodeStats {
             ports: self
@@ -555,7 +258,7 @@ impl Node {
                 .collect(),
             drops: self.drops.clone(),
             outer_fragmented: self.outer_fragmented.clone(),
-            cache: self.cache_stats(),
+            cache: (0, 0),
         }
     }
 
@@ -588,6 +291,7 @@ impl Node {
     /// many packets were received and whether `extra` is readable.
     pub fn poll_once(
         &mut self,
+        of: &mut dyn Upcall,
         timeout_ms: i32,
         extra: Option<std::os::fd::BorrowedFd<'_>>,
     ) -> std::io::Result<(usize, bool)> {
@@ -620,14 +324,14 @@ impl Node {
                 Io::Tap(qs) => {
                     for q in 0..qs.len() {
                         if self.poll_set.readable(i) {
-                            n += self.drain_tap(pi, q)?;
+                            n += self.drain_tap(of, pi, q)?;
                         }
                         i += 1;
                     }
                 }
                 Io::Qinq(_) => {
                     if self.poll_set.readable(i) {
-                        n += self.drain_qinq(pi)?;
+                        n += self.drain_qinq(of, pi)?;
                     }
                     i += 1;
                 }
@@ -636,7 +340,7 @@ impl Node {
         }
         for si in 0..self.socks.len() {
             if self.poll_set.readable(i) {
-                n += self.drain_socket(si)?;
+                n += self.drain_socket(of, si)?;
             }
             i += 1;
         }
@@ -703,20 +407,15 @@ impl Node {
         }
     }
 
-    /// Classify a frame and carry out the actions.
+    /// Hand a frame up to be classified and carry out the steps.
     fn forward(
         &mut self,
+        of: &mut dyn Upcall,
         in_port: u32,
         frame: &mut PacketBuf<Vec<u8>>,
         tunnelled: bool,
         gso: Option<Gso>,
     ) {
-        if self.dpif.is_some() && self.restore_wait.load(Ordering::Relaxed) {
-            // As OVS does while its flows are restored: the datapath's
-            // misses are not handled yet.
-            self.drop("flow_restore_wait");
-            return;
-        }
         if frame.len() < 14 {
             // A tunnel header with (almost) nothing behind it, or a runt
             // from a tenant: no Ethernet frame to switch.
@@ -724,26 +423,18 @@ impl Node {
             return;
         }
         let t = self.profile.start();
-        extract(frame.data(), in_port, &mut self.key);
-        if tunnelled {
-            extract_tunnel(&self.meta, &self.tlv, &mut self.key);
-        }
-        let now = self.now();
         let mut ops = std::mem::take(&mut self.ops);
-        let r = self.pipeline.process(
-            &mut self.classifier,
-            &self.key,
-            frame.len() as u64,
-            now,
+        ops.clear();
+        let r = of.upcall(
+            in_port,
+            frame.data(),
+            tunnelled.then_some(&self.meta),
             &mut ops,
         );
         self.profile.add(Stage::Classify, t, 1);
-        if let Some(d) = self.dpif.as_mut() {
-            d.flow_put(&self.key, r.map(|()| &ops[..]), &self.tlv);
-        }
         match r {
-            Ok(()) => self.apply(&ops, in_port, tunnelled, frame, gso),
-            Err(why) => self.drop(why.name()),
+            Ok(()) => self.apply(of, &ops, in_port, tunnelled, frame, gso),
+            Err(why) => self.drop(why),
         }
         self.ops = ops;
     }
@@ -752,6 +443,7 @@ impl Node {
     /// `in_port`.
     fn apply(
         &mut self,
+        of: &mut dyn Upcall,
         ops: &[Op],
         in_port: u32,
         tunnelled: bool,
@@ -795,85 +487,47 @@ impl Node {
                     cookie,
                     reason,
                 } => {
-                    let tun = tunnelled.then_some(&self.key);
-                    let m = crate::ofproto::openflow::packet_in_message(
-                        in_port,
-                        tun,
+                    let to = ToController {
                         max_len,
                         table,
                         cookie,
                         reason,
-                        frame.data(),
-                    );
-                    match &self.packet_in {
-                        Some(sock) if sock.send(&m).is_ok() => {}
-                        Some(_) => self.drop("controller_queue_full"),
-                        None => self.drop("no_controller"),
+                    };
+                    if let Err(why) = of.controller(in_port, tunnelled, to, frame.data()) {
+                        self.drop(why);
                     }
                 }
             }
         }
     }
 
-    /// Credit the rules with what the kernel's cached flows carried since
-    /// the revalidator last looked (as OVS's revalidators push datapath
-    /// flow stats to rules): each flow's key is looked up again, and every
-    /// rule on its way counts its packets and bytes as used now.
-    pub fn credit_cached(&mut self, counted: Counted) {
-        let Some(d) = self.dpif.as_ref() else {
-            return;
-        };
-        let keys = d.flow_counts(counted);
-        let now = self.now();
-        for (key, packets, bytes) in keys {
-            self.pipeline
-                .credit(&mut self.classifier, &key, packets, bytes, now);
-        }
-    }
-
-    /// The Geneve options mapped to tun_metadata fields.
-    pub fn tlv(&self) -> TlvMap {
-        self.tlv
-    }
-
-    /// Map Geneve options anew (OpenFlow's TLV table mod); the cached
-    /// flows are checked against the new map.
+    /// Ofproto mapped Geneve options anew: read and write them so.
     pub fn set_tlv(&mut self, tlv: TlvMap) {
         self.tlv = tlv;
-        self.revalidate();
     }
 
-    /// OpenFlow's PACKET_OUT: `data` as if it came in on `in_port` (a
-    /// controller's 0xfffffffd when none), with `actions` applied.
-    pub fn packet_out(&mut self, in_port: u32, data: &[u8], actions: &[tunlab_dp::Action]) {
-        if data.len() < 14 || data.len() > FRAME_MAX {
-            self.drop("packet_out_bad_length");
-            return;
-        }
+    /// A frame for OpenFlow's PACKET_OUT (with the headroom every frame
+    /// has), or `None` (counted) when `data` is no Ethernet frame we carry.
+    pub fn frame_for(&mut self, data: &[u8]) -> Option<PacketBuf<Vec<u8>>> {
         let mut frame = PacketBuf::new(vec![0u8; HEADROOM + data.len() + 64], HEADROOM);
-        if frame.extend(data).is_err() {
+        if data.len() < 14 || data.len() > FRAME_MAX || frame.extend(data).is_err() {
             self.drop("packet_out_bad_length");
-            return;
+            return None;
         }
-        let mut key = FlowKey::default();
-        extract(frame.data(), in_port, &mut key);
-        let now = self.now();
-        let mut ops = Vec::new();
-        let r = self.pipeline.execute(
-            &mut self.classifier,
-            &key,
-            actions,
-            frame.len() as u64,
-            now,
-            &mut ops,
-        );
-        match r {
-            Ok(()) => {
-                self.apply(&ops, in_port, false, &mut frame, None);
-                self.flush_sends();
-            }
-            Err(why) => self.drop(why.name()),
-        }
+        Some(frame)
+    }
+
+    /// Carry out `ops` on `frame` (from `in_port`) and send at once
+    /// (dpif's execute: PACKET_OUT).
+    pub fn execute(
+        &mut self,
+        of: &mut dyn Upcall,
+        in_port: u32,
+        frame: &mut PacketBuf<Vec<u8>>,
+        ops: &[Op],
+    ) {
+        self.apply(of, ops, in_port, false, frame, None);
+        self.flush_sends();
     }
 
     fn output(

@@ -2,12 +2,12 @@
 //! error that names the room left (IPv4 with DF, IPv6), or the outer
 //! packet is fragmented where the tunnel type allows it.
 
-use super::{Io, Node, HEADROOM};
+use super::{Io, Netdev, HEADROOM};
 use tunlab_dp::TunnelSet;
 use tunlab_wire::tunnel::TunnelKind;
 use tunlab_wire::{icmp, PacketBuf};
 
-impl Node {
+impl Netdev {
     /// If `frame` is IPv4 with DF, or IPv6, answer its sender with the ICMP
     /// error that says the tunnel leaves `room` bytes, out of the tenant
     /// port it came in; returns whether it did.

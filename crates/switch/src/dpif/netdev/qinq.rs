@@ -2,8 +2,9 @@
 //! tags the flows pushed; only S-tagged frames come in, the rest being the
 //! host's own underlay traffic.
 
-use super::{port_error, Io, Node, HEADROOM};
+use super::{port_error, Io, Netdev, HEADROOM};
 use crate::config::Port;
+use crate::dpif::provider::Upcall;
 use crate::port::StartError;
 use tunlab_netio::{PacketSocket, Tap};
 use tunlab_wire::{vlan, PacketBuf};
@@ -41,7 +42,7 @@ impl QinqIo {
     }
 }
 
-impl Node {
+impl Netdev {
     /// A QinQ port's I/O: on the kernel datapath its upcall TAP comes
     /// opened (`taps`), else a packet socket on the underlay interface.
     pub(super) fn open_qinq(
@@ -63,7 +64,7 @@ impl Node {
     /// Frames from a QinQ port's underlay interface: only those whose
     /// outermost tag is an 802.1ad S-tag are the overlay's; the rest is the
     /// host's own underlay traffic (ARP, IP) and is left alone.
-    pub(super) fn drain_qinq(&mut self, pi: usize) -> std::io::Result<usize> {
+    pub(super) fn drain_qinq(&mut self, of: &mut dyn Upcall, pi: usize) -> std::io::Result<usize> {
         let mut n = 0;
         while n < 64 {
             let got = match &self.ports[pi].io {
@@ -82,7 +83,7 @@ impl Node {
             let mut frame = std::mem::replace(&mut self.frame, PacketBuf::new(Vec::new(), 0));
             frame.reset(HEADROOM);
             let _ = frame.extend(&self.tap_buf[..len]);
-            self.forward(ofport, &mut frame, false, None);
+            self.forward(of, ofport, &mut frame, false, None);
             self.frame = frame;
         }
         Ok(n)

@@ -2,7 +2,8 @@
 //! address (and UDP port) with its receive batch and its send queue, read
 //! when it is readable and flushed once per round.
 
-use super::{IntoSocket, Node, FRAME_MAX};
+use super::{IntoSocket, Netdev, FRAME_MAX};
+use crate::dpif::provider::Upcall;
 use crate::profile::Stage;
 use std::net::{IpAddr, SocketAddr};
 use tunlab_netio::{RecvBatch, Underlay};
@@ -46,7 +47,7 @@ impl SockState {
     }
 }
 
-impl Node {
+impl Netdev {
     /// Keep a new underlay socket with its batch buffers; returns its index.
     pub(super) fn add_socket(
         &mut self,
@@ -77,7 +78,11 @@ impl Node {
 
     /// Read a batch from socket `si` and decapsulate each packet as its
     /// tunnel kind says; TCP segments joined on the way go on at the end.
-    pub(super) fn drain_socket(&mut self, si: usize) -> std::io::Result<usize> {
+    pub(super) fn drain_socket(
+        &mut self,
+        of: &mut dyn Upcall,
+        si: usize,
+    ) -> std::io::Result<usize> {
         let t = self.profile.start();
         let s = &mut self.socks[si];
         let got = s.under.recv_batch(&mut s.rx)?;
@@ -86,12 +91,12 @@ impl Node {
         let mut frame = std::mem::replace(&mut self.frame, PacketBuf::new(Vec::new(), 0));
         for m in 0..got {
             match kind {
-                TunnelKind::Gre | TunnelKind::Nvgre => self.receive_gre(si, m, &mut frame),
-                TunnelKind::Stt => self.receive_stt(si, m, &mut frame),
-                TunnelKind::Geneve | TunnelKind::Vxlan => self.receive_udp(si, m, &mut frame),
+                TunnelKind::Gre | TunnelKind::Nvgre => self.receive_gre(of, si, m, &mut frame),
+                TunnelKind::Stt => self.receive_stt(of, si, m, &mut frame),
+                TunnelKind::Geneve | TunnelKind::Vxlan => self.receive_udp(of, si, m, &mut frame),
             }
         }
-        self.flush_joined();
+        self.flush_joined(of);
         self.frame = frame;
         Ok(got)
     }

@@ -4,8 +4,9 @@
 //! interface so that the kernel segments them as TCP. An nftables rule
 //! keeps the host's TCP from resetting STT segments.
 
-use super::{port_error, segments, Gso, Node, Target, HEADROOM};
+use super::{port_error, segments, Gso, Netdev, Target, HEADROOM};
 use crate::config::{Port, TunnelPort};
+use crate::dpif::provider::Upcall;
 use crate::port::StartError;
 use crate::profile::Stage;
 use std::net::{IpAddr, SocketAddr};
@@ -30,7 +31,7 @@ pub(super) struct SttTso {
     dst_mac: [u8; 6],
 }
 
-impl Node {
+impl Netdev {
     /// The raw TCP socket on the port's local address and STT port, opened
     /// by the first STT port on it with its reset guard and reassembler.
     pub(super) fn open_stt(&mut self, p: &Port, t: &TunnelPort) -> Result<usize, StartError> {
@@ -66,7 +67,13 @@ impl Node {
     /// the STT port (the socket also sees the host's other TCP). A whole
     /// frame goes on at once; a segment waits in the reassembler for the
     /// rest of its frame.
-    pub(super) fn receive_stt(&mut self, si: usize, m: usize, frame: &mut PacketBuf<Vec<u8>>) {
+    pub(super) fn receive_stt(
+        &mut self,
+        of: &mut dyn Upcall,
+        si: usize,
+        m: usize,
+        frame: &mut PacketBuf<Vec<u8>>,
+    ) {
         let port = self.socks[si].local.port();
         let Some((data, _, _)) = self.socks[si].rx.get(m) else {
             return;
@@ -162,7 +169,7 @@ impl Node {
         self.ports[pi].stats.rx_packets += segments(frame.data(), gso);
         self.ports[pi].stats.rx_frames += 1;
         self.ports[pi].stats.rx_bytes += frame.len() as u64;
-        self.forward(in_port, frame, true, gso);
+        self.forward(of, in_port, frame, true, gso);
     }
 
     /// Send a tenant frame as one STT frame: in one TCP segment if it fits

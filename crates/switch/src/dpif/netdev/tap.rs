@@ -3,18 +3,24 @@
 //! virtio-net header, so TCP super-frames and partial checksums cross
 //! whole. The kernel datapath's upcall TAPs are read the same way.
 
-use super::{port_error, segments, Gso, Io, Node, FRAME_MAX, HEADROOM};
+use super::{port_error, segments, Gso, Io, Netdev, FRAME_MAX, HEADROOM};
 use crate::config::{Port, PortKind};
+use crate::dpif::provider::Upcall;
 use crate::port::{default_tenant_mtu, tenant_tap_options, StartError};
 use crate::profile::Stage;
 use tunlab_netio::tap::VNET_HDR_LEN;
 use tunlab_netio::{netns, Tap};
 use tunlab_wire::{virtio_net, PacketBuf};
 
-impl Node {
+impl Netdev {
     /// Frames from a tenant (or, on the kernel datapath, its misses):
     /// a TCP super-frame stays whole, a partial checksum is completed.
-    pub(super) fn drain_tap(&mut self, pi: usize, q: usize) -> std::io::Result<usize> {
+    pub(super) fn drain_tap(
+        &mut self,
+        of: &mut dyn Upcall,
+        pi: usize,
+        q: usize,
+    ) -> std::io::Result<usize> {
         let mut n = 0;
         while n < 64 {
             // Read straight into the frame buffer, the virtio-net header
@@ -76,7 +82,7 @@ impl Node {
                     continue;
                 }
             }
-            self.forward(ofport, &mut frame, false, gso);
+            self.forward(of, ofport, &mut frame, false, gso);
             self.frame = frame;
         }
         Ok(n)

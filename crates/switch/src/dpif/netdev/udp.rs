@@ -3,8 +3,9 @@
 //! so the outer source port spreads flows; TCP super-frames leave through
 //! UDP GSO and received segments are joined (software GRO).
 
-use super::{port_error, Gso, IntoSocket, Node, Target, HEADROOM};
+use super::{port_error, Gso, IntoSocket, Netdev, Target, HEADROOM};
 use crate::config::{Port, TunnelPort};
+use crate::dpif::provider::Upcall;
 use crate::port::{geneve_options, StartError};
 use crate::profile::Stage;
 use std::net::SocketAddr;
@@ -21,7 +22,7 @@ const SOURCE_PORTS: usize = 8;
 pub(super) const GSO_BATCH: usize = tunlab_netio::udp::GSO_MAX_SEGMENTS;
 pub(super) const GSO_HDR_ROOM: usize = 8 + geneve::MAX_OPTIONS_LEN + tunlab_wire::gso::MAX_HDR;
 
-impl Node {
+impl Netdev {
     /// A Geneve or VXLAN port's socket: the one bound to its local address
     /// and port if another port has it (same tunnel type and checksum
     /// setting), else a new one with its source-port sockets.
@@ -89,7 +90,13 @@ impl Node {
     /// segments of one flow are joined (software GRO) and go on as one
     /// frame; anything else goes on as it is, after what was joined before
     /// it.
-    pub(super) fn receive_udp(&mut self, si: usize, m: usize, frame: &mut PacketBuf<Vec<u8>>) {
+    pub(super) fn receive_udp(
+        &mut self,
+        of: &mut dyn Upcall,
+        si: usize,
+        m: usize,
+        frame: &mut PacketBuf<Vec<u8>>,
+    ) {
         let (kind, local, known) = (self.socks[si].kind, self.socks[si].local, self.tlv);
         let Some((data, stride, from)) = self.socks[si].rx.get(m) else {
             return;
@@ -158,7 +165,7 @@ impl Node {
                     self.profile.add(Stage::Decap, t, 0);
                     continue;
                 }
-                self.flush_joined();
+                self.flush_joined(of);
                 let Some((data, _, _)) = self.socks[si].rx.get(m) else {
                     break;
                 };
@@ -178,12 +185,12 @@ impl Node {
             let dg = &data[c * stride..((c + 1) * stride).min(data.len())];
             frame.reset(HEADROOM);
             let _ = frame.extend(&dg[at..]);
-            self.forward(in_port, frame, true, None);
+            self.forward(of, in_port, frame, true, None);
         }
     }
 
     /// Send on the frame joined from received segments, if any.
-    pub(super) fn flush_joined(&mut self) {
+    pub(super) fn flush_joined(&mut self, of: &mut dyn Upcall) {
         let Some((in_port, meta)) = self.gro_from.take() else {
             return;
         };
@@ -202,7 +209,7 @@ impl Node {
         // The joined frame goes on with its own segments' metadata; the
         // datagram being read keeps its own (it may start the next frame).
         let current = std::mem::replace(&mut self.meta, meta);
-        self.forward(in_port, &mut pb, true, gso);
+        self.forward(of, in_port, &mut pb, true, gso);
         self.meta = current;
         self.gro.restore(pb.into_inner());
     }

@@ -70,8 +70,13 @@
 //!
 //! Errors name the port and the field, and say what is allowed.
 
+mod port;
+mod target;
+
+pub use target::{parse_target, Target, OPENFLOW_PORT};
+
 use serde::Deserialize;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::IpAddr;
 use tunlab_dp::{parse_flow, FlowRule, TlvMap};
 use tunlab_wire::tunnel::TunnelKind;
 
@@ -381,216 +386,10 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
 
 /// Check a configuration as read.
 fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
-    let mut ports = Vec::new();
+    let mut ports: Vec<Port> = Vec::new();
     for p in &raw.port {
-        let perr = |field: &'static str, msg: String| ConfigError::Port {
-            file: file.to_string(),
-            port: p.name.clone(),
-            field,
-            msg,
-        };
-        if p.name.is_empty() || p.name.len() > 15 {
-            return Err(perr(
-                "name",
-                "must be 1 to 15 bytes (a Linux interface name)".into(),
-            ));
-        }
-        if p.ofport == 0 || p.ofport >= 0xff00 {
-            return Err(perr(
-                "ofport",
-                format!(
-                    "{} is not a usable OpenFlow port number (1..65279)",
-                    p.ofport
-                ),
-            ));
-        }
-        if let Some(other) = ports
-            .iter()
-            .find(|o: &&Port| o.name == p.name || o.ofport == p.ofport)
-        {
-            return Err(perr(
-                "ofport",
-                format!(
-                    "clashes with port '{}' (ofport {})",
-                    other.name, other.ofport
-                ),
-            ));
-        }
-        let kind = match p.kind.as_str() {
-            "tap" => PortKind::Tap {
-                netns: p.netns.clone(),
-                address: p.address.clone(),
-                mtu: p.mtu,
-                queues: match p.queues {
-                    None => 1,
-                    Some(q @ 1..=MAX_QUEUES) => q,
-                    Some(q) => {
-                        return Err(perr(
-                            "queues",
-                            format!("{q} is not between 1 and {MAX_QUEUES}"),
-                        ))
-                    }
-                },
-            },
-            "veth" => PortKind::Veth {
-                netns: p.netns.clone().ok_or_else(|| {
-                    perr(
-                        "netns",
-                        "a veth port needs the tenant's namespace for its peer".into(),
-                    )
-                })?,
-                address: p.address.clone(),
-                mtu: p.mtu,
-            },
-            "system" => {
-                for (field, given) in [
-                    ("netns", p.netns.is_some()),
-                    ("address", p.address.is_some()),
-                    ("mtu", p.mtu.is_some()),
-                ] {
-                    if given {
-                        return Err(perr(
-                            field,
-                            "a system port is an existing device: its namespace, address and MTU are its owner's".into(),
-                        ));
-                    }
-                }
-                PortKind::System
-            }
-            "qinq" => PortKind::QinQ {
-                underlay: p.underlay.clone().ok_or_else(|| {
-                    perr(
-                        "underlay",
-                        "a qinq port needs the underlay interface's name".into(),
-                    )
-                })?,
-            },
-            k => {
-                let kind = match k {
-                    "geneve" => TunnelKind::Geneve,
-                    "vxlan" => TunnelKind::Vxlan,
-                    "gre" => TunnelKind::Gre,
-                    "nvgre" => TunnelKind::Nvgre,
-                    "stt" => TunnelKind::Stt,
-                    _ => {
-                        return Err(perr(
-                            "type",
-                            format!(
-                                "'{k}' is not one of tap, veth, system, geneve, vxlan, gre, nvgre, stt, qinq"
-                            ),
-                        ))
-                    }
-                };
-                let ip = |field: &'static str,
-                          v: &Option<String>|
-                 -> Result<Option<IpAddr>, ConfigError> {
-                    match v.as_deref() {
-                        None | Some("flow") => Ok(None),
-                        Some(s) => s
-                            .parse()
-                            .map(Some)
-                            .map_err(|_| perr(field, format!("'{s}' is not an IP address"))),
-                    }
-                };
-                let local_ip = ip("local_ip", &p.local_ip)?.ok_or_else(|| {
-                    perr(
-                        "local_ip",
-                        "a tunnel port needs its local underlay address".into(),
-                    )
-                })?;
-                let remote_ip = match (&p.remote_ip, ip("remote_ip", &p.remote_ip)?) {
-                    (None, _) => {
-                        return Err(perr("remote_ip", "give an address or \"flow\"".into()))
-                    }
-                    (_, Some(a)) => {
-                        if a.is_ipv4() != local_ip.is_ipv4() {
-                            return Err(perr(
-                                "remote_ip",
-                                "must be the same IP family as local_ip".into(),
-                            ));
-                        }
-                        FromFlow::Fixed(a)
-                    }
-                    (_, None) => FromFlow::Flow,
-                };
-                let max_key = match kind {
-                    TunnelKind::Geneve | TunnelKind::Vxlan | TunnelKind::Nvgre => 0x00ff_ffff,
-                    TunnelKind::Gre => u32::MAX as u64,
-                    TunnelKind::Stt => u64::MAX,
-                };
-                let key = match &p.key {
-                    None => FromFlow::Fixed(0),
-                    Some(toml::Value::String(s)) if s == "flow" => FromFlow::Flow,
-                    Some(toml::Value::Integer(n)) if *n >= 0 && (*n as u64) <= max_key => {
-                        FromFlow::Fixed(*n as u64)
-                    }
-                    Some(v) => {
-                        let shown = match v {
-                            toml::Value::Integer(n) => n.to_string(),
-                            toml::Value::String(s) => format!("\"{s}\""),
-                            other => other.type_str().to_string(),
-                        };
-                        return Err(perr(
-                            "key",
-                            format!(
-                                "{shown} is not \"flow\" or a number up to {max_key:#x} for {k}"
-                            ),
-                        ));
-                    }
-                };
-                if p.csum == Some(true) && kind == TunnelKind::Nvgre {
-                    return Err(perr(
-                        "csum",
-                        "NVGRE has no checksum (RFC 7637 § 3.2)".into(),
-                    ));
-                }
-                PortKind::Tunnel(TunnelPort {
-                    kind,
-                    local_ip,
-                    remote_ip,
-                    key,
-                    dst_port: p.dst_port.unwrap_or(kind.default_port()),
-                    csum: p.csum.unwrap_or(false),
-                })
-            }
-        };
-        if p.queues.is_some() && !matches!(kind, PortKind::Tap { .. }) {
-            return Err(perr("queues", "only tap ports have queues".into()));
-        }
-        let tenant = matches!(
-            kind,
-            PortKind::Tap { .. } | PortKind::Veth { .. } | PortKind::System
-        );
-        if !tenant && (p.ingress_policing_rate.is_some() || p.ingress_policing_burst.is_some()) {
-            return Err(perr(
-                "ingress_policing_rate",
-                "only tenant ports (tap, veth, system) are policed".into(),
-            ));
-        }
-        let police = match (p.ingress_policing_rate, p.ingress_policing_burst) {
-            (None, None) => None,
-            (None, Some(_)) => {
-                return Err(perr(
-                    "ingress_policing_burst",
-                    "a burst needs ingress_policing_rate (kbit/s) too".into(),
-                ))
-            }
-            // 0 turns the policer off, as in OVS.
-            (Some(0), _) => None,
-            (Some(rate_kbps), burst) => Some(Policing {
-                rate_kbps,
-                burst_kb: match burst {
-                    None | Some(0) => DEFAULT_POLICING_BURST_KB,
-                    Some(b) => b,
-                },
-            }),
-        };
-        ports.push(Port {
-            name: p.name.clone(),
-            ofport: p.ofport,
-            kind,
-            police,
-        });
+        let port = port::check(p, &ports, file)?;
+        ports.push(port);
     }
     let mut tlv = TlvMap::default();
     for t in &raw.switch.tlv_map {
@@ -605,85 +404,11 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
             msg,
         })?);
     }
-    let mut cfg = Config {
-        name: raw.switch.name,
-        openflow,
-        underlay_mtu: raw.switch.underlay_mtu,
-        ports,
-        tlv,
-        flows: Vec::new(),
-        control_socket: raw.switch.control_socket,
-        control_group: raw.switch.control_group,
-        offloads: raw.switch.offloads,
-        spin_us: raw.switch.spin_us,
-        workers: match raw.switch.workers {
-            None => 1,
-            Some(w @ 1..=MAX_WORKERS) => w,
-            Some(w) => {
-                return Err(ConfigError::Syntax {
-                    file: file.to_string(),
-                    msg: format!("switch.workers: {w} is not between 1 and {MAX_WORKERS}"),
-                })
-            }
-        },
-        datapath: match raw.switch.datapath.as_deref() {
-            None | Some("userspace") => DatapathChoice::Userspace,
-            Some("ebpf") => DatapathChoice::Ebpf,
-            Some("auto") => DatapathChoice::Auto,
-            Some(other) => {
-                return Err(ConfigError::Syntax {
-                    file: file.to_string(),
-                    msg: format!(
-                        "switch.datapath: \"{other}\" is not \"userspace\", \"ebpf\" or \"auto\""
-                    ),
-                })
-            }
-        },
-        flow_cache: match raw.switch.flow_cache {
-            None => DEFAULT_FLOW_CACHE,
-            Some(n @ 16..=16_000_000) => n,
-            Some(n) => {
-                return Err(ConfigError::Syntax {
-                    file: file.to_string(),
-                    msg: format!("switch.flow_cache: {n} is not between 16 and 16000000"),
-                })
-            }
-        },
-        tunnel_destinations: match raw.switch.tunnel_destinations {
-            None => DEFAULT_TUNNEL_DESTINATIONS,
-            Some(n @ 16..=4_000_000) => n,
-            Some(n) => {
-                return Err(ConfigError::Syntax {
-                    file: file.to_string(),
-                    msg: format!("switch.tunnel_destinations: {n} is not between 16 and 4000000"),
-                })
-            }
-        },
-        bpf_pin_dir: match raw.switch.bpf_pin_dir.as_deref() {
-            None => Some(DEFAULT_BPF_PIN_DIR.to_string()),
-            Some("none") => None,
-            Some(d) if d.starts_with('/') => Some(d.to_string()),
-            Some(d) => {
-                return Err(ConfigError::Syntax {
-                    file: file.to_string(),
-                    msg: format!("switch.bpf_pin_dir: \"{d}\" is not an absolute path or \"none\""),
-                })
-            }
-        },
-        flow_restore_wait: raw.switch.flow_restore_wait,
-        max_idle: match raw.switch.max_idle_ms {
-            None => DEFAULT_MAX_IDLE,
-            Some(ms @ 100..=86_400_000) => std::time::Duration::from_millis(ms),
-            Some(ms) => {
-                return Err(ConfigError::Syntax {
-                    file: file.to_string(),
-                    msg: format!(
-                        "switch.max_idle_ms: {ms} is not between 100 (0.1 s) and 86400000 (a day)"
-                    ),
-                })
-            }
-        },
-    };
+    let flows = raw.switch.flows.clone();
+    let mut cfg = settings(raw.switch, file)?;
+    cfg.ports = ports;
+    cfg.tlv = tlv;
+    cfg.openflow = openflow;
     let names = cfg.port_map();
     if cfg.datapath == DatapathChoice::Userspace {
         if let Some(p) = cfg.ports.iter().find(|p| p.kind.needs_kernel()) {
@@ -702,7 +427,7 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
             ),
         });
     }
-    for (index, f) in raw.switch.flows.iter().enumerate() {
+    for (index, f) in flows.iter().enumerate() {
         let rule = parse_flow(f, &names).map_err(|err| ConfigError::Flow {
             file: file.to_string(),
             index,
@@ -711,6 +436,90 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
         cfg.flows.push(rule);
     }
     Ok(cfg)
+}
+
+/// The `[switch]` table's settings, each within its bounds (the ports,
+/// TLV map, controllers and flows are filled in by the caller).
+fn settings(sw: RawSwitch, file: &str) -> Result<Config, ConfigError> {
+    Ok(Config {
+        name: sw.name,
+        openflow: Vec::new(),
+        underlay_mtu: sw.underlay_mtu,
+        ports: Vec::new(),
+        tlv: TlvMap::default(),
+        flows: Vec::new(),
+        control_socket: sw.control_socket,
+        control_group: sw.control_group,
+        offloads: sw.offloads,
+        spin_us: sw.spin_us,
+        workers: match sw.workers {
+            None => 1,
+            Some(w @ 1..=MAX_WORKERS) => w,
+            Some(w) => {
+                return Err(ConfigError::Syntax {
+                    file: file.to_string(),
+                    msg: format!("switch.workers: {w} is not between 1 and {MAX_WORKERS}"),
+                })
+            }
+        },
+        datapath: match sw.datapath.as_deref() {
+            None | Some("userspace") => DatapathChoice::Userspace,
+            Some("ebpf") => DatapathChoice::Ebpf,
+            Some("auto") => DatapathChoice::Auto,
+            Some(other) => {
+                return Err(ConfigError::Syntax {
+                    file: file.to_string(),
+                    msg: format!(
+                        "switch.datapath: \"{other}\" is not \"userspace\", \"ebpf\" or \"auto\""
+                    ),
+                })
+            }
+        },
+        flow_cache: match sw.flow_cache {
+            None => DEFAULT_FLOW_CACHE,
+            Some(n @ 16..=16_000_000) => n,
+            Some(n) => {
+                return Err(ConfigError::Syntax {
+                    file: file.to_string(),
+                    msg: format!("switch.flow_cache: {n} is not between 16 and 16000000"),
+                })
+            }
+        },
+        tunnel_destinations: match sw.tunnel_destinations {
+            None => DEFAULT_TUNNEL_DESTINATIONS,
+            Some(n @ 16..=4_000_000) => n,
+            Some(n) => {
+                return Err(ConfigError::Syntax {
+                    file: file.to_string(),
+                    msg: format!("switch.tunnel_destinations: {n} is not between 16 and 4000000"),
+                })
+            }
+        },
+        bpf_pin_dir: match sw.bpf_pin_dir.as_deref() {
+            None => Some(DEFAULT_BPF_PIN_DIR.to_string()),
+            Some("none") => None,
+            Some(d) if d.starts_with('/') => Some(d.to_string()),
+            Some(d) => {
+                return Err(ConfigError::Syntax {
+                    file: file.to_string(),
+                    msg: format!("switch.bpf_pin_dir: \"{d}\" is not an absolute path or \"none\""),
+                })
+            }
+        },
+        flow_restore_wait: sw.flow_restore_wait,
+        max_idle: match sw.max_idle_ms {
+            None => DEFAULT_MAX_IDLE,
+            Some(ms @ 100..=86_400_000) => std::time::Duration::from_millis(ms),
+            Some(ms) => {
+                return Err(ConfigError::Syntax {
+                    file: file.to_string(),
+                    msg: format!(
+                        "switch.max_idle_ms: {ms} is not between 100 (0.1 s) and 86400000 (a day)"
+                    ),
+                })
+            }
+        },
+    })
 }
 
 /// One port from `tunlab ctl add-port NAME KEY=VALUE...`, with the keys
@@ -762,63 +571,6 @@ pub fn parse_port_args(args: &str) -> Result<Port, ConfigError> {
         .ports
         .pop()
         .ok_or_else(|| syntax("no port".into()))
-}
-
-/// OpenFlow's registered port, the default for `tcp:` and `ptcp:`.
-pub const OPENFLOW_PORT: u16 = 6653;
-
-/// One entry of `[switch] openflow`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    /// `tcp:IP[:PORT]`: connect to a controller there.
-    Tcp(SocketAddr),
-    /// `ptcp:[PORT][:IP]`: listen for controllers there.
-    PTcp(SocketAddr),
-}
-
-/// Read an OpenFlow connection method as OVS writes it (`tcp:IP[:PORT]`,
-/// `ptcp:[PORT][:IP]`; the port defaults to 6653, ptcp's address to
-/// every one); the error names what is wrong.
-pub fn parse_target(s: &str) -> Result<Target, String> {
-    let port = |p: &str| -> Result<u16, String> {
-        if p.is_empty() {
-            return Ok(OPENFLOW_PORT);
-        }
-        p.parse::<u16>()
-            .map_err(|_| format!("'{s}': port '{p}' is not a number from 0 to 65535"))
-    };
-    let ip = |a: &str| -> Result<IpAddr, String> {
-        a.trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-            .map_err(|_| format!("'{s}': '{a}' is not an IP address"))
-    };
-    if let Some(rest) = s.strip_prefix("tcp:") {
-        // The last colon splits off the port unless the address is a bare
-        // IPv6 one.
-        let (a, p) = match rest.rsplit_once(':') {
-            Some((a, p)) if !a.is_empty() && (rest.starts_with('[') || !a.contains(':')) => (a, p),
-            _ => (rest, ""),
-        };
-        if a.is_empty() {
-            return Err(format!(
-                "'{s}': tcp: needs the controller's address (tcp:IP[:PORT])"
-            ));
-        }
-        return Ok(Target::Tcp(SocketAddr::new(ip(a)?, port(p)?)));
-    }
-    if let Some(rest) = s.strip_prefix("ptcp:") {
-        let (p, a) = rest.split_once(':').unwrap_or((rest, ""));
-        let addr = if a.is_empty() {
-            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
-        } else {
-            ip(a)?
-        };
-        return Ok(Target::PTcp(SocketAddr::new(addr, port(p)?)));
-    }
-    Err(format!(
-        "'{s}': not an OpenFlow connection method (tcp:IP[:PORT] or ptcp:[PORT][:IP]; the management socket punix: is always there)"
-    ))
 }
 
 #[cfg(test)]

@@ -10,8 +10,10 @@ use crate::host::Host;
 use crate::plan::Plan;
 use crate::remote::Remote;
 use crate::results::VariantResult;
+use crate::running::Running;
+use crate::topology::Topology;
 use crate::traffic::Peers;
-use crate::variant::{self, Running, Topology, Variant};
+use crate::variant::Variant;
 use crate::LabError;
 use std::path::Path;
 
@@ -29,7 +31,7 @@ impl Station {
         Peers {
             client: &self.topo.t[0],
             server: &self.topo.t[1],
-            server_ip: variant::TENANT[1],
+            server_ip: crate::variant::TENANT[1],
             server_if: &self.running.tenant_if,
             cpus,
         }
@@ -104,7 +106,8 @@ pub fn set_up(
             }
             Err(e) => return Err(e),
         };
-        let running = variant::setup(v, &topo, site.tunlab, site.dir, plan.workers, plan.spin_us);
+        let running =
+            crate::running::setup(v, &topo, site.tunlab, site.dir, plan.workers, plan.spin_us);
         match running {
             Ok(running) => {
                 vr.notes = running.notes.clone();

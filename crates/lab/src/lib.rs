@@ -38,11 +38,13 @@ pub mod report;
 pub mod results;
 pub mod rounds;
 pub mod run;
+pub mod running;
 pub mod sample;
 pub mod setup_rate;
 pub mod soak;
 pub mod stats;
 pub mod tenantgen;
+pub mod topology;
 pub mod traffic;
 pub mod variant;
 

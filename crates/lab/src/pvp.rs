@@ -13,7 +13,7 @@
 //! ```
 
 use crate::host::Host;
-use crate::variant::ctl_path;
+use crate::topology::ctl_path;
 use crate::LabError;
 use std::path::Path;
 use std::process::Child;
@@ -302,9 +302,9 @@ impl RemotePvp {
             false,
         )?;
         pvp.switch = Some(node.spawn_daemon(&[&tunlab, "switch", "--config", &path])?);
-        let ctl = crate::variant::Ctl::remote(ctl, ssh.clone(), tunlab.clone());
+        let ctl = crate::topology::Ctl::remote(ctl, ssh.clone(), tunlab.clone());
         let mut switch = pvp.switch.as_mut().map(|d| &mut d.child);
-        crate::variant::wait_for_ctl(&ctl, Duration::from_secs(20), || {
+        crate::topology::wait_for_ctl(&ctl, Duration::from_secs(20), || {
             match switch.as_mut().map(|c| c.try_wait()) {
                 Some(Ok(Some(status))) => Some(format!("the PVP node's switch exited ({status})")),
                 _ => None,
@@ -488,8 +488,8 @@ impl Pvp {
             tunnel,
         };
         let switch = &mut pvp.switch;
-        crate::variant::wait_for_ctl(
-            &crate::variant::Ctl::local(ctl_path("pvp")),
+        crate::topology::wait_for_ctl(
+            &crate::topology::Ctl::local(ctl_path("pvp")),
             Duration::from_secs(20),
             || match switch.try_wait() {
                 Ok(Some(status)) => Some(format!("the PVP node's switch exited ({status})")),

@@ -255,3 +255,11 @@ pub fn pair_all(r: &mut Results, base: Option<&str>, rule: Rule, budget_spent: b
         }
     }
 }
+/// A per-run folder for configuration files and failed tools' output.
+pub fn run_dir(out: &std::path::Path) -> Result<std::path::PathBuf, LabError> {
+    std::fs::create_dir_all(out).map_err(|err| LabError::Io {
+        path: out.display().to_string(),
+        err,
+    })?;
+    Ok(out.to_path_buf())
+}

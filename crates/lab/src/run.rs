@@ -97,7 +97,7 @@ pub fn run(
         }
     }
     let started = Instant::now();
-    let dir = variant::run_dir(out)?;
+    let dir = crate::results::run_dir(out)?;
     let site = Site {
         tunlab,
         dir: &dir,
@@ -351,15 +351,15 @@ pub fn print_plan(
     out: &Path,
     r: &crate::remote::Remote,
 ) -> Result<(), LabError> {
-    let dir = variant::run_dir(out)?;
+    let dir = crate::results::run_dir(out)?;
     for (n, &v) in plan.variants.iter().enumerate() {
         println!("\n# {}", v.name());
         if let Some(m) = bed::missing_remote(v, r) {
             println!("# skipped: {m}");
             continue;
         }
-        let topo = variant::Topology::on_hosts(r, n)?;
-        let running = variant::setup(v, &topo, tunlab, &dir, plan.workers, plan.spin_us)?;
+        let topo = crate::topology::Topology::on_hosts(r, n)?;
+        let running = crate::running::setup(v, &topo, tunlab, &dir, plan.workers, plan.spin_us)?;
         for test in &plan.tests {
             println!(
                 "# {}: each of {} samples runs these, and reads /proc/stat and the datapath's /proc/PID/stat on both hosts around it",

@@ -14,10 +14,11 @@
 //! flows instead of frames): the highest with no frame lost, which must
 //! pass a second time (a validation trial) to count.
 
-use crate::soak::parse_gen;
+use crate::soak::checks::parse_gen;
 use crate::tenantgen::TenantGen;
+use crate::topology::Topology;
 use crate::traffic::INTERRUPTED;
-use crate::variant::{self, Topology, Variant};
+use crate::variant::Variant;
 use crate::LabError;
 use serde::Serialize;
 use std::path::Path;
@@ -64,7 +65,7 @@ pub struct Plan {
 
 /// Run the search on each variant in turn.
 pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Vec<Found>, LabError> {
-    let dir = variant::run_dir(out)?;
+    let dir = crate::results::run_dir(out)?;
     let mut all = Vec::new();
     for (n, &v) in plan.variants.iter().enumerate() {
         if INTERRUPTED.load(Ordering::SeqCst) {
@@ -99,7 +100,7 @@ fn search(
     f: &mut Found,
 ) -> Result<(), LabError> {
     let topo = Topology::build(n)?;
-    let running = variant::setup(v, &topo, tunlab, dir, None, None)?;
+    let running = crate::running::setup(v, &topo, tunlab, dir, None, None)?;
     running.set_rules(&RULES).map_err(LabError::Setup)?;
     let tg = TenantGen::new(
         &topo,

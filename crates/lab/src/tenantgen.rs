@@ -14,7 +14,7 @@ pub struct TenantGen {
 
 impl TenantGen {
     pub fn new(
-        topo: &crate::variant::Topology,
+        topo: &crate::topology::Topology,
         tenant_if: &str,
         tunlab: &std::path::Path,
         sports: std::ops::RangeInclusive<u32>,

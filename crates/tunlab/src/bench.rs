@@ -428,7 +428,7 @@ pub fn soak(a: SoakArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Err(e) = tunlab_lab::soak::write(&s, &out) {
+    if let Err(e) = tunlab_lab::soak::report::write(&s, &out) {
         eprintln!("tunlab soak: {e}");
         return ExitCode::FAILURE;
     }

@@ -7,152 +7,26 @@
 //! stayed flat, every flow change was accepted, and the teardown left no
 //! map behind. Writes `soak.json`, `soak.html` and the curves as charts.
 
-use crate::chart::{self, LineChart};
 use crate::tenantgen::TenantGen;
+use crate::topology::Topology;
 use crate::traffic::INTERRUPTED;
-use crate::variant::{self, Topology, Variant, TENANT};
+use crate::variant::{self, TENANT};
 use crate::LabError;
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use tunlab_ctl::{PortRow, Stats};
+use tunlab_ctl::Stats;
 
-/// What to run.
-#[derive(Debug, Clone)]
-pub struct Plan {
-    pub variant: Variant,
-    pub duration: Duration,
-    /// The generator's rate, frames/s, and how many flows it spreads over.
-    pub gen_pps: u64,
-    pub gen_flows: u32,
-    /// iperf3 streams, each limited to this many Mbit/s (so that the
-    /// generator's frames are not lost to a full CPU the switch does not
-    /// count).
-    pub streams: u32,
-    pub stream_mbps: u32,
-    pub change: FlowChange,
-}
+pub mod checks;
+pub mod data;
+pub mod report;
 
-/// The flow change made every second, on h1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlowChange {
-    /// A rule matching one generator flow by its UDP ports, added and
-    /// taken away: the megaflow mask widens and narrows each time, so
-    /// every cached flow is a miss after each change.
-    Mask,
-    /// A rule of the shape the rules already have (in_port), with the
-    /// same output as the rule under it: revalidated flow by flow, every
-    /// cached flow kept.
-    Actions,
-}
+use checks::{checks, drop_counts, parse_gen, parse_intervals};
+use data::GEN_PORT;
+pub use data::*;
 
-impl FlowChange {
-    pub fn parse(s: &str) -> Result<FlowChange, String> {
-        match s {
-            "mask" => Ok(FlowChange::Mask),
-            "actions" => Ok(FlowChange::Actions),
-            _ => Err(format!("'{s}' is not a flow change (mask, actions)")),
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            FlowChange::Mask => "mask",
-            FlowChange::Actions => "actions",
-        }
-    }
-
-    /// The rule it adds and deletes (without actions).
-    fn rule(self) -> String {
-        match self {
-            FlowChange::Mask => {
-                format!("priority=200,in_port=2,udp,tp_src=10000,tp_dst={GEN_PORT}")
-            }
-            FlowChange::Actions => "priority=200,in_port=2".into(),
-        }
-    }
-}
-
-/// One node at one moment.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct NodeSample {
-    pub rss_kib: u64,
-    pub fds: u64,
-    pub bpf_map_fds: u64,
-    /// Flows in the kernel cache at the revalidator's last sweep.
-    pub cached_flows: Option<u64>,
-    /// Every counter of `tunlab ctl stats` that is one number.
-    pub counters: BTreeMap<String, u64>,
-}
-
-/// Both nodes at one moment.
-#[derive(Debug, Clone, Serialize)]
-pub struct Sample {
-    pub t_s: f64,
-    pub nodes: Vec<NodeSample>,
-}
-
-/// One check at the end: what, whether it held, the figures behind it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Check {
-    pub what: String,
-    pub held: bool,
-    pub detail: String,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct GenTotals {
-    pub sent: u64,
-    pub received: u64,
-    pub lost: u64,
-    pub duplicates: u64,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct TcpTotals {
-    pub intervals: usize,
-    pub empty_intervals: Vec<usize>,
-    pub mean_gbps: f64,
-    pub min_interval_gbps: f64,
-    pub retransmits: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Soak {
-    pub variant: String,
-    pub duration_s: f64,
-    pub gen_pps: u64,
-    pub gen_flows: u32,
-    pub streams: u32,
-    pub stream_mbps: u32,
-    /// Which flow change (`mask`, `actions`).
-    pub change: String,
-    pub flow_changes: u64,
-    pub flow_change_errors: Vec<String>,
-    pub gen: GenTotals,
-    pub tcp: TcpTotals,
-    /// Drops by reason per node at the end (`dropped WHY: N` and the
-    /// kernel's drop counters).
-    pub drops: Vec<BTreeMap<String, u64>>,
-    /// `tunlab ctl stats` of each node before the traffic and at the end
-    /// (empty where a node did not answer).
-    pub baseline_stats: Vec<Stats>,
-    pub final_stats: Vec<Stats>,
-    pub samples: Vec<Sample>,
-    pub checks: Vec<Check>,
-    pub interrupted: bool,
-}
-
-impl Soak {
-    pub fn passed(&self) -> bool {
-        !self.interrupted && self.checks.iter().all(|c| c.held)
-    }
-}
-
-const GEN_PORT: u16 = 9;
 const IPERF_PORT: &str = "5301";
 
 /// Run the soak; `tunlab` is the binary (switch and generator), `out` the
@@ -173,11 +47,11 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Soak, LabError> {
     if !variant::on_path("iperf3") {
         return Err(LabError::Setup("iperf3 is not installed".into()));
     }
-    let dir = variant::run_dir(out)?;
+    let dir = crate::results::run_dir(out)?;
     let maps_before = system_bpf_maps();
     let mut soak = {
         let topo = Topology::build(0)?;
-        let running = variant::setup(plan.variant, &topo, tunlab, &dir, None, None)?;
+        let running = crate::running::setup(plan.variant, &topo, tunlab, &dir, None, None)?;
         drive(plan, &topo, &running, tunlab, &dir)?
         // The switches stop and the namespaces go here.
     };
@@ -206,7 +80,7 @@ pub fn run(plan: &Plan, tunlab: &Path, out: &Path) -> Result<Soak, LabError> {
 fn drive(
     plan: &Plan,
     topo: &Topology,
-    running: &variant::Running,
+    running: &crate::running::Running,
     tunlab: &Path,
     dir: &Path,
 ) -> Result<Soak, LabError> {
@@ -331,7 +205,7 @@ fn drive(
         Some((_, out, _)) => parse_intervals(out).map_err(LabError::Setup)?,
         None => TcpTotals::default(),
     };
-    let drops: Vec<BTreeMap<String, u64>> = final_stats.iter().map(|s| drop_counts(s)).collect();
+    let drops: Vec<BTreeMap<String, u64>> = final_stats.iter().map(drop_counts).collect();
     let mut soak = Soak {
         variant: plan.variant.name().into(),
         duration_s: start.elapsed().as_secs_f64(),
@@ -472,391 +346,6 @@ fn node_sample(pid: u32, ctl: &Path) -> NodeSample {
     n
 }
 
-/// A port toward the underlay (a tunnel or QinQ), not a tenant.
-pub fn is_underlay(p: &PortRow) -> bool {
-    !matches!(p.kind.as_str(), "tap" | "veth" | "system")
-}
-
-/// Drops by reason: the slow path's `dropped WHY` and the kernel
-/// datapath's drop counters, non-zero ones only.
-pub fn drop_counts(stats: &Stats) -> BTreeMap<String, u64> {
-    stats
-        .flat()
-        .into_iter()
-        .filter(|(k, v)| {
-            *v > 0
-                && (k.starts_with("dropped ")
-                    || k.starts_with("kernel_drop_")
-                    || k == "kernel_err_adjust"
-                    || k == "kernel_too_big")
-        })
-        .collect()
-}
-
-/// The generator's totals from its `--json` file.
-pub fn parse_gen(json: &str) -> Result<GenTotals, String> {
-    let v: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| format!("the generator's JSON: {e}"))?;
-    let m = &v["rows"][0]["measured"];
-    let get = |k: &str| {
-        m[k].as_u64()
-            .ok_or_else(|| format!("the generator's JSON has no rows[0].measured.{k}"))
-    };
-    Ok(GenTotals {
-        sent: get("tx_packets")?,
-        received: get("rx_packets")?,
-        lost: get("lost")?,
-        duplicates: get("duplicates")?,
-    })
-}
-
-/// iperf3's `--json` intervals: how many, which carried no data, the mean
-/// and the lowest rate.
-pub fn parse_intervals(json: &str) -> Result<TcpTotals, String> {
-    let v: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| format!("iperf3's JSON: {e}"))?;
-    if let Some(e) = v["error"].as_str() {
-        return Err(format!("iperf3: {e}"));
-    }
-    let intervals = v["intervals"]
-        .as_array()
-        .ok_or("iperf3's JSON has no intervals")?;
-    let rates: Vec<f64> = intervals
-        .iter()
-        .map(|i| i["sum"]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e9)
-        .collect();
-    let sum = &v["end"]["sum_sent"];
-    Ok(TcpTotals {
-        intervals: rates.len(),
-        empty_intervals: rates
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| **r <= 0.0)
-            .map(|(i, _)| i)
-            .collect(),
-        mean_gbps: sum["bits_per_second"].as_f64().unwrap_or(0.0) / 1e9,
-        min_interval_gbps: rates.iter().copied().fold(f64::INFINITY, f64::min),
-        retransmits: sum["retransmits"].as_u64().unwrap_or(0),
-    })
-}
-
-/// Samples after the warm-up (the first tenth, at least 10 s, at most
-/// 60 s), split into an early and a late third.
-fn thirds(s: &[Sample]) -> Option<(&[Sample], &[Sample])> {
-    let end = s.last()?.t_s;
-    let warm = (end / 10.0).clamp(10.0, 60.0);
-    let from = s.iter().position(|x| x.t_s >= warm)?;
-    let s = &s[from..];
-    let k = s.len() / 3;
-    (k >= 2).then(|| (&s[..k], &s[s.len() - k..]))
-}
-
-fn median(mut v: Vec<u64>) -> u64 {
-    v.sort_unstable();
-    v.get(v.len() / 2).copied().unwrap_or(0)
-}
-
-/// The end-of-run checks.
-pub fn checks(s: &Soak) -> Vec<Check> {
-    let mut c = Vec::new();
-    let g = &s.gen;
-    let counted: u64 = s.drops.iter().flat_map(|d| d.values()).sum();
-    c.push(Check {
-        what: "generator: sent = received + lost".into(),
-        held: g.sent > 0 && g.sent == g.received + g.lost,
-        detail: format!("sent {}, received {}, lost {}", g.sent, g.received, g.lost),
-    });
-    c.push(Check {
-        what: "every lost frame is counted in a drop reason".into(),
-        held: g.lost <= counted,
-        detail: format!("lost {}, drops counted on the two nodes {counted}", g.lost),
-    });
-    c.extend(port_checks(&s.baseline_stats, &s.final_stats));
-    let t = &s.tcp;
-    c.push(Check {
-        what: "iperf3: every 1-s interval carried data".into(),
-        held: t.intervals > 0 && t.empty_intervals.is_empty(),
-        detail: format!(
-            "{} intervals, mean {:.3} Gbit/s, lowest interval {:.3} Gbit/s, {} retransmits, empty: {:?}",
-            t.intervals, t.mean_gbps, t.min_interval_gbps, t.retransmits, t.empty_intervals
-        ),
-    });
-    c.push(Check {
-        what: "every flow change was accepted".into(),
-        held: s.flow_changes > 0 && s.flow_change_errors.is_empty(),
-        detail: format!(
-            "{} changes, {} refused{}",
-            s.flow_changes,
-            s.flow_change_errors.len(),
-            s.flow_change_errors
-                .first()
-                .map(|e| format!(" (first: {e})"))
-                .unwrap_or_default()
-        ),
-    });
-    let nodes = s.samples.first().map_or(0, |x| x.nodes.len());
-    match thirds(&s.samples) {
-        None => c.push(Check {
-            what: "memory and descriptors flat".into(),
-            held: false,
-            detail: format!("too few samples ({}) to compare", s.samples.len()),
-        }),
-        Some((early, late)) => {
-            for i in 0..nodes {
-                let col = |part: &[Sample], f: fn(&NodeSample) -> u64| -> Vec<u64> {
-                    part.iter().filter_map(|x| x.nodes.get(i)).map(f).collect()
-                };
-                let (a, b) = (
-                    median(col(early, |n| n.rss_kib)),
-                    median(col(late, |n| n.rss_kib)),
-                );
-                // 5 % and 1 MiB of slack: allocator noise, not growth.
-                c.push(Check {
-                    what: format!("h{}: resident memory flat", i + 1),
-                    held: b <= a + a / 20 + 1024,
-                    detail: format!(
-                        "median {:.1} MiB early, {:.1} MiB late ({:+.1} %)",
-                        a as f64 / 1024.0,
-                        b as f64 / 1024.0,
-                        (b as f64 / a.max(1) as f64 - 1.0) * 100.0
-                    ),
-                });
-                let min = |v: Vec<u64>| v.into_iter().min().unwrap_or(0);
-                let (fa, fb) = (min(col(early, |n| n.fds)), min(col(late, |n| n.fds)));
-                let (ma, mb) = (
-                    min(col(early, |n| n.bpf_map_fds)),
-                    min(col(late, |n| n.bpf_map_fds)),
-                );
-                c.push(Check {
-                    what: format!("h{}: no descriptor or map growth", i + 1),
-                    held: fb <= fa && mb <= ma,
-                    detail: format!("descriptors {fa} → {fb}, BPF map descriptors {ma} → {mb} (fewest early → late)"),
-                });
-            }
-        }
-    }
-    c
-}
-
-/// The per-port sums at the end, in packets (a super-frame counts its
-/// segments): on each node, what came in on its ports went out on its
-/// ports or was dropped (the kernel's per-port drops and the slow path's
-/// drops by reason); between the nodes, what one sent into the underlay
-/// the other received from it since `baseline` (before the traffic).
-pub fn port_checks(baseline: &[Stats], final_stats: &[Stats]) -> Vec<Check> {
-    let nodes: Vec<&Vec<PortRow>> = final_stats.iter().map(|s| &s.ports).collect();
-    let before: Vec<&Vec<PortRow>> = baseline.iter().map(|s| &s.ports).collect();
-    let mut c = Vec::new();
-    for (i, (ports, stats)) in nodes.iter().zip(final_stats).enumerate() {
-        let rx: u64 = ports.iter().map(|p| p.rx_packets).sum();
-        let tx: u64 = ports.iter().map(|p| p.tx_packets).sum();
-        let kernel: u64 = ports.iter().map(|p| p.rx_dropped).sum();
-        let slow: u64 = stats.drops.values().sum();
-        let per: Vec<String> = ports
-            .iter()
-            .map(|p| format!("{} rx {} tx {}", p.name, p.rx_packets, p.tx_packets))
-            .collect();
-        c.push(Check {
-            what: format!("h{}: per port, received = sent + dropped", i + 1),
-            held: !ports.is_empty() && rx == tx + kernel + slow,
-            detail: format!(
-                "{}; received {rx}, sent {tx}, dropped {kernel} by the kernel and {slow} by the slow path ({:+})",
-                per.join(", "),
-                rx as i128 - (tx + kernel + slow) as i128
-            ),
-        });
-    }
-    let under = |n: Option<&&Vec<PortRow>>, f: fn(&PortRow) -> u64| -> u64 {
-        n.into_iter()
-            .flat_map(|v| v.iter())
-            .filter(|p| is_underlay(p))
-            .map(f)
-            .sum()
-    };
-    if nodes.len() == 2 {
-        for (from, to) in [(0, 1), (1, 0)] {
-            let sent = under(nodes.get(from), |p| p.tx_packets)
-                .saturating_sub(under(before.get(from), |p| p.tx_packets));
-            let got = under(nodes.get(to), |p| p.rx_packets)
-                .saturating_sub(under(before.get(to), |p| p.rx_packets));
-            let (from, to) = (from + 1, to + 1);
-            c.push(Check {
-                what: format!("underlay: h{from} sent = h{to} received"),
-                held: sent > 0 && sent == got,
-                detail: format!(
-                    "since the traffic started, h{from}'s underlay ports sent {sent}, h{to}'s received {got}"
-                ),
-            });
-        }
-    }
-    c
-}
-
-/// The curves: memory, descriptors, cached flows, and per-second counter
-/// rates of both nodes.
-pub fn charts(s: &Soak) -> Vec<(String, LineChart)> {
-    let nodes = s.samples.first().map_or(0, |x| x.nodes.len());
-    let series = |f: &dyn Fn(&NodeSample) -> Option<f64>| -> Vec<(String, Vec<(f64, f64)>)> {
-        (0..nodes)
-            .map(|i| {
-                (
-                    format!("h{}", i + 1),
-                    s.samples
-                        .iter()
-                        .filter_map(|x| Some((x.t_s, f(x.nodes.get(i)?)?)))
-                        .collect(),
-                )
-            })
-            .collect()
-    };
-    let chart = |title: &str, unit: &str, series| LineChart {
-        title: title.into(),
-        unit: unit.into(),
-        x_unit: "seconds into the soak".into(),
-        series,
-    };
-    let mut out = vec![
-        (
-            "soak-rss".to_string(),
-            chart(
-                "Resident memory of each switch",
-                "MiB",
-                series(&|n| Some(n.rss_kib as f64 / 1024.0)),
-            ),
-        ),
-        (
-            "soak-fds".to_string(),
-            chart(
-                "Open descriptors of each switch",
-                "descriptors",
-                series(&|n| Some(n.fds as f64)),
-            ),
-        ),
-    ];
-    if s.samples
-        .iter()
-        .any(|x| x.nodes.iter().any(|n| n.cached_flows.is_some()))
-    {
-        out.push((
-            "soak-flows".into(),
-            chart(
-                "Flows in the kernel cache (at each revalidator sweep)",
-                "flows",
-                series(&|n| n.cached_flows.map(|v| v as f64)),
-            ),
-        ));
-    }
-    // Counter rates: per second, from consecutive samples.
-    let rate = |i: usize, key: &str| -> Vec<(f64, f64)> {
-        s.samples
-            .windows(2)
-            .filter_map(|w| {
-                let a = w[0].nodes.get(i)?.counters.get(key)?;
-                let b = w[1].nodes.get(i)?.counters.get(key)?;
-                let dt = w[1].t_s - w[0].t_s;
-                (dt > 0.0).then(|| (w[1].t_s, b.saturating_sub(*a) as f64 / dt))
-            })
-            .collect()
-    };
-    for (title, keys) in [
-        ("kernel flow-cache hits per second", &["kernel_hit"][..]),
-        (
-            "kernel misses, stale hits and upcalls per second",
-            &["kernel_miss", "kernel_stale", "kernel_upcall"][..],
-        ),
-    ] {
-        for i in 0..nodes {
-            let series: Vec<_> = keys
-                .iter()
-                .map(|k| (k.trim_start_matches("kernel_").to_string(), rate(i, k)))
-                .filter(|(_, p)| !p.is_empty())
-                .collect();
-            if !series.is_empty() {
-                out.push((
-                    format!("soak-{}-h{}", keys[0].trim_start_matches("kernel_"), i + 1),
-                    chart(&format!("h{}: {title}", i + 1), "per second", series),
-                ));
-            }
-        }
-    }
-    out
-}
-
-/// Write `soak.json`, `soak.html` and `charts/soak-*.svg|png` into `dir`.
-pub fn write(s: &Soak, dir: &Path) -> Result<(), LabError> {
-    let put = |p: PathBuf, b: &[u8]| {
-        std::fs::write(&p, b).map_err(|err| LabError::Io {
-            path: p.display().to_string(),
-            err,
-        })
-    };
-    let charts_dir = dir.join("charts");
-    std::fs::create_dir_all(&charts_dir).map_err(|err| LabError::Io {
-        path: charts_dir.display().to_string(),
-        err,
-    })?;
-    let json = serde_json::to_string_pretty(s).map_err(|e| LabError::Setup(e.to_string()))?;
-    put(dir.join("soak.json"), json.as_bytes())?;
-    let mut html = String::from(
-        "<!doctype html><meta charset=\"utf-8\"><title>tunlab soak</title>\
-         <style>body{font-family:sans-serif;max-width:60em;margin:1em auto}\
-         td,th{padding:2px 8px;text-align:left}.no{color:#c0392b}.yes{color:#2e7d32}</style>",
-    );
-    html.push_str(&format!(
-        "<h1>Soak: {} for {:.0} s</h1><p>The generator at {} frames/s over {} UDP flows, {} iperf3 \
-         stream(s) of {} Mbit/s, a flow rule added or deleted every second ({} changes).</p>\
-         <h2>Checks</h2><table><tr><th>check</th><th>held</th><th>figures</th></tr>",
-        chart::esc(&s.variant),
-        s.duration_s,
-        s.gen_pps,
-        s.gen_flows,
-        s.streams,
-        s.stream_mbps,
-        s.flow_changes
-    ));
-    for c in &s.checks {
-        html.push_str(&format!(
-            "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>",
-            chart::esc(&c.what),
-            if c.held { "yes" } else { "no" },
-            if c.held { "yes" } else { "NO" },
-            chart::esc(&c.detail)
-        ));
-    }
-    html.push_str("</table><h2>Drops by reason</h2><table>");
-    for (i, d) in s.drops.iter().enumerate() {
-        let list: Vec<String> = d.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-        let list = if list.is_empty() {
-            "none".to_string()
-        } else {
-            list.join(", ")
-        };
-        html.push_str(&format!(
-            "<tr><td>h{}</td><td>{}</td></tr>",
-            i + 1,
-            chart::esc(&list)
-        ));
-    }
-    html.push_str("</table><h2>Curves</h2>");
-    for (file, c) in charts(s) {
-        let svg = c.svg();
-        put(charts_dir.join(format!("{file}.svg")), svg.as_bytes())?;
-        if let Ok(png) = chart::png(&svg) {
-            put(charts_dir.join(format!("{file}.png")), &png)?;
-        }
-        html.push_str(&svg);
-    }
-    html.push_str("<h2>Counters at the end</h2>");
-    for (i, st) in s.final_stats.iter().enumerate() {
-        html.push_str(&format!(
-            "<h3>h{}</h3><pre>{}</pre>",
-            i + 1,
-            chart::esc(&st.text())
-        ));
-    }
-    put(dir.join("soak.html"), html.as_bytes())
-}
-
 /// A duration as `180`, `180s`, `3m` or `1h`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let (num, mult) = match s.trim() {
@@ -878,7 +367,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::checks::{is_underlay, port_checks};
     use super::*;
+    use tunlab_ctl::PortRow;
 
     #[test]
     fn durations() {
@@ -964,7 +455,7 @@ mod tests {
         assert_eq!(early, [true; 4]);
         assert_eq!(held(&h1_more, &h2), [true, true, false, true]);
         // A node that did not answer has no ports: its check fails.
-        assert_eq!(held(&h1, &Stats::default())[1], false);
+        assert!(!held(&h1, &Stats::default())[1]);
     }
 
     fn soak_with(rss: impl Fn(f64) -> u64, fds: impl Fn(f64) -> u64) -> Soak {

@@ -107,7 +107,7 @@ impl Table {
 }
 
 /// Which rules a delete or modify means, as OpenFlow's flow_mod says it.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Selector {
     /// One table, or all.
     pub table: Option<u8>,

@@ -23,18 +23,16 @@
 //! body of at most [`MAX_FLOWS_BODY`] bytes within [`BODY_DEADLINE`];
 //! anything else gets an error naming what was wrong.
 
+use crate::access::{bind_socket, check_peer};
+use crate::api::ApiError;
 use crate::config::parse_port_args;
-use crate::stats::NodeStats;
 use crate::workers::{Switch, WorkerError};
 use nix::unistd::Gid;
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tunlab_ctl::{PortRow, Stats};
-use tunlab_dp::{format_flow, parse_flow, FlowRule, PortNames, Selector, DEFAULT_PRIORITY};
+use tunlab_dp::{format_flow, parse_flow, PortNames, Selector, DEFAULT_PRIORITY};
 
 pub use tunlab_ctl::{BODY_DEADLINE, LINE_DEADLINE, MAX_FLOWS_BODY, MAX_REQUEST_LINE};
 
@@ -79,95 +77,10 @@ impl CtlServer {
     }
 }
 
-/// A node's unix socket at `path` (the control socket, the OpenFlow
-/// management socket): mode 0600, or 0660 and owned by `group` when one
-/// is named; non-blocking. A stale socket file (nobody answers) is
-/// replaced; a live one is an error.
-pub(crate) fn bind_socket(
-    path: &Path,
-    group: Option<&str>,
-) -> std::io::Result<(UnixListener, Option<Gid>)> {
-    let group = match group {
-        None => None,
-        Some(name) => Some(
-            nix::unistd::Group::from_name(name)
-                .map_err(std::io::Error::from)?
-                .ok_or_else(|| {
-                    std::io::Error::new(
-                        std::io::ErrorKind::NotFound,
-                        format!("control_group '{name}' is not a group on this system"),
-                    )
-                })?
-                .gid,
-        ),
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    if UnixStream::connect(path).is_ok() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::AddrInUse,
-            "another tunlab switch is listening there (give this node another name or control_socket)",
-        ));
-    }
-    // Nobody answers: a stale socket from a killed run.
-    let _ = std::fs::remove_file(path);
-    let listener = UnixListener::bind(path)?;
-    let mode = match group {
-        Some(g) => {
-            nix::unistd::chown(path, None, Some(g)).map_err(std::io::Error::from)?;
-            0o660
-        }
-        None => 0o600,
-    };
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
-    listener.set_nonblocking(true)?;
-    Ok((listener, group))
-}
-
 impl Drop for CtlServer {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
-}
-
-/// Whether the peer of `stream` may give orders: root, the switch's own
-/// user, or (with a control group) a member of it. The file mode already
-/// keeps others out; this holds even if someone loosens it.
-pub(crate) fn check_peer(stream: &UnixStream, group: Option<Gid>) -> Result<(), String> {
-    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
-    let cred = getsockopt(stream, PeerCredentials)
-        .map_err(|e| format!("cannot read the client's credentials: {e}"))?;
-    let uid = cred.uid();
-    if uid == 0 || uid == nix::unistd::geteuid().as_raw() {
-        return Ok(());
-    }
-    if let Some(g) = group {
-        if cred.gid() == g.as_raw() || supplementary_groups(cred.pid()).contains(&g.as_raw()) {
-            return Ok(());
-        }
-    }
-    Err(match group {
-        Some(g) => format!(
-            "permission denied: uid {uid} (gid {}) is neither root nor in the control group (gid {g})",
-            cred.gid()
-        ),
-        None => format!("permission denied: uid {uid} is not root (set control_group to let a group in)"),
-    })
-}
-
-/// A process's supplementary groups, from /proc (empty if it is gone).
-fn supplementary_groups(pid: i32) -> Vec<u32> {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines().find_map(|l| l.strip_prefix("Groups:")).map(|g| {
-                g.split_whitespace()
-                    .filter_map(|x| x.parse().ok())
-                    .collect()
-            })
-        })
-        .unwrap_or_default()
 }
 
 /// Why no more bytes came.
@@ -323,9 +236,8 @@ fn serve_one(stream: UnixStream, sw: &mut Switch, group: Option<Gid>) -> std::io
 /// the line. The workers get the rules in one message each and
 /// revalidate once.
 pub fn add_flows(text: &str, sw: &mut Switch) -> Result<String, String> {
-    let gone = |e: WorkerError| e.to_string();
     let t0 = Instant::now();
-    let names = sw.on(0, |n| n.ofproto.port_map()).map_err(gone)?;
+    let names = sw.port_map().map_err(|e| e.to_string())?;
     let mut rules = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -336,149 +248,145 @@ pub fn add_flows(text: &str, sw: &mut Switch) -> Result<String, String> {
     }
     let parsed = t0.elapsed();
     let n = rules.len();
-    let rules = Arc::new(rules);
-    let replaced = sw
-        .on_all(move |node| {
-            let now = node.ofproto.uptime_ns();
-            let replaced = rules
-                .iter()
-                .filter(|r| node.ofproto.classifier.add((*r).clone(), now))
-                .count();
-            node.ofproto.revalidate();
-            replaced
-        })
-        .map_err(gone)?;
+    let replaced = sw.add_flows(rules).map_err(|e| e.to_string())?;
     let total = t0.elapsed();
     Ok(format!(
-        "added {n} rules ({} replaced existing ones) in {:.3} s (parse {:.3} s, install {:.3} s)\n",
-        replaced.first().copied().unwrap_or(0),
+        "added {n} rules ({replaced} replaced existing ones) in {:.3} s (parse {:.3} s, install {:.3} s)\n",
         total.as_secs_f64(),
         parsed.as_secs_f64(),
         (total - parsed).as_secs_f64()
     ))
 }
 
+/// What the requests are, for a request that is none of them.
+const REQUESTS: &str = "show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | [--strict] MATCH], mod-flows [--strict] MATCH actions=..., stats [--json | --cycles], cycles on|off, flow-restore-wait [off]";
+
 /// Carry out one request; the text of the reply.
 pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
     let (cmd, arg) = req.split_once(char::is_whitespace).unwrap_or((req, ""));
     let arg = arg.trim();
-    let gone = |e: WorkerError| e.to_string();
-    let names = sw.on(0, |n| n.ofproto.port_map()).map_err(gone)?;
+    let api = |e: ApiError| e.to_string();
     match cmd {
         "add-port" => {
             let port = parse_port_args(arg).map_err(|e| e.to_string())?;
             sw.add_port(&port)?;
             Ok(String::new())
         }
-        "del-port" => {
-            let name = arg.to_string();
-            let mut answers = sw.on_all(move |n| n.remove_port(&name)).map_err(gone)?;
-            answers.swap_remove(0)?;
-            Ok(String::new())
-        }
-        "show" => {
-            let mut s = format!("node {}\n", sw.name);
-            let ports = sw
-                .on(0, |n| {
-                    n.netdev.ports()
-                        .map(|(name, ofport, kind, _)| format!(" {ofport}({name}): {kind}\n"))
-                        .collect::<String>()
-                })
-                .map_err(gone)?;
-            s.push_str(&ports);
-            if sw.workers() > 1 {
-                s.push_str(&format!(" workers: {}\n", sw.workers()));
-            }
-            Ok(s)
-        }
-        "flow-restore-wait" => match arg {
-            "off" | "false" => {
-                let was = sw.restore_waiting();
-                sw.restore_done().map_err(gone)?;
-                Ok(if was {
-                    "flow-restore-wait off: the cached flows are revalidated against the rules loaded, misses are handled again\n".into()
-                } else {
-                    "flow-restore-wait was already off\n".into()
-                })
-            }
-            "" => Ok(format!(
-                "flow-restore-wait {}\n",
-                if sw.restore_waiting() { "on" } else { "off" }
-            )),
-            other => Err(format!(
-                "flow-restore-wait {other}: takes off (it is turned on only at start, by switch.flow_restore_wait = true)"
-            )),
-        },
-        "dump-flows" if arg == "--datapath" => on_dpif(sw, |d| d.flow_dump()),
-        "del-flows" if arg == "--datapath" => on_dpif(sw, |d| d.flow_flush().map(|()| String::new())),
-        "dump-flows" => {
-            let mut s = String::new();
-            for mut e in flow_entries(sw)? {
-                // The cookie and table lead the line; the rule's text
-                // need not repeat them.
-                let cookie = std::mem::take(&mut e.flow.cookie);
-                let table = std::mem::take(&mut e.flow.table);
-                s.push_str(&format!(
-                    " cookie={:#x}, duration={:.3}s, table={}, n_packets={}, n_bytes={}, {}\n",
-                    cookie,
-                    e.age_ns as f64 / 1e9,
-                    table,
-                    e.packets,
-                    e.bytes,
-                    format_flow(&e.flow, &names)
-                ));
-            }
-            Ok(s)
-        }
+        "del-port" => sw.del_port(arg).map(|()| String::new()).map_err(api),
+        "show" => show(sw),
+        "flow-restore-wait" => flow_restore_wait(arg, sw),
+        "dump-flows" if arg == "--datapath" => sw.on_dpif(|d| d.flow_dump()).map_err(api),
+        "del-flows" if arg == "--datapath" => sw
+            .on_dpif(|d| d.flow_flush().map(|()| String::new()))
+            .map_err(api),
+        "dump-flows" => dump_flows(sw),
         "add-flow" => {
+            let names = sw.port_map().map_err(api)?;
             let rule = parse_flow(arg, &names).map_err(|e| e.to_string())?;
-            let replaced = sw
-                .on_all(move |n| {
-                    let now = n.ofproto.uptime_ns();
-                    let replaced = n.ofproto.classifier.add(rule.clone(), now);
-                    n.ofproto.revalidate();
-                    replaced
-                })
-                .map_err(gone)?;
-            Ok(if replaced.first().copied().unwrap_or(false) {
-                "replaced an existing rule\n".into()
-            } else {
-                String::new()
+            Ok(match sw.add_flows(vec![rule]).map_err(api)? {
+                0 => String::new(),
+                _ => "replaced an existing rule\n".into(),
             })
         }
         "del-flows" => {
-            let sel = selector(arg, &names)?;
-            let n = sw
-                .on_all(move |n| {
-                    let deleted = n.ofproto.classifier.delete_where(&sel);
-                    n.ofproto.revalidate();
-                    deleted
-                })
-                .map_err(gone)?;
-            Ok(format!("deleted {} rules\n", n.first().copied().unwrap_or(0)))
+            let names = sw.port_map().map_err(api)?;
+            let n = sw.del_flows(selector(arg, &names)?).map_err(api)?;
+            Ok(format!("deleted {n} rules\n"))
         }
-        "mod-flows" => {
-            // ovs-ofctl's form: the selecting match, then the new actions.
-            let Some((sel_text, acts)) = arg.split_once("actions=") else {
-                return Err(format!(
-                    "mod-flows needs the new actions: mod-flows [--strict] MATCH actions=ACTIONS, not '{arg}'"
-                ));
-            };
-            let sel_text = sel_text.trim().trim_end_matches(',');
-            let sel = selector(sel_text, &names)?;
-            let actions = parse_flow(&format!("actions={acts}"), &names)
-                .map_err(|e| e.to_string())?
-                .actions;
-            let n = sw
-                .on_all(move |n| {
-                    let changed = n.ofproto.classifier.modify(&sel, &actions, None);
-                    n.ofproto.revalidate();
-                    changed
-                })
-                .map_err(gone)?;
-            Ok(format!("modified {} rules\n", n.first().copied().unwrap_or(0)))
+        "mod-flows" => mod_flows(arg, sw),
+        "stats" | "cycles" => cycles_and_stats(cmd, arg, sw),
+        "add-flows" => Err(
+            "add-flows needs the byte count of the rules that follow (tunlab ctl add-flows FILE sends them)".into(),
+        ),
+        "" => Err(format!("empty request ({REQUESTS})")),
+        other => Err(format!("unknown request '{other}' ({REQUESTS})")),
+    }
+}
+
+/// `show`: the node, its ports and workers.
+fn show(sw: &Switch) -> Result<String, String> {
+    let mut s = format!("node {}\n", sw.name);
+    let ports = sw
+        .on(0, |n| {
+            n.netdev
+                .ports()
+                .map(|(name, ofport, kind, _)| format!(" {ofport}({name}): {kind}\n"))
+                .collect::<String>()
+        })
+        .map_err(|e| e.to_string())?;
+    s.push_str(&ports);
+    if sw.workers() > 1 {
+        s.push_str(&format!(" workers: {}\n", sw.workers()));
+    }
+    Ok(s)
+}
+
+/// `flow-restore-wait [off]`.
+fn flow_restore_wait(arg: &str, sw: &mut Switch) -> Result<String, String> {
+    match arg {
+        "off" | "false" => {
+            let was = sw.restore_waiting();
+            sw.restore_done().map_err(|e| e.to_string())?;
+            Ok(if was {
+                "flow-restore-wait off: the cached flows are revalidated against the rules loaded, misses are handled again\n".into()
+            } else {
+                "flow-restore-wait was already off\n".into()
+            })
         }
-        "stats" if arg == "--cycles" => {
+        "" => Ok(format!(
+            "flow-restore-wait {}\n",
+            if sw.restore_waiting() { "on" } else { "off" }
+        )),
+        other => Err(format!(
+            "flow-restore-wait {other}: takes off (it is turned on only at start, by switch.flow_restore_wait = true)"
+        )),
+    }
+}
+
+/// `dump-flows`: every rule with its counters, as ovs-ofctl prints them.
+fn dump_flows(sw: &Switch) -> Result<String, String> {
+    let names = sw.port_map().map_err(|e| e.to_string())?;
+    let mut s = String::new();
+    for mut e in sw.flows().map_err(|e| e.to_string())? {
+        // The cookie and table lead the line; the rule's text need not
+        // repeat them.
+        let cookie = std::mem::take(&mut e.flow.cookie);
+        let table = std::mem::take(&mut e.flow.table);
+        s.push_str(&format!(
+            " cookie={:#x}, duration={:.3}s, table={}, n_packets={}, n_bytes={}, {}\n",
+            cookie,
+            e.age_ns as f64 / 1e9,
+            table,
+            e.packets,
+            e.bytes,
+            format_flow(&e.flow, &names)
+        ));
+    }
+    Ok(s)
+}
+
+/// `mod-flows [--strict] MATCH actions=ACTIONS` (ovs-ofctl's form: the
+/// selecting match, then the new actions).
+fn mod_flows(arg: &str, sw: &Switch) -> Result<String, String> {
+    let Some((sel_text, acts)) = arg.split_once("actions=") else {
+        return Err(format!(
+            "mod-flows needs the new actions: mod-flows [--strict] MATCH actions=ACTIONS, not '{arg}'"
+        ));
+    };
+    let names = sw.port_map().map_err(|e| e.to_string())?;
+    let sel = selector(sel_text.trim().trim_end_matches(','), &names)?;
+    let actions = parse_flow(&format!("actions={acts}"), &names)
+        .map_err(|e| e.to_string())?
+        .actions;
+    let n = sw.mod_flows(sel, actions).map_err(|e| e.to_string())?;
+    Ok(format!("modified {n} rules\n"))
+}
+
+/// `stats [--json | --cycles]` and `cycles on|off`.
+fn cycles_and_stats(cmd: &str, arg: &str, sw: &Switch) -> Result<String, String> {
+    let gone = |e: WorkerError| e.to_string();
+    match (cmd, arg) {
+        ("stats", "--cycles") => {
             let tables = sw.on_all(|n| n.netdev.profile.table()).map_err(gone)?;
             if tables.len() == 1 {
                 return Ok(tables.concat());
@@ -489,12 +397,13 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
                 .map(|(i, t)| format!("worker {i}: {t}"))
                 .collect())
         }
-        "cycles" => {
-            let on = match arg {
-                "on" => true,
-                "off" => false,
-                other => return Err(format!("cycles takes 'on' or 'off', not '{other}'")),
-            };
+        ("stats", "--json") => Ok(sw.stats().map_err(|e| e.to_string())?.to_json() + "\n"),
+        ("stats", "") => Ok(sw.stats().map_err(|e| e.to_string())?.text()),
+        ("stats", other) => Err(format!(
+            "stats takes nothing, --json or --cycles, not '{other}'"
+        )),
+        (_, "on" | "off") => {
+            let on = arg == "on";
             sw.on_all(move |n| n.netdev.profile.set(on)).map_err(gone)?;
             Ok(if on {
                 "cycles: on, counting from zero\n".into()
@@ -502,145 +411,8 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
                 "cycles: off\n".into()
             })
         }
-        "add-flows" => Err(
-            "add-flows needs the byte count of the rules that follow (tunlab ctl add-flows FILE sends them)".into(),
-        ),
-        "stats" if arg == "--json" => Ok(stats(sw)?.to_json() + "\n"),
-        "stats" if !arg.is_empty() => Err(format!("stats takes nothing, --json or --cycles, not '{arg}'")),
-        "stats" => Ok(stats(sw)?.text()),
-        "" => {
-            Err("empty request (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | [--strict] MATCH], mod-flows [--strict] MATCH actions=..., stats [--json | --cycles], cycles on|off, flow-restore-wait [off])".into())
-        }
-        other => Err(format!(
-            "unknown request '{other}' (show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | [--strict] MATCH], mod-flows [--strict] MATCH actions=..., stats [--json | --cycles], cycles on|off, flow-restore-wait [off])"
-        )),
+        (_, other) => Err(format!("cycles takes 'on' or 'off', not '{other}'")),
     }
-}
-
-/// Run `f` on the caching datapath under worker 0 (the one that holds
-/// it), or say that this node has none.
-/// A rule with its counters summed over the workers.
-#[derive(Debug, Clone)]
-pub struct FlowEntry {
-    pub flow: FlowRule,
-    /// Nanoseconds since it was added, and since a packet last hit it.
-    pub age_ns: u64,
-    pub idle_ns: u64,
-    pub packets: u64,
-    pub bytes: u64,
-}
-
-/// Every rule, table by table in lookup order, as `dump-flows` lists
-/// them: the rules as worker 0 has them, counters summed over workers
-/// (every worker got the same rules in the same order).
-pub fn flow_entries(sw: &mut Switch) -> Result<Vec<FlowEntry>, String> {
-    let gone = |e: WorkerError| e.to_string();
-    let per = sw
-        .on_all(|n| {
-            let now = n.ofproto.uptime_ns();
-            n.ofproto
-                .classifier
-                .rules()
-                .map(|r| (r.packets, r.bytes, now.saturating_sub(r.used)))
-                .collect::<Vec<_>>()
-        })
-        .map_err(gone)?;
-    let rules = sw
-        .on(0, move |n| {
-            let now = n.ofproto.uptime_ns();
-            n.ofproto
-                .classifier
-                .rules()
-                .map(|r| (r.flow.clone(), now.saturating_sub(r.added)))
-                .collect::<Vec<_>>()
-        })
-        .map_err(gone)?;
-    Ok(rules
-        .into_iter()
-        .enumerate()
-        .map(|(i, (flow, age_ns))| {
-            let (packets, bytes, idle_ns) = per
-                .iter()
-                .filter_map(|w| w.get(i))
-                .fold((0, 0, u64::MAX), |(p, b, idle), (wp, wb, wi)| {
-                    (p + wp, b + wb, idle.min(*wi))
-                });
-            FlowEntry {
-                flow,
-                age_ns,
-                idle_ns: idle_ns.min(age_ns),
-                packets,
-                bytes,
-            }
-        })
-        .collect())
-}
-
-/// The node's statistics: every port's counters, the slow path's drops
-/// and cache, the caching datapath's counters and its revalidator's.
-pub fn stats(sw: &mut Switch) -> Result<Stats, String> {
-    let (ports, st) = port_rows(sw)?;
-    let datapath = sw
-        .on(0, |n| n.ofproto.dpif.as_ref().map(|d| d.stats()))
-        .map_err(|e| e.to_string())?
-        .unwrap_or_default();
-    let revalidator = sw.revalidator_stats().map(|r| tunlab_ctl::Revalidator {
-        sweeps: r.sweeps,
-        idle_deleted: r.idle_deleted,
-        stale_deleted: r.stale_deleted,
-        evicted: r.evicted,
-        last_seen: r.last_seen,
-        last_sweep_ms: r.last_sweep.as_secs_f64() * 1e3,
-    });
-    let named = |m: &std::collections::HashMap<&'static str, u64>| {
-        m.iter().map(|(k, v)| ((*k).to_string(), *v)).collect()
-    };
-    Ok(Stats {
-        ports,
-        drops: named(&st.drops),
-        outer_fragmented: named(&st.outer_fragmented),
-        cache_hits: st.cache.0,
-        cache_misses: st.cache.1,
-        datapath,
-        revalidator,
-    })
-}
-
-/// Every port's counters, and the node's summed statistics.
-pub fn port_rows(sw: &mut Switch) -> Result<(Vec<PortRow>, NodeStats), String> {
-    let gone = |e: WorkerError| e.to_string();
-    let st = NodeStats::sum(&sw.on_all(|n| n.snapshot()).map_err(gone)?);
-    let fast: std::collections::HashMap<u32, crate::dpif::provider::PortCounters> = sw
-        .on(0, |n| n.ofproto.dpif.as_ref().map(|d| d.port_stats()))
-        .map_err(gone)?
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
-    let rows = st
-        .ports
-        .iter()
-        .map(|p| {
-            let k = fast.get(&p.ofport).copied().unwrap_or_default();
-            let s = p.stats;
-            PortRow {
-                name: p.name.clone(),
-                ofport: p.ofport,
-                kind: p.kind.to_string(),
-                rx_packets: s.rx_packets + k.rx_packets,
-                rx_bytes: s.rx_bytes + k.rx_bytes,
-                tx_packets: s.tx_packets + k.tx_packets,
-                tx_bytes: s.tx_bytes + k.tx_bytes,
-                tx_errors: s.tx_errors,
-                rx_dropped: k.rx_dropped,
-                slow_rx_packets: s.rx_packets,
-                slow_tx_packets: s.tx_packets,
-                rx_frames: s.rx_frames,
-                tx_frames: s.tx_frames,
-                queue_rx: p.queue_rx.clone(),
-            }
-        })
-        .collect();
-    Ok((rows, st))
 }
 
 /// The rules a del-flows or mod-flows request means: `[--strict] MATCH`
@@ -687,23 +459,14 @@ pub(crate) fn selector(arg: &str, names: &dyn PortNames) -> Result<Selector, Str
     })
 }
 
-fn on_dpif(
-    sw: &Switch,
-    f: impl FnOnce(&mut dyn crate::dpif::provider::Dpif) -> Result<String, String> + Send + 'static,
-) -> Result<String, String> {
-    sw.on(0, |n| match n.ofproto.dpif.as_deref_mut() {
-        Some(d) => f(d),
-        None => Err("this node runs the userspace datapath (no kernel flow cache)".into()),
-    })
-    .map_err(|e| e.to_string())?
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config;
     use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
     use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
     use tunlab_ctl::{request, request_add_flows};
 
     /// A one-worker node without ports, its control socket served by a

@@ -18,31 +18,6 @@ mod common;
 use common::*;
 use tunlab_netio::netns::Netns;
 
-#[test]
-fn geneve() {
-    two_nodes("geneve", false, Datapath::Kernel);
-}
-
-#[test]
-fn geneve_ipv6_underlay() {
-    two_nodes("geneve", true, Datapath::Kernel);
-}
-
-#[test]
-fn vxlan() {
-    two_nodes("vxlan", false, Datapath::Kernel);
-}
-
-#[test]
-fn gre() {
-    two_nodes("gre", false, Datapath::Kernel);
-}
-
-#[test]
-fn nvgre() {
-    two_nodes("nvgre", false, Datapath::Kernel);
-}
-
 /// Tenants on devices the switch did not make (veths made beforehand, as
 /// a container runtime does), attached as `type = "system"` ports; they
 /// are left in place when the switch stops.
@@ -54,13 +29,6 @@ fn system_ports() {
 #[test]
 fn system_ports_ipv6_underlay() {
     two_nodes("vxlan", true, Datapath::KernelSystem);
-}
-
-/// veth and tunnel ports added and removed while running, on the kernel
-/// datapath: the kernel carries the added ports' flows.
-#[test]
-fn ports_added_and_removed_at_run_time() {
-    ports_at_run_time(Datapath::Kernel);
 }
 
 /// Once `del-flows` has returned nothing is forwarded by an entry the
@@ -164,27 +132,6 @@ fn a_change_that_keeps_the_mask_keeps_the_other_flows() {
     assert_eq!(cached(), 0);
     traffic_both_ways(&l, "after a change of mask");
     drop((s1.stop(), s2.stop()));
-}
-
-/// Isolation on the kernel datapath: a VNI no rule accepts, and an outer
-/// source no tunnel port expects, are dropped and counted; nothing reaches
-/// the tenant.
-#[test]
-fn wrong_vni_is_dropped_and_counted() {
-    wrong_vni(Datapath::Kernel);
-}
-
-#[test]
-fn unknown_remote_is_dropped_and_counted() {
-    unknown_remote(Datapath::Kernel);
-}
-
-/// Malformed underlay packets (short, options overrunning, an unknown
-/// critical option, no inner frame, garbage) and odd tenant frames on the
-/// kernel datapath: each dropped with its reason, forwarding goes on.
-#[test]
-fn malformed_packets_are_dropped_and_counted() {
-    malformed_packets(Datapath::Kernel);
 }
 
 /// Two VXLAN ports on one UDP port, to different remotes: each has its
@@ -573,24 +520,6 @@ fn counter_while_down(l: &Lab) -> u64 {
     rx(&l.tb) - before
 }
 
-/// The underlay link down for a second under a TCP stream, then up.
-#[test]
-fn underlay_down_and_up_under_load() {
-    faults::underlay_down_and_up_under_load(Datapath::Kernel);
-}
-
-/// The underlay MTU lowered under a TCP stream.
-#[test]
-fn underlay_mtu_lowered_under_load() {
-    faults::underlay_mtu_lowered_under_load(Datapath::Kernel);
-}
-
-/// A tenant port deleted under load.
-#[test]
-fn tenant_port_deleted_under_load() {
-    faults::tenant_port_deleted_under_load(Datapath::Kernel);
-}
-
 /// Two Geneve ports between the same hosts on one UDP port, differing
 /// only in their VNI: the kernel tells their frames apart by VNI, so each
 /// tenant's traffic stays in the kernel. (Keyed without the VNI, the port
@@ -619,18 +548,4 @@ fn ports_differing_only_in_vni_stay_in_the_kernel() {
     assert!(ok9, "VNI 9 tenant; n2: {}", node_stats(&l.dir, "n2"));
     traffic_both_ways(&l, "VNI 6 tenant");
     drop((s1.stop(), s2.stop()));
-}
-
-/// Frames crafted in one tenant or on the underlay never reach the
-/// other tenant, and the refused ones are counted (see `crafted_frames`).
-#[test]
-fn crafted_frames_stay_in_their_tenant() {
-    crafted_frames(Datapath::Kernel);
-}
-
-/// A flooding tenant policed at 20 Mbit/s (`ingress_policing_rate`): the
-/// rest is dropped and counted, the other tenant's stream goes on.
-#[test]
-fn policed_flood_leaves_the_other_tenant_alone() {
-    faults::policed_flood_leaves_the_other_tenant_alone(Datapath::Kernel);
 }

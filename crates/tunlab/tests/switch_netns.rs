@@ -243,43 +243,8 @@ fn mixed_tenant_mtus() {
 }
 
 #[test]
-fn geneve_ipv4_underlay() {
-    two_nodes("geneve", false, Datapath::Userspace);
-}
-
-#[test]
-fn vxlan_ipv4_underlay() {
-    two_nodes("vxlan", false, Datapath::Userspace);
-}
-
-#[test]
-fn gre_ipv4_underlay() {
-    two_nodes("gre", false, Datapath::Userspace);
-}
-
-#[test]
-fn nvgre_ipv4_underlay() {
-    two_nodes("nvgre", false, Datapath::Userspace);
-}
-
-#[test]
 fn stt_ipv4_underlay() {
     two_nodes("stt", false, Datapath::Userspace);
-}
-
-#[test]
-fn geneve_ipv6_underlay() {
-    two_nodes("geneve", true, Datapath::Userspace);
-}
-
-#[test]
-fn wrong_vni_is_dropped_and_counted() {
-    wrong_vni(Datapath::Userspace);
-}
-
-#[test]
-fn unknown_remote_is_dropped_and_counted() {
-    unknown_remote(Datapath::Userspace);
 }
 
 #[test]
@@ -1190,13 +1155,6 @@ fn tun_dst_article_flows_geneve() {
     tun_dst_article_flows("geneve");
 }
 
-/// Ports added and removed while running (the body is shared with the
-/// kernel datapath's test).
-#[test]
-fn ports_added_and_removed_at_run_time() {
-    ports_at_run_time(Datapath::Userspace);
-}
-
 /// Multi-queue tenant TAPs: with four queues the kernel spreads the
 /// tenant's connections over them, and the switch serves every queue.
 #[test]
@@ -1245,11 +1203,6 @@ fn multi_queue_taps_spread_flows() {
     assert!(busy >= 2, "connections spread over the queues: {per}");
     s1.stop();
     s2.stop();
-}
-
-#[test]
-fn malformed_packets_are_dropped_and_counted() {
-    malformed_packets(Datapath::Userspace);
 }
 
 /// A tenant TAP that already exists (created by someone else, persistent,
@@ -1651,38 +1604,4 @@ fn gre_and_stt_ports_differing_only_in_key() {
         traffic_both_ways(&l, &format!("{kind}: key 6 tenant beside key 9"));
         drop((s1.stop(), s2.stop()));
     }
-}
-
-/// Frames crafted in one tenant or on the underlay never reach the
-/// other tenant, and the refused ones are counted (see `crafted_frames`).
-#[test]
-fn crafted_frames_stay_in_their_tenant() {
-    crafted_frames(Datapath::Userspace);
-}
-
-/// The underlay link down for a second under a TCP stream, then up: the
-/// connection survives on the userspace datapath too.
-#[test]
-fn underlay_down_and_up_under_load() {
-    faults::underlay_down_and_up_under_load(Datapath::Userspace);
-}
-
-/// The underlay MTU lowered under a TCP stream: the slow path's too-big
-/// answers follow the new MTU.
-#[test]
-fn underlay_mtu_lowered_under_load() {
-    faults::underlay_mtu_lowered_under_load(Datapath::Userspace);
-}
-
-/// A tenant TAP port deleted under load: the other tenant's stream goes on.
-#[test]
-fn tenant_port_deleted_under_load() {
-    faults::tenant_port_deleted_under_load(Datapath::Userspace);
-}
-
-/// A flooding tenant policed at 20 Mbit/s (`ingress_policing_rate`): the
-/// rest is dropped and counted, the other tenant's stream goes on.
-#[test]
-fn policed_flood_leaves_the_other_tenant_alone() {
-    faults::policed_flood_leaves_the_other_tenant_alone(Datapath::Userspace);
 }

@@ -4,10 +4,11 @@
 //! 1.0's and Nicira's NXST); PACKET_OUT; Nicira's TLV table.
 
 use super::{ours, send, Conn, Next};
-use crate::ofproto::openflow::ctl_request;
+use crate::api::FlowEntry;
+use crate::ofproto::openflow::{self, FlowChange};
 use crate::workers::{Expired, RemovedReason, Switch};
 use tunlab_dp::key::TUN_METADATA_FIELDS;
-use tunlab_dp::TlvMap;
+use tunlab_dp::{Selector, TlvMap};
 use tunlab_wire::openflow::{self as of, Message};
 
 /// OpenFlow 1.3 message types beyond the session ones (§ 7.1).
@@ -124,26 +125,22 @@ pub(super) fn handle(
             reply(c, table_reply(v, m.xid(), active as u32))
         }
         t if t == stats_request => answer(c, stats10(m, dpid, sw)),
-        // One flow table, two doors: a flow_mod becomes the request
-        // `tunlab ctl` would send, and takes the same path.
+        // One flow table, two doors: a flow_mod becomes the same typed
+        // change a `tunlab ctl` request makes.
         of::FLOW_MOD => {
-            let request = if v == of::OF13 {
+            let change = if v == of::OF13 {
                 of::parse_flow_mod(m)
                     .map_err(bad_len)
-                    .and_then(|fm| Ok((ctl_request(&fm)?, fm.command)))
+                    .and_then(|fm| openflow::flow_change(&fm))
             } else {
                 // 1.0's fixed match.
                 of::parse_flow_mod10(m)
                     .map_err(bad_len)
                     .and_then(|(fm, m10)| {
-                        let text = crate::ofproto::openflow::match10_text(&m10);
-                        Ok((
-                            crate::ofproto::openflow::ctl_request_with(&fm, text)?,
-                            fm.command,
-                        ))
+                        openflow::flow_change_with(&fm, &openflow::match10_text(&m10))
                     })
             };
-            let done = request.and_then(|(req, command)| flow_mod(&req, command, sw, outbox));
+            let done = change.and_then(|ch| flow_mod(ch, sw, outbox));
             answer(c, done.map(|()| Vec::new()))
         }
         of::EXPERIMENTER => match of::parse_nx(m) {
@@ -153,10 +150,10 @@ pub(super) fn handle(
             Some(nx) if nx.subtype == of::NXT_SET_FLOW_FORMAT => Next::Keep,
             // A 1.0 client's flow_mod with an NXM match.
             Some(nx) if nx.subtype == of::NXT_FLOW_MOD => {
-                let request = of::parse_nx_flow_mod(nx.body)
+                let change = of::parse_nx_flow_mod(nx.body)
                     .map_err(bad_len)
-                    .and_then(|fm| Ok((ctl_request(&fm)?, fm.command)));
-                let done = request.and_then(|(req, command)| flow_mod(&req, command, sw, outbox));
+                    .and_then(|fm| openflow::flow_change(&fm));
+                let done = change.and_then(|ch| flow_mod(ch, sw, outbox));
                 answer(c, done.map(|()| Vec::new()))
             }
             Some(nx) if nx.subtype == of::NXT_TLV_TABLE_MOD => {
@@ -200,21 +197,26 @@ pub(super) fn handle(
     }
 }
 
-/// A flow_mod's request to `tunlab ctl`'s door, carried out; a delete
-/// queues FLOW_REMOVED for the rules it takes that asked for it.
+/// A flow_mod's change, carried out; a delete queues FLOW_REMOVED for
+/// the rules it takes that asked for it. The switch refuses nothing a
+/// checked change asks; a worker that stopped is all that can fail here
+/// (OpenFlow has no closer code than "unknown").
 fn flow_mod(
-    req: &str,
-    command: u8,
+    change: FlowChange,
     sw: &mut Switch,
     outbox: &mut Vec<Vec<u8>>,
 ) -> Result<(), (u16, u16)> {
-    let reported = match command {
-        of::FC_DELETE | of::FC_DELETE_STRICT => doomed(req, sw),
-        _ => Vec::new(),
-    };
-    crate::ctl::handle(req, sw).map_err(|_| (of::ET_FLOW_MOD_FAILED, of::FMFC_UNKNOWN))?;
-    outbox.extend(reported.iter().map(flow_removed));
-    Ok(())
+    let failed = |_| (of::ET_FLOW_MOD_FAILED, of::FMFC_UNKNOWN);
+    match change {
+        FlowChange::Add(rule) => sw.add_flows(vec![rule]).map(drop).map_err(failed),
+        FlowChange::Modify { sel, actions } => sw.mod_flows(sel, actions).map(drop).map_err(failed),
+        FlowChange::Delete(sel) => {
+            let reported = doomed(&sel, sw);
+            sw.del_flows(sel).map_err(failed)?;
+            outbox.extend(reported.iter().map(flow_removed));
+            Ok(())
+        }
+    }
 }
 
 /// A message that does not read is refused as of bad length.
@@ -248,7 +250,7 @@ fn stats10(m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Result<Vec<Vec<u8>>, 
                 .get(..2)
                 .map(|b| u16::from_be_bytes([b[0], b[1]]))
                 .ok_or_else(|| bad_len(()))?;
-            let (rows, _) = crate::ctl::port_rows(sw).map_err(gone)?;
+            let rows = sw.ports().map_err(gone)?;
             plain(
                 rows.iter()
                     .filter(|r| want == 0xffff || of::port_from10(want) == r.ofport)
@@ -311,7 +313,7 @@ fn stats10(m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Result<Vec<Vec<u8>>, 
 }
 
 /// One rule's NXST_FLOW entry: NXM match, 1.0 actions.
-fn nx_flow_entry(e: &crate::ctl::FlowEntry) -> Vec<u8> {
+fn nx_flow_entry(e: &FlowEntry) -> Vec<u8> {
     let fields = crate::ofproto::openflow::match_fields_nxm(&e.flow.m);
     let actions = crate::ofproto::openflow::of_actions(&e.flow.actions);
     let oxms: Vec<of::Oxm<'_>> = fields
@@ -462,8 +464,8 @@ fn multipart(m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Result<Vec<Vec<u8>>
         // and the packets they matched; table 0 also looked up (and
         // missed) what no rule matched.
         of::MP_TABLE => {
-            let flows = crate::ctl::flow_entries(sw).map_err(gone)?;
-            let (_, st) = crate::ctl::port_rows(sw).map_err(gone)?;
+            let flows = sw.flows().map_err(gone)?;
+            let (_, st) = sw.port_rows().map_err(gone)?;
             let missed = st.drops.get("no_rule").copied().unwrap_or(0);
             (0..=highest_table(&flows))
                 .map(|t| {
@@ -476,7 +478,7 @@ fn multipart(m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Result<Vec<Vec<u8>>
         }
         of::MP_PORT_STATS => {
             let want = of::parse_port_request(mp.body).map_err(bad_len)?;
-            let (rows, _) = crate::ctl::port_rows(sw).map_err(gone)?;
+            let rows = sw.ports().map_err(gone)?;
             let age = sw.on(0, |n| n.ofproto.uptime_ns()).map_err(gone)?;
             rows.iter()
                 .filter(|r| want == of::PORT_ANY || want == r.ofport)
@@ -513,7 +515,7 @@ fn multipart(m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Result<Vec<Vec<u8>>
         }
         // A request with a body would set the table's features: refused.
         of::MP_TABLE_FEATURES if mp.body.is_empty() => {
-            let flows = crate::ctl::flow_entries(sw).map_err(gone)?;
+            let flows = sw.flows().map_err(gone)?;
             (0..=highest_table(&flows)).map(table_features).collect()
         }
         of::MP_TABLE_FEATURES => return Err((ET_TABLE_FEATURES_FAILED, TFFC_EPERM)),
@@ -528,47 +530,36 @@ fn multipart(m: &Message<'_>, dpid: u64, sw: &mut Switch) -> Result<Vec<Vec<u8>>
 fn flow_stats(
     req: &of::FlowStatsRequest<'_>,
     sw: &mut Switch,
-) -> Result<Vec<crate::ctl::FlowEntry>, (u16, u16)> {
-    let mut text = Vec::new();
+) -> Result<Vec<FlowEntry>, (u16, u16)> {
+    let mut fields = Vec::new();
     for o in &req.matches {
-        text.push(
-            crate::ofproto::openflow::match_text(o).ok_or((of::ET_BAD_MATCH, of::BMC_BAD_FIELD))?,
-        );
+        fields.push(openflow::match_text(o).ok_or((of::ET_BAD_MATCH, of::BMC_BAD_FIELD))?);
     }
-    if req.cookie_mask != 0 {
-        text.push(format!("cookie={:#x}/{:#x}", req.cookie, req.cookie_mask));
-    }
-    let names = sw.on(0, |n| n.ofproto.port_map()).map_err(gone)?;
-    let mut sel = crate::ctl::selector(&text.join(","), &names)
-        .map_err(|_| (of::ET_BAD_MATCH, of::BMC_BAD_PREREQ))?;
-    sel.table = (req.table_id != of::TABLE_ALL).then_some(req.table_id);
-    let outputs = |e: &crate::ctl::FlowEntry| {
+    let sel = Selector {
+        table: (req.table_id != of::TABLE_ALL).then_some(req.table_id),
+        m: openflow::match_of(&fields)?,
+        strict: None,
+        cookie: (req.cookie_mask != 0).then_some((req.cookie, req.cookie_mask)),
+    };
+    let outputs = |e: &FlowEntry| {
         req.out_port == of::PORT_ANY
             || e.flow
                 .actions
                 .iter()
                 .any(|a| matches!(a, tunlab_dp::Action::Output(p) if *p == req.out_port))
     };
-    Ok(crate::ctl::flow_entries(sw)
+    Ok(sw
+        .flows()
         .map_err(gone)?
         .into_iter()
         .filter(|e| sel.picks(&e.flow) && outputs(e) && req.out_group == of::GROUP_ANY)
         .collect())
 }
 
-/// The rules with send_flow_rem that the del-flows request `req` (in
-/// `tunlab ctl`'s words) is about to take, with their counters.
-fn doomed(req: &str, sw: &mut Switch) -> Vec<Expired> {
-    let Some(arg) = req.strip_prefix("del-flows") else {
-        return Vec::new();
-    };
-    let Ok(names) = sw.on(0, |n| n.ofproto.port_map()) else {
-        return Vec::new();
-    };
-    let Ok(sel) = crate::ctl::selector(arg.trim(), &names) else {
-        return Vec::new();
-    };
-    crate::ctl::flow_entries(sw)
+/// The rules with send_flow_rem that a delete picking `sel` is about to
+/// take, with their counters.
+fn doomed(sel: &Selector, sw: &mut Switch) -> Vec<Expired> {
+    sw.flows()
         .unwrap_or_default()
         .into_iter()
         .filter(|e| e.flow.send_flow_rem && sel.picks(&e.flow))
@@ -604,7 +595,7 @@ pub(super) fn flow_removed(e: &Expired) -> Vec<u8> {
 }
 
 /// One rule's flow statistics entry.
-fn flow_entry(e: &crate::ctl::FlowEntry) -> Vec<u8> {
+fn flow_entry(e: &FlowEntry) -> Vec<u8> {
     let (fields, actions) = crate::ofproto::openflow::rule_to_of(&e.flow);
     of::FlowStats {
         table_id: e.flow.table,
@@ -678,7 +669,7 @@ fn to_ms(ns: u64) -> u64 {
 }
 
 /// The highest table that holds a rule (0 when none does).
-fn highest_table(flows: &[crate::ctl::FlowEntry]) -> u8 {
+fn highest_table(flows: &[FlowEntry]) -> u8 {
     flows.iter().map(|e| e.flow.table).max().unwrap_or(0)
 }
 

@@ -24,8 +24,8 @@
 
 mod handle;
 
+use crate::access::{bind_socket, check_peer};
 use crate::config::Target;
-use crate::ctl::{bind_socket, check_peer};
 use crate::workers::Switch;
 use handle::handle;
 use nix::poll::{poll, PollFd, PollFlags};

@@ -6,7 +6,9 @@
 
 use std::net::IpAddr;
 use tunlab_dp::key::{f, tun_metadata, FieldPos, TUN_METADATA_FIELDS};
-use tunlab_dp::{Action as Act, FlowKey, FlowRule, Match, PacketInReason};
+use tunlab_dp::{
+    parse_flow, Action as Act, FlowKey, FlowRule, Match, NumericPorts, PacketInReason, Selector,
+};
 use tunlab_wire::openflow::{self as of, Action, FlowMod, Oxm};
 
 /// The highest table a rule can be in (the classifier's limit; 0xff is
@@ -20,6 +22,8 @@ pub const FMFC_BAD_FLAGS: u16 = 7;
 pub const FMFC_BAD_TABLE_ID: u16 = 9;
 /// Bad output port (bad action).
 pub const BAC_BAD_OUT_PORT: u16 = 4;
+/// An action's argument is not one tunlab can carry out (bad action).
+pub const BAC_BAD_ARGUMENT: u16 = 5;
 
 /// OpenFlow's reserved ports tunlab's rules use (1.3 § 7.2.1), and 1.0's
 /// number for "the input port" that Nicira's resubmit carries.
@@ -481,20 +485,45 @@ pub fn rule_to_of(r: &FlowRule) -> (Vec<Field>, Vec<OfAction>) {
     (match_fields(&r.m), of_actions(&r.actions))
 }
 
-/// The `tunlab ctl` request that does what `fm` asks (add-flow,
-/// mod-flows, del-flows, each `--strict` where asked), in ovs-ofctl's
-/// syntax; or the OpenFlow error type and code that refuse it.
-pub fn ctl_request(fm: &FlowMod<'_>) -> Result<String, (u16, u16)> {
+/// What a flow_mod asks of the flow table.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FlowChange {
+    /// Add this rule (replacing one with the same match and priority).
+    Add(FlowRule),
+    /// Give the rules `sel` picks these actions.
+    Modify { sel: Selector, actions: Vec<Act> },
+    /// Delete the rules `sel` picks.
+    Delete(Selector),
+}
+
+/// The change `fm` asks for, its match read from its OXM fields; or the
+/// OpenFlow error type and code that refuse it.
+pub fn flow_change(fm: &FlowMod<'_>) -> Result<FlowChange, (u16, u16)> {
     let mut matches = Vec::new();
     for o in &fm.matches {
         matches.push(match_text(o).ok_or((of::ET_BAD_MATCH, of::BMC_BAD_FIELD))?);
     }
-    ctl_request_with(fm, matches)
+    flow_change_with(fm, &matches)
 }
 
-/// [`ctl_request`] for a flow_mod whose match is already in ovs-ofctl's
+/// The match that `fields` (in ovs-ofctl's words, from OXM fields or a
+/// 1.0 `ofp_match`) mean, read by the flow rules' own parser, so that a
+/// field means the same through OpenFlow and `tunlab ctl`; a combination
+/// the parser refuses (a field without its prerequisite) is a bad match.
+pub fn match_of(fields: &[String]) -> Result<Match, (u16, u16)> {
+    let text = if fields.is_empty() {
+        "actions=drop".to_string()
+    } else {
+        format!("{} actions=drop", fields.join(","))
+    };
+    parse_flow(&text, &NumericPorts)
+        .map(|r| r.m)
+        .map_err(|_| (of::ET_BAD_MATCH, of::BMC_BAD_PREREQ))
+}
+
+/// [`flow_change`] for a flow_mod whose match is already in ovs-ofctl's
 /// words (a 1.0 `ofp_match`, [`match10_text`]).
-pub fn ctl_request_with(fm: &FlowMod<'_>, match_texts: Vec<String>) -> Result<String, (u16, u16)> {
+pub fn flow_change_with(fm: &FlowMod<'_>, fields: &[String]) -> Result<FlowChange, (u16, u16)> {
     let is_delete = matches!(fm.command, of::FC_DELETE | of::FC_DELETE_STRICT);
     // Tables 0 to MAX_TABLE; "all tables" picks rules to delete.
     let table_ok = fm.table_id <= MAX_TABLE || (fm.table_id == of::TABLE_ALL && is_delete);
@@ -504,79 +533,66 @@ pub fn ctl_request_with(fm: &FlowMod<'_>, match_texts: Vec<String>) -> Result<St
     if !fm.other_instructions.is_empty() {
         return Err((of::ET_BAD_INSTRUCTION, of::BIC_UNKNOWN_INST));
     }
-    let mut matches = Vec::new();
-    if fm.table_id != 0 && fm.table_id <= MAX_TABLE {
-        matches.push(format!("table={}", fm.table_id));
-    }
-    matches.extend(match_texts);
-    let actions = || -> Result<String, (u16, u16)> {
-        let mut acts = Vec::new();
-        for a in &fm.actions {
-            // "Through the flow table" is for PACKET_OUT only.
-            if matches!(
-                a,
-                Action::Output {
-                    port: PORT_TABLE,
-                    ..
-                }
-            ) {
-                return Err((of::ET_BAD_ACTION, BAC_BAD_OUT_PORT));
-            }
-            acts.push(action_text(a)?);
-        }
-        if acts.is_empty() {
-            acts.push("drop".into());
-        }
-        Ok(acts.join(","))
-    };
-    let with_priority = |mut m: Vec<String>| {
-        m.insert(0, format!("priority={}", fm.priority));
-        m.join(",")
-    };
+    let m = match_of(fields)?;
+    // Table 0 and "all tables" pick in every table, as `tunlab ctl`'s
+    // requests without table= do.
+    let table = (fm.table_id != 0 && fm.table_id <= MAX_TABLE).then_some(fm.table_id);
+    let strict = matches!(fm.command, of::FC_MODIFY_STRICT | of::FC_DELETE_STRICT);
     // Delete and modify pick rules by cookie under cookie_mask.
-    let mut picked = matches.clone();
-    if fm.cookie_mask != 0 {
-        picked.push(format!("cookie={:#x}/{:#x}", fm.cookie, fm.cookie_mask));
-    }
+    let sel = Selector {
+        table,
+        m,
+        strict: strict.then_some(fm.priority),
+        cookie: (fm.cookie_mask != 0).then_some((fm.cookie, fm.cookie_mask)),
+    };
     match fm.command {
         of::FC_ADD => {
             if fm.flags & !FF_SEND_FLOW_REM != 0 {
                 // Overlap checks and counter flags are not built.
                 return Err((of::ET_FLOW_MOD_FAILED, FMFC_BAD_FLAGS));
             }
-            let mut m = matches;
-            if fm.cookie != 0 {
-                m.push(format!("cookie={:#x}", fm.cookie));
-            }
-            if fm.idle_timeout != 0 {
-                m.push(format!("idle_timeout={}", fm.idle_timeout));
-            }
-            if fm.hard_timeout != 0 {
-                m.push(format!("hard_timeout={}", fm.hard_timeout));
-            }
-            if fm.flags & FF_SEND_FLOW_REM != 0 {
-                m.push("send_flow_rem".into());
-            }
-            Ok(format!(
-                "add-flow {} actions={}",
-                with_priority(m),
-                actions()?
-            ))
+            Ok(FlowChange::Add(FlowRule {
+                table: table.unwrap_or(0),
+                priority: fm.priority,
+                cookie: fm.cookie,
+                idle_timeout: fm.idle_timeout,
+                hard_timeout: fm.hard_timeout,
+                send_flow_rem: fm.flags & FF_SEND_FLOW_REM != 0,
+                m,
+                actions: flow_mod_actions(fm)?,
+            }))
         }
-        of::FC_MODIFY => Ok(format!(
-            "mod-flows {} actions={}",
-            picked.join(","),
-            actions()?
-        )),
-        of::FC_MODIFY_STRICT => Ok(format!(
-            "mod-flows --strict {} actions={}",
-            with_priority(picked),
-            actions()?
-        )),
-        of::FC_DELETE => Ok(format!("del-flows {}", picked.join(","))),
-        of::FC_DELETE_STRICT => Ok(format!("del-flows --strict {}", with_priority(picked))),
+        of::FC_MODIFY | of::FC_MODIFY_STRICT => Ok(FlowChange::Modify {
+            sel,
+            actions: flow_mod_actions(fm)?,
+        }),
+        of::FC_DELETE | of::FC_DELETE_STRICT => Ok(FlowChange::Delete(sel)),
         _ => Err((of::ET_FLOW_MOD_FAILED, of::FMFC_BAD_COMMAND)),
     }
+}
+
+/// A flow_mod's actions as the rule's (none: drop).
+fn flow_mod_actions(fm: &FlowMod<'_>) -> Result<Vec<Act>, (u16, u16)> {
+    let mut acts = Vec::new();
+    for a in &fm.actions {
+        // "Through the flow table" is for PACKET_OUT only.
+        if matches!(
+            a,
+            Action::Output {
+                port: PORT_TABLE,
+                ..
+            }
+        ) {
+            return Err((of::ET_BAD_ACTION, BAC_BAD_OUT_PORT));
+        }
+        acts.push(action_text(a)?);
+    }
+    if acts.is_empty() {
+        return Ok(Vec::new());
+    }
+    parse_flow(&format!("actions={}", acts.join(",")), &NumericPorts)
+        .map(|r| r.actions)
+        .map_err(|_| (of::ET_BAD_ACTION, BAC_BAD_ARGUMENT))
 }
 
 fn hex(b: &[u8]) -> String {
@@ -830,40 +846,62 @@ mod tests {
     fn flow_mods_become_the_articles_rules() {
         let cases = [
             ("040e007000000002000000000000000000000000000000000000000000008000ffffffffffffffffffffffff000000000001000c80000004000000020000000000040030000000000011000888a800000019001080000c02100100000000000000000010000000010000000000000000",
-             "add-flow priority=32768,in_port=2 actions=push_vlan:0x88a8,mod_vlan_vid:1,output:1"),
+             "priority=32768,in_port=2 actions=push_vlan:0x88a8,mod_vlan_vid:1,output:1"),
             ("040e006800000002000000000000000000000000000000000000000000008000ffffffffffffffffffffffff000000000001000c800000040000000200000000000400280000000000190010000140040ade00060000000000000010000000010000000000000000",
-             "add-flow priority=32768,in_port=2 actions=set_field:10.222.0.6->tun_dst,output:1"),
+             "priority=32768,in_port=2 actions=set_field:10.222.0.6->tun_dst,output:1"),
         ];
+        let rule = |text: &str| parse_flow(text, &NumericPorts).unwrap();
         for (bytes, want) in cases {
             let b = unhex(bytes);
             let fm = of::parse_flow_mod(&Message::new_checked(&b).unwrap()).unwrap();
-            assert_eq!(ctl_request(&fm).unwrap(), want);
+            assert_eq!(
+                flow_change(&fm).unwrap(),
+                FlowChange::Add(rule(want)),
+                "{want}"
+            );
         }
-        // Modify becomes mod-flows; a table beyond 0 is refused.
+        // Modify picks by match, priority (strict) and cookie under its
+        // mask, and gives the rules the new actions.
         let b = unhex(cases[0].0);
         let mut fm = of::parse_flow_mod(&Message::new_checked(&b).unwrap()).unwrap();
         fm.command = of::FC_MODIFY_STRICT;
         fm.cookie = 0x10;
         fm.cookie_mask = 0xf0;
+        let r = rule(cases[0].1);
         assert_eq!(
-            ctl_request(&fm).unwrap(),
-            "mod-flows --strict priority=32768,in_port=2,cookie=0x10/0xf0 actions=push_vlan:0x88a8,mod_vlan_vid:1,output:1"
+            flow_change(&fm).unwrap(),
+            FlowChange::Modify {
+                sel: Selector {
+                    table: None,
+                    m: r.m,
+                    strict: Some(32768),
+                    cookie: Some((0x10, 0xf0)),
+                },
+                actions: r.actions.clone(),
+            }
         );
         fm.command = 9;
         assert_eq!(
-            ctl_request(&fm),
+            flow_change(&fm),
             Err((of::ET_FLOW_MOD_FAILED, of::FMFC_BAD_COMMAND))
         );
+        // An add into table 3, with its cookie.
         fm.command = of::FC_ADD;
         fm.table_id = 3;
-        assert_eq!(
-            ctl_request(&fm).unwrap(),
-            "add-flow priority=32768,table=3,in_port=2,cookie=0x10 actions=push_vlan:0x88a8,mod_vlan_vid:1,output:1"
-        );
+        let mut want = r.clone();
+        want.table = 3;
+        want.cookie = 0x10;
+        assert_eq!(flow_change(&fm).unwrap(), FlowChange::Add(want));
         fm.table_id = of::TABLE_ALL;
         assert_eq!(
-            ctl_request(&fm),
+            flow_change(&fm),
             Err((of::ET_FLOW_MOD_FAILED, FMFC_BAD_TABLE_ID))
+        );
+        // A field without its prerequisite is a bad match, not an
+        // unknown failure.
+        assert_eq!(
+            match_of(&["nw_src=10.0.0.1".into()]),
+            Err((of::ET_BAD_MATCH, of::BMC_BAD_PREREQ))
         );
     }
 

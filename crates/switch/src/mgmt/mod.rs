@@ -23,6 +23,7 @@
 //! where OpenFlow has one.
 
 mod handle;
+mod stats;
 
 use crate::access::{bind_socket, check_peer};
 use crate::config::Target;
@@ -412,13 +413,13 @@ impl MgmtServer {
         if let Some(before) = &self.ports {
             for (name, no) in &now {
                 if !before.contains(&(name.clone(), *no)) {
-                    let desc = handle::port_desc(name, *no);
+                    let desc = stats::port_desc(name, *no);
                     self.outbox.push(of::port_status(of::PPR_ADD, &desc));
                 }
             }
             for (name, no) in before {
                 if !now.contains(&(name.clone(), *no)) {
-                    let desc = handle::port_desc(name, *no);
+                    let desc = stats::port_desc(name, *no);
                     self.outbox.push(of::port_status(of::PPR_DELETE, &desc));
                 }
             }

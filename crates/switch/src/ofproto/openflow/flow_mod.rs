@@ -98,6 +98,24 @@ pub fn match_of(fields: &[String]) -> Result<Match, (u16, u16)> {
         .map_err(|_| (of::ET_BAD_MATCH, of::BMC_BAD_PREREQ))
 }
 
+/// The cookie a match picks rules by (Nicira's cookie field: how 1.0
+/// with NXM picks by cookie), taken out of `fields`: (value, mask).
+pub fn take_cookie(fields: &mut Vec<String>) -> Result<Option<(u64, u64)>, (u16, u16)> {
+    let Some(i) = fields.iter().position(|f| f.starts_with("cookie=")) else {
+        return Ok(None);
+    };
+    let text = fields.remove(i);
+    let num = |t: &str| {
+        u64::from_str_radix(t.trim_start_matches("0x"), 16)
+            .map_err(|_| (of::ET_BAD_MATCH, of::BMC_BAD_FIELD))
+    };
+    let v = &text["cookie=".len()..];
+    Ok(Some(match v.split_once('/') {
+        Some((v, m)) => (num(v)?, num(m)?),
+        None => (num(v)?, u64::MAX),
+    }))
+}
+
 /// [`flow_change`] for a flow_mod whose match is already in ovs-ofctl's
 /// words (a 1.0 `ofp_match`, [`match10_text`]).
 pub fn flow_change_with(fm: &FlowMod<'_>, fields: &[String]) -> Result<FlowChange, (u16, u16)> {
@@ -110,7 +128,9 @@ pub fn flow_change_with(fm: &FlowMod<'_>, fields: &[String]) -> Result<FlowChang
     if !fm.other_instructions.is_empty() {
         return Err((of::ET_BAD_INSTRUCTION, of::BIC_UNKNOWN_INST));
     }
-    let m = match_of(fields)?;
+    let mut fields = fields.to_vec();
+    let picked = take_cookie(&mut fields)?;
+    let m = match_of(&fields)?;
     // Table 0 and "all tables" pick in every table, as `tunlab ctl`'s
     // requests without table= do.
     let table = (fm.table_id != 0 && fm.table_id <= MAX_TABLE).then_some(fm.table_id);
@@ -120,7 +140,7 @@ pub fn flow_change_with(fm: &FlowMod<'_>, fields: &[String]) -> Result<FlowChang
         table,
         m,
         strict: strict.then_some(fm.priority),
-        cookie: (fm.cookie_mask != 0).then_some((fm.cookie, fm.cookie_mask)),
+        cookie: picked.or((fm.cookie_mask != 0).then_some((fm.cookie, fm.cookie_mask))),
     };
     match fm.command {
         of::FC_ADD => {

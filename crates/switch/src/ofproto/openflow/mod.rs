@@ -546,6 +546,14 @@ mod tests {
             flow_change(&fm),
             Err((of::ET_FLOW_MOD_FAILED, FMFC_BAD_TABLE_ID))
         );
+        // 1.0 with NXM picks by cookie in the match: taken out of it.
+        let mut fields = vec!["in_port=2".to_string(), "cookie=0x70/0xf0".into()];
+        assert_eq!(take_cookie(&mut fields), Ok(Some((0x70, 0xf0))));
+        assert_eq!(fields, ["in_port=2"]);
+        let mut fields = vec!["cookie=0x5".to_string()];
+        assert_eq!(take_cookie(&mut fields), Ok(Some((5, u64::MAX))));
+        let mut fields = vec!["cookie=0xzz".to_string()];
+        assert!(take_cookie(&mut fields).is_err());
         // A field without its prerequisite is a bad match, not an
         // unknown failure.
         assert_eq!(

@@ -122,46 +122,66 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
     {
         out.extend(ratio_tables(r, baseline.unwrap_or_default(), &tests));
     } else {
-        if let Some(base) = baseline.and_then(|b| ran.iter().find(|v| v.variant == b)) {
-            let others: Vec<&&VariantResult> =
-                ran.iter().filter(|v| v.variant != base.variant).collect();
-            let mut head = vec!["test".to_string()];
-            head.extend(others.iter().map(|v| v.variant.clone()));
-            let mut sums = vec![(0.0, 0usize); others.len()];
-            let mut rows = Vec::new();
-            for t in &tests {
-                let mut row = vec![t.to_string()];
-                for (k, v) in others.iter().enumerate() {
-                    match diff(find(base, t), find(v, t)) {
-                        Some(d) => {
-                            sums[k].0 += d;
-                            sums[k].1 += 1;
-                            row.push(format!("{d:+.1}%"));
-                        }
-                        None => row.push("—".into()),
-                    }
-                }
-                rows.push(row);
-            }
-            let mut avg = vec!["average".to_string()];
-            avg.extend(sums.iter().map(|(s, n)| {
-                if *n > 0 {
-                    format!("{:+.1}%", s / *n as f64)
-                } else {
-                    "—".into()
-                }
-            }));
-            rows.push(avg);
-            out.push(Table {
-                title: format!(
-                    "percent difference against {} (higher is better; for CPU % at a fixed rate and a first packet's delay, lower is)",
-                    base.variant
-                ),
-                head,
-                rows,
-            });
-        }
+        out.extend(percent_table(baseline, &ran, &tests));
     }
+    out.extend(cpu_tables(r, &tests));
+    out.extend(latency_tables(r, &ran, &tests));
+    if ran.iter().any(|v| {
+        v.tests
+            .iter()
+            .any(|t| t.samples.iter().any(|s| s.noise.is_some()))
+    }) {
+        out.push(noise_table(r));
+    }
+    out
+}
+
+/// Each variant's percent difference against the baseline, test by test
+/// (a run without paired rounds); none without a baseline that ran.
+fn percent_table(baseline: Option<&str>, ran: &[&VariantResult], tests: &[&str]) -> Option<Table> {
+    let base = baseline.and_then(|b| ran.iter().find(|v| v.variant == b))?;
+    let others: Vec<&&VariantResult> = ran.iter().filter(|v| v.variant != base.variant).collect();
+    let mut head = vec!["test".to_string()];
+    head.extend(others.iter().map(|v| v.variant.clone()));
+    let mut sums = vec![(0.0, 0usize); others.len()];
+    let mut rows = Vec::new();
+    for t in tests {
+        let mut row = vec![t.to_string()];
+        for (k, v) in others.iter().enumerate() {
+            match diff(find(base, t), find(v, t)) {
+                Some(d) => {
+                    sums[k].0 += d;
+                    sums[k].1 += 1;
+                    row.push(format!("{d:+.1}%"));
+                }
+                None => row.push("—".into()),
+            }
+        }
+        rows.push(row);
+    }
+    let mut avg = vec!["average".to_string()];
+    avg.extend(sums.iter().map(|(s, n)| {
+        if *n > 0 {
+            format!("{:+.1}%", s / *n as f64)
+        } else {
+            "—".into()
+        }
+    }));
+    rows.push(avg);
+    Some(Table {
+            title: format!(
+                "percent difference against {} (higher is better; for CPU % at a fixed rate and a first packet's delay, lower is)",
+                base.variant
+            ),
+            head,
+            rows,
+        })
+}
+
+/// CPU: the whole machine's (or both hosts'), the datapath's, service
+/// demand; on real hosts each host's own.
+fn cpu_tables(r: &Results, tests: &[&str]) -> Vec<Table> {
+    let mut out = Vec::new();
     out.push(per_test(
         r,
         if r.hosts.is_empty() {
@@ -169,7 +189,7 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
         } else {
             "CPU: both hosts together in % of all their CPUs / datapath processes in % of one CPU; service demand in µs per KB".into()
         },
-        &tests,
+        tests,
         |t| {
             let m = Summary::of(&t.samples.iter().map(|s| s.cpu.system_pct).collect::<Vec<_>>());
             let d = Summary::of(&t.samples.iter().map(|s| s.cpu.datapath_pct).collect::<Vec<_>>());
@@ -191,7 +211,7 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
                 "CPU on each host: {} (whole host in % of its CPUs / datapath processes in % of one CPU)",
                 names.join(" | ")
             ),
-            &tests,
+            tests,
             |t| {
                 names
                     .iter()
@@ -213,7 +233,14 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
             },
         ));
     }
-    let rr = tests_where(&ran, &tests, |k| k.is_rr());
+    out
+}
+
+/// Request/response latency and first-packet delay, for the tests that
+/// measured them.
+fn latency_tables(r: &Results, ran: &[&VariantResult], tests: &[&str]) -> Vec<Table> {
+    let mut out = Vec::new();
+    let rr = tests_where(ran, tests, |k| k.is_rr());
     if !rr.is_empty() {
         out.push(per_test(
             r,
@@ -232,7 +259,7 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
             },
         ));
     }
-    let fp = tests_where(&ran, &tests, |k| k == crate::sample::Kind::FirstPacket);
+    let fp = tests_where(ran, tests, |k| k == crate::sample::Kind::FirstPacket);
     if !fp.is_empty() {
         out.push(per_test(
             r,
@@ -256,13 +283,6 @@ pub fn build(r: &Results, baseline: Option<&str>) -> Vec<Table> {
                 )
             },
         ));
-    }
-    if ran.iter().any(|v| {
-        v.tests
-            .iter()
-            .any(|t| t.samples.iter().any(|s| s.noise.is_some()))
-    }) {
-        out.push(noise_table(r));
     }
     out
 }

@@ -173,7 +173,6 @@ pub fn setup(
 ) -> Result<Running, LabError> {
     let mut r = Running::new(v, topo.remote.as_ref().map(|r| r.ssh.clone()));
     let remote = topo.remote.is_some();
-    let nm = &topo.names;
     match v {
         Variant::None if remote => {
             // On a real host the underlay NIC carries the SSH session too,
@@ -187,128 +186,9 @@ pub fn setup(
             r.notes
                 .push("on real hosts the tenant sits on a macvlan of the underlay NIC".into());
         }
-        Variant::None | Variant::KernelVxlan => {
-            for (i, h) in topo.h.iter().enumerate() {
-                tenant_veth(v, h, &topo.t[i], &nm.ten, i)?;
-                h.ip(&["link", "add", &nm.bridge, "type", "bridge"])?;
-                if v == Variant::None {
-                    h.ip(&["link", "set", &topo.under[i], "master", &nm.bridge])?;
-                } else {
-                    if !remote {
-                        h.ip(&["addr", "add", &format!("{}/24", UNDER[i]), "dev", "under"])?;
-                    }
-                    h.ip(&[
-                        "link",
-                        "add",
-                        &nm.vxlan,
-                        "type",
-                        "vxlan",
-                        "id",
-                        "42",
-                        "local",
-                        &topo.under_ip[i],
-                        "remote",
-                        &topo.under_ip[1 - i],
-                        "dstport",
-                        "4789",
-                        "dev",
-                        &topo.under[i],
-                    ])?;
-                    h.ip(&["link", "set", &nm.vxlan, "master", &nm.bridge, "up"])?;
-                }
-                h.ip(&["link", "set", &nm.ten, "master", &nm.bridge, "up"])?;
-                h.ip(&["link", "set", &nm.bridge, "up"])?;
-            }
-            if v == Variant::KernelVxlan {
-                r.notes.push(
-                    "kernel VXLAN sends an outer UDP checksum by default on this kernel".into(),
-                );
-            }
-        }
-        v if v.is_ovs() => {
-            for i in 0..2 {
-                let folder = format!("{}-h{}", v.name(), i + 1);
-                let ovs = match &topo.remote {
-                    None => {
-                        let ovs = Ovs::start(topo.h[i].name(), &dir.join(folder))?;
-                        setup_ovs(v, &ovs, &topo.h[i], &topo.t[i], i, UNDER, 24, false)?;
-                        ovs
-                    }
-                    Some(rm) => {
-                        // A namespace of its own on the host, its
-                        // underlay a macvlan of the NIC with an address of
-                        // its own: the host's NIC and address stay as
-                        // they are.
-                        let ips = rm.ovs_underlay.as_ref().ok_or_else(|| {
-                            LabError::Setup(
-                                "Open vSwitch on real hosts needs --ovs-underlay".into(),
-                            )
-                        })?;
-                        let o = Host::remote_ns(
-                            &rm.ssh[i],
-                            &format!("{}-ovs", topo.t[i].name()),
-                            "ovs",
-                        )?;
-                        macvlan_into(topo, i, &o, "under", UNDERLAY_MTU)?;
-                        let ovs = Ovs::start_remote(
-                            &rm.ssh[i],
-                            o.name(),
-                            &format!("{}/{folder}/ovs", rm.workdir),
-                        )?;
-                        let ips = [ips[0].as_str(), ips[1].as_str()];
-                        // OVS routes its tunnels by the connected route of
-                        // br-phy's address: the shortest prefix that holds
-                        // both endpoints (OVS 3.1 skipped a host route to
-                        // the peer added beside a /32).
-                        let plen = common_prefix(ips);
-                        let done = setup_ovs(v, &ovs, &o, &topo.t[i], i, ips, plen, true);
-                        r.hosts.push(o);
-                        done.map(|_| ovs)?
-                    }
-                };
-                if let Some(p) = ovs.vswitchd_pid() {
-                    r.pids.push(p);
-                    r.pid_host.push(i);
-                }
-                r.ovs.push(ovs);
-            }
-            r.notes.push(
-                "Open vSwitch netdev: tenant tx checksum and TSO offload off (its userspace datapath forwards unfinished checksums otherwise); no outer UDP checksum".into(),
-            );
-        }
-        _ => {
-            let kind = v
-                .tunlab_kind()
-                .ok_or_else(|| LabError::Setup(format!("{}: no tunlab kind", v.name())))?;
-            for (i, h) in topo.h.iter().enumerate() {
-                let cfg = tunlab_config(v, kind, topo, i, workers, spin_us);
-                let file = format!("{}-n{}.toml", v.name(), i + 1);
-                let (path, exe) = match &topo.remote {
-                    Some(rm) => (format!("{}/{file}", rm.workdir), rm.tunlab[i].clone()),
-                    None => (
-                        dir.join(file).display().to_string(),
-                        tunlab.display().to_string(),
-                    ),
-                };
-                h.write_file(&path, cfg.as_bytes(), false)?;
-                if kind != "qinq" && !remote {
-                    h.ip(&["addr", "add", &format!("{}/24", UNDER[i]), "dev", "under"])?;
-                }
-                let d = h.spawn_daemon(&[&exe, "switch", "--config", &path])?;
-                // Under `ip netns exec` the switch's pid is the child's
-                // after exec, the one whose CPU counts.
-                r.pids.push(d.pid);
-                r.pid_host.push(i);
-                r.daemons.push(d);
-                r.ctls.push(topo.ctl(i));
-            }
-            r.tenant_if = nm.port.clone();
-            // A switch serves its control socket once every port is open
-            // (the TAP moved, addressed and up; tunnel sockets bound).
-            for ctl in r.ctls.clone() {
-                wait_for_ctl(&ctl, Duration::from_secs(20), || r.exited())?;
-            }
-        }
+        Variant::None | Variant::KernelVxlan => setup_kernel(v, topo, &mut r)?,
+        v if v.is_ovs() => setup_ovs_pair(v, topo, dir, &mut r)?,
+        _ => setup_tunlab(v, topo, tunlab, dir, (workers, spin_us), &mut r)?,
     }
     if let Err(e) = check_mtu(v, topo) {
         return Err(match r.exited() {
@@ -320,6 +200,147 @@ pub fn setup(
         r.start_probes()?;
     }
     Ok(r)
+}
+
+/// No tunnel (the tenant bridged onto the underlay) or the kernel's
+/// VXLAN device, on each host.
+fn setup_kernel(v: Variant, topo: &Topology, r: &mut Running) -> Result<(), LabError> {
+    let (remote, nm) = (topo.remote.is_some(), &topo.names);
+    for (i, h) in topo.h.iter().enumerate() {
+        tenant_veth(v, h, &topo.t[i], &nm.ten, i)?;
+        h.ip(&["link", "add", &nm.bridge, "type", "bridge"])?;
+        if v == Variant::None {
+            h.ip(&["link", "set", &topo.under[i], "master", &nm.bridge])?;
+        } else {
+            if !remote {
+                h.ip(&["addr", "add", &format!("{}/24", UNDER[i]), "dev", "under"])?;
+            }
+            h.ip(&[
+                "link",
+                "add",
+                &nm.vxlan,
+                "type",
+                "vxlan",
+                "id",
+                "42",
+                "local",
+                &topo.under_ip[i],
+                "remote",
+                &topo.under_ip[1 - i],
+                "dstport",
+                "4789",
+                "dev",
+                &topo.under[i],
+            ])?;
+            h.ip(&["link", "set", &nm.vxlan, "master", &nm.bridge, "up"])?;
+        }
+        h.ip(&["link", "set", &nm.ten, "master", &nm.bridge, "up"])?;
+        h.ip(&["link", "set", &nm.bridge, "up"])?;
+    }
+    if v == Variant::KernelVxlan {
+        r.notes
+            .push("kernel VXLAN sends an outer UDP checksum by default on this kernel".into());
+    }
+    Ok(())
+}
+
+/// Open vSwitch's userspace datapath on each host (in a namespace of its
+/// own on real hosts, on a macvlan of the NIC).
+fn setup_ovs_pair(
+    v: Variant,
+    topo: &Topology,
+    dir: &Path,
+    r: &mut Running,
+) -> Result<(), LabError> {
+    for i in 0..2 {
+        let folder = format!("{}-h{}", v.name(), i + 1);
+        let ovs = match &topo.remote {
+            None => {
+                let ovs = Ovs::start(topo.h[i].name(), &dir.join(folder))?;
+                setup_ovs(v, &ovs, &topo.h[i], &topo.t[i], i, UNDER, 24, false)?;
+                ovs
+            }
+            Some(rm) => {
+                // A namespace of its own on the host, its
+                // underlay a macvlan of the NIC with an address of
+                // its own: the host's NIC and address stay as
+                // they are.
+                let ips = rm.ovs_underlay.as_ref().ok_or_else(|| {
+                    LabError::Setup("Open vSwitch on real hosts needs --ovs-underlay".into())
+                })?;
+                let o = Host::remote_ns(&rm.ssh[i], &format!("{}-ovs", topo.t[i].name()), "ovs")?;
+                macvlan_into(topo, i, &o, "under", UNDERLAY_MTU)?;
+                let ovs = Ovs::start_remote(
+                    &rm.ssh[i],
+                    o.name(),
+                    &format!("{}/{folder}/ovs", rm.workdir),
+                )?;
+                let ips = [ips[0].as_str(), ips[1].as_str()];
+                // OVS routes its tunnels by the connected route of
+                // br-phy's address: the shortest prefix that holds
+                // both endpoints (OVS 3.1 skipped a host route to
+                // the peer added beside a /32).
+                let plen = common_prefix(ips);
+                let done = setup_ovs(v, &ovs, &o, &topo.t[i], i, ips, plen, true);
+                r.hosts.push(o);
+                done.map(|_| ovs)?
+            }
+        };
+        if let Some(p) = ovs.vswitchd_pid() {
+            r.pids.push(p);
+            r.pid_host.push(i);
+        }
+        r.ovs.push(ovs);
+    }
+    r.notes.push(
+        "Open vSwitch netdev: tenant tx checksum and TSO offload off (its userspace datapath forwards unfinished checksums otherwise); no outer UDP checksum".into(),
+    );
+    Ok(())
+}
+
+/// tunlab's switch on each host, from a configuration written for the
+/// variant; returns once both serve their control sockets.
+fn setup_tunlab(
+    v: Variant,
+    topo: &Topology,
+    tunlab: &Path,
+    dir: &Path,
+    (workers, spin_us): (Option<u16>, Option<u64>),
+    r: &mut Running,
+) -> Result<(), LabError> {
+    let (remote, nm) = (topo.remote.is_some(), &topo.names);
+    let kind = v
+        .tunlab_kind()
+        .ok_or_else(|| LabError::Setup(format!("{}: no tunlab kind", v.name())))?;
+    for (i, h) in topo.h.iter().enumerate() {
+        let cfg = tunlab_config(v, kind, topo, i, workers, spin_us);
+        let file = format!("{}-n{}.toml", v.name(), i + 1);
+        let (path, exe) = match &topo.remote {
+            Some(rm) => (format!("{}/{file}", rm.workdir), rm.tunlab[i].clone()),
+            None => (
+                dir.join(file).display().to_string(),
+                tunlab.display().to_string(),
+            ),
+        };
+        h.write_file(&path, cfg.as_bytes(), false)?;
+        if kind != "qinq" && !remote {
+            h.ip(&["addr", "add", &format!("{}/24", UNDER[i]), "dev", "under"])?;
+        }
+        let d = h.spawn_daemon(&[&exe, "switch", "--config", &path])?;
+        // Under `ip netns exec` the switch's pid is the child's
+        // after exec, the one whose CPU counts.
+        r.pids.push(d.pid);
+        r.pid_host.push(i);
+        r.daemons.push(d);
+        r.ctls.push(topo.ctl(i));
+    }
+    r.tenant_if = nm.port.clone();
+    // A switch serves its control socket once every port is open
+    // (the TAP moved, addressed and up; tunnel sockets bound).
+    for ctl in r.ctls.clone() {
+        wait_for_ctl(&ctl, Duration::from_secs(20), || r.exited())?;
+    }
+    Ok(())
 }
 
 /// A macvlan of host `i`'s underlay NIC (bridge mode), moved into the

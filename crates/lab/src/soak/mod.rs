@@ -119,64 +119,9 @@ fn drive(
     let argv = tg.argv(plan.gen_pps, ["--duration", &format!("{secs}")], &gen_json);
     let gen = Daemon::new(topo.t[0].spawn(&argv.iter().map(String::as_str).collect::<Vec<_>>())?);
 
-    let bar = indicatif::ProgressBar::new(plan.duration.as_secs());
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:30}] {pos}/{len} s of soak, ETA {eta} {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
     let start = Instant::now();
-    let mut samples = Vec::new();
-    let mut changes = 0u64;
-    let mut change_errors = Vec::new();
-    let mut interrupted = false;
-    // `mask`: it matches one generator flow by its source port, so while
-    // it is in, every UDP flow's cached entry holds its source port (one
-    // entry per flow, as a megaflow mask does), and out, they fold into
-    // one. `actions`: the rules keep their shape.
-    let rule = plan.change.rule();
-    while start.elapsed() < plan.duration {
-        if INTERRUPTED.load(Ordering::SeqCst) {
-            interrupted = true;
-            break;
-        }
-        let tick = Instant::now();
-        // The flow change: a rule for a generator flow, added with the
-        // same output as the rule under it, then taken away again; each
-        // one makes the node revalidate every cached flow.
-        let req = if changes.is_multiple_of(2) {
-            format!("add-flow {rule} actions=output:1")
-        } else {
-            format!("del-flows --strict {rule}")
-        };
-        match tunlab_ctl::request(&ctls[0], &req) {
-            Ok((true, _)) => {}
-            Ok((false, why)) => change_errors.push(format!("{req}: {}", why.trim())),
-            Err(e) => change_errors.push(format!("{req}: {e}")),
-        }
-        changes += 1;
-        samples.push(Sample {
-            t_s: start.elapsed().as_secs_f64(),
-            nodes: running
-                .pids
-                .iter()
-                .zip(&ctls)
-                .map(|(pid, ctl)| node_sample(*pid, ctl))
-                .collect(),
-        });
-        bar.set_position(start.elapsed().as_secs().min(plan.duration.as_secs()));
-        if let Some(s) = samples.last() {
-            bar.set_message(format!(
-                "RSS {} / {} MiB",
-                s.nodes.first().map_or(0, |n| n.rss_kib / 1024),
-                s.nodes.get(1).map_or(0, |n| n.rss_kib / 1024)
-            ));
-        }
-        std::thread::sleep(Duration::from_secs(1).saturating_sub(tick.elapsed()));
-    }
-    bar.finish_and_clear();
+    let churn = churn(plan, running, &ctls);
+    let interrupted = churn.interrupted;
     let (gen_out, tcp_out) = if interrupted {
         (None, None)
     } else {
@@ -214,14 +159,14 @@ fn drive(
         streams: plan.streams,
         stream_mbps: plan.stream_mbps,
         change: plan.change.name().into(),
-        flow_changes: changes,
-        flow_change_errors: change_errors,
+        flow_changes: churn.changes,
+        flow_change_errors: churn.errors,
         gen,
         tcp,
         drops,
         baseline_stats: baseline,
         final_stats,
-        samples,
+        samples: churn.samples,
         checks: Vec::new(),
         interrupted,
     };
@@ -229,6 +174,76 @@ fn drive(
         soak.checks = checks(&soak);
     }
     Ok(soak)
+}
+
+/// What the soak's seconds did: a flow change and a sample each.
+#[derive(Default)]
+struct Churn {
+    samples: Vec<Sample>,
+    changes: u64,
+    errors: Vec<String>,
+    interrupted: bool,
+}
+
+/// Every second until the soak's end (or an interrupt): change a rule on
+/// the first node, sample both nodes, show the progress.
+fn churn(plan: &Plan, running: &crate::running::Running, ctls: &[PathBuf]) -> Churn {
+    let bar = indicatif::ProgressBar::new(plan.duration.as_secs());
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} s of soak, ETA {eta} {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    let start = Instant::now();
+    let mut c = Churn::default();
+    // `mask`: it matches one generator flow by its source port, so while
+    // it is in, every UDP flow's cached entry holds its source port (one
+    // entry per flow, as a megaflow mask does), and out, they fold into
+    // one. `actions`: the rules keep their shape.
+    let rule = plan.change.rule();
+    while start.elapsed() < plan.duration {
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            c.interrupted = true;
+            break;
+        }
+        let tick = Instant::now();
+        // The flow change: a rule for a generator flow, added with the
+        // same output as the rule under it, then taken away again; each
+        // one makes the node revalidate every cached flow.
+        let req = if c.changes.is_multiple_of(2) {
+            format!("add-flow {rule} actions=output:1")
+        } else {
+            format!("del-flows --strict {rule}")
+        };
+        match tunlab_ctl::request(&ctls[0], &req) {
+            Ok((true, _)) => {}
+            Ok((false, why)) => c.errors.push(format!("{req}: {}", why.trim())),
+            Err(e) => c.errors.push(format!("{req}: {e}")),
+        }
+        c.changes += 1;
+        c.samples.push(Sample {
+            t_s: start.elapsed().as_secs_f64(),
+            nodes: running
+                .pids
+                .iter()
+                .zip(ctls)
+                .map(|(pid, ctl)| node_sample(*pid, ctl))
+                .collect(),
+        });
+        bar.set_position(start.elapsed().as_secs().min(plan.duration.as_secs()));
+        if let Some(s) = c.samples.last() {
+            bar.set_message(format!(
+                "RSS {} / {} MiB",
+                s.nodes.first().map_or(0, |n| n.rss_kib / 1024),
+                s.nodes.get(1).map_or(0, |n| n.rss_kib / 1024)
+            ));
+        }
+        std::thread::sleep(Duration::from_secs(1).saturating_sub(tick.elapsed()));
+    }
+    bar.finish_and_clear();
+    c
 }
 
 /// `tunlab ctl stats` of each node (empty for a node that did not answer:

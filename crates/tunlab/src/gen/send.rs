@@ -452,78 +452,11 @@ pub fn run(
     if (a.ndr || a.pdr.is_some()) && a.rx.as_deref() == Some("none") {
         return fail("--ndr and --pdr count what arrives: give --rx an interface, not none");
     }
-    let wire;
-    let mut pvp_run = None;
-    let (tx, rx) = match (&a.tx, &a.rx, plan.pvp) {
-        (_, _, Some(setup)) if remote.is_some() => {
-            let Some(node) = remote else {
-                return fail("no PVP node");
-            };
-            let started = std::env::current_exe()
-                .map_err(|e| format!("cannot find the tunlab binary: {e}"))
-                .and_then(|exe| {
-                    pvp::RemotePvp::start(node.ssh, &node.gen_ip, &node.node_ip, &exe, setup)
-                        .map_err(|e| e.to_string())
-                });
-            if let Err(e) = started.as_ref() {
-                return fail(format!("cannot set up the PVP node: {e}"));
-            }
-            if let Ok(p) = started {
-                pvp_run = Some(PvpNode::There(Box::new(p)));
-            }
-            let here = Endpoint {
-                ifname: node.dev,
-                netns: None,
-            };
-            (here.clone(), Some(here))
-        }
-        (_, _, Some(setup)) => {
-            let started = std::env::current_exe()
-                .map_err(|e| format!("cannot find the tunlab binary: {e}"))
-                .and_then(|exe| {
-                    let dir =
-                        std::env::temp_dir().join(format!("tunlab-pvp-{}", std::process::id()));
-                    let started = pvp::Pvp::start(&exe, &dir, setup).map_err(|e| e.to_string());
-                    // The switch has read its configuration by now.
-                    let _ = std::fs::remove_dir_all(&dir);
-                    started
-                });
-            let p = match started {
-                Ok(p) => p,
-                Err(e) => return fail(format!("cannot set up the PVP test: {e}")),
-            };
-            let g = p.generator();
-            pvp_run = Some(PvpNode::Here(Box::new(p)));
-            (g.clone(), Some(g))
-        }
-        (Some(t), Some(r), None) => {
-            let rx = match r.as_str() {
-                "none" => Ok(None),
-                r => Endpoint::parse(r).map(Some),
-            };
-            match (Endpoint::parse(t), rx) {
-                (Ok(t), Ok(r)) => (t, r),
-                (Err(e), _) => return fail(format!("--tx: {e}")),
-                (_, Err(e)) => return fail(format!("--rx: {e}")),
-            }
-        }
-        _ => {
-            let max = builders
-                .iter()
-                .map(|b| match b.sizes() {
-                    Sizes::Fixed(n) => *n,
-                    Sizes::Imix => 1518,
-                    Sizes::Natural => b.min_frame(),
-                })
-                .max()
-                .unwrap_or(1518);
-            wire = match Wire::create(max) {
-                Ok(w) => w,
-                Err(e) => return fail(format!("cannot make the generator's veth wire: {e}")),
-            };
-            (wire.tx(), Some(wire.rx()))
-        }
+    let wiring = match wiring(a, &plan, builders, remote) {
+        Ok(w) => w,
+        Err(e) => return fail(e),
     };
+    let (tx, rx, mut pvp_run) = (wiring.tx.clone(), wiring.rx.clone(), wiring.pvp);
     if a.pvp {
         if let Err(e) = warm_up(&pools[0], &tx, &rx) {
             return fail(e);
@@ -606,6 +539,100 @@ pub fn run(
         return ExitCode::from(130);
     }
     ExitCode::SUCCESS
+}
+
+/// Where a run sends and counts, and what stands behind them: the PVP
+/// node (here or over SSH), or the generator's own veth wire (both go
+/// when this is dropped).
+struct Wiring {
+    tx: Endpoint,
+    rx: Option<Endpoint>,
+    pvp: Option<PvpNode>,
+    _wire: Option<Wire>,
+}
+
+/// The run's endpoints: the PVP test's, the interfaces given, or a veth
+/// wire of the generator's own.
+fn wiring(
+    a: &Args,
+    plan: &Plan,
+    builders: &[Builder],
+    remote: Option<super::RemoteNode>,
+) -> Result<Wiring, String> {
+    let mut pvp_run = None;
+    let mut wire = None;
+    let (tx, rx) = match (&a.tx, &a.rx, plan.pvp) {
+        (_, _, Some(setup)) if remote.is_some() => {
+            let Some(node) = remote else {
+                return Err("no PVP node".into());
+            };
+            let started = std::env::current_exe()
+                .map_err(|e| format!("cannot find the tunlab binary: {e}"))
+                .and_then(|exe| {
+                    pvp::RemotePvp::start(node.ssh, &node.gen_ip, &node.node_ip, &exe, setup)
+                        .map_err(|e| e.to_string())
+                });
+            let p = started.map_err(|e| format!("cannot set up the PVP node: {e}"))?;
+            pvp_run = Some(PvpNode::There(Box::new(p)));
+            let here = Endpoint {
+                ifname: node.dev,
+                netns: None,
+            };
+            (here.clone(), Some(here))
+        }
+        (_, _, Some(setup)) => {
+            let started = std::env::current_exe()
+                .map_err(|e| format!("cannot find the tunlab binary: {e}"))
+                .and_then(|exe| {
+                    let dir =
+                        std::env::temp_dir().join(format!("tunlab-pvp-{}", std::process::id()));
+                    let started = pvp::Pvp::start(&exe, &dir, setup).map_err(|e| e.to_string());
+                    // The switch has read its configuration by now.
+                    let _ = std::fs::remove_dir_all(&dir);
+                    started
+                });
+            let p = match started {
+                Ok(p) => p,
+                Err(e) => return Err(format!("cannot set up the PVP test: {e}")),
+            };
+            let g = p.generator();
+            pvp_run = Some(PvpNode::Here(Box::new(p)));
+            (g.clone(), Some(g))
+        }
+        (Some(t), Some(r), None) => {
+            let rx = match r.as_str() {
+                "none" => Ok(None),
+                r => Endpoint::parse(r).map(Some),
+            };
+            match (Endpoint::parse(t), rx) {
+                (Ok(t), Ok(r)) => (t, r),
+                (Err(e), _) => return Err(format!("--tx: {e}")),
+                (_, Err(e)) => return Err(format!("--rx: {e}")),
+            }
+        }
+        _ => {
+            let max = builders
+                .iter()
+                .map(|b| match b.sizes() {
+                    Sizes::Fixed(n) => *n,
+                    Sizes::Imix => 1518,
+                    Sizes::Natural => b.min_frame(),
+                })
+                .max()
+                .unwrap_or(1518);
+            let w = Wire::create(max)
+                .map_err(|e| format!("cannot make the generator's veth wire: {e}"))?;
+            let ends = (w.tx(), Some(w.rx()));
+            wire = Some(w);
+            ends
+        }
+    };
+    Ok(Wiring {
+        tx,
+        rx,
+        pvp: pvp_run,
+        _wire: wire,
+    })
 }
 
 /// sockperf's ping-pong through the PVP node for each row's frame size,

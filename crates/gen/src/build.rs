@@ -306,16 +306,7 @@ impl Builder {
 
     fn write(&self, l: &Layer, v: &[Option<u128>], next: Option<Kind>, b: &mut [u8]) {
         let val = |k: usize| v[k].unwrap_or(0);
-        let ethertype = |k: usize, none: u128| {
-            v[k].unwrap_or(match next {
-                Some(Kind::Dot1Q) => 0x8100,
-                Some(Kind::Dot1AD) => 0x88a8,
-                Some(Kind::IP) => 0x0800,
-                Some(Kind::IPv6) => 0x86dd,
-                Some(Kind::Ether) => 0x6558,
-                _ => none,
-            })
-        };
+        let ethertype = |k: usize, none: u128| v[k].unwrap_or(ethertype_of(next, none));
         let ipproto = |k: usize, none: u128| {
             v[k].unwrap_or(match next {
                 Some(Kind::UDP) => 17,
@@ -369,63 +360,8 @@ impl Builder {
                 put16(b, 14, val(7));
                 put16(b, 18, val(9));
             }
-            Kind::GENEVE => {
-                let optlen = l.opts.iter().map(|o| 4 + o.data.len()).sum::<usize>() / 4;
-                b[0] = ((val(0) << 6) | v[1].unwrap_or(optlen as u128)) as u8;
-                b[1] = ((val(2) << 7) | (val(3) << 6) | val(4)) as u8;
-                put16(b, 2, ethertype(5, 0));
-                put32(b, 4, (val(6) << 8) | val(7));
-                let mut at = 8;
-                for o in &l.opts {
-                    put16(b, at, o.class as u128);
-                    b[at + 2] = o.typ;
-                    b[at + 3] = o.len & 0x1f;
-                    b[at + 4..at + 4 + o.data.len()].copy_from_slice(&o.data);
-                    at += 4 + o.data.len();
-                }
-            }
-            Kind::VXLAN => {
-                put32(b, 0, (val(0) << 24) | val(1));
-                put32(b, 4, (val(2) << 8) | val(3));
-            }
-            Kind::GRE => {
-                let (c, k, s) = gre_present(l);
-                let bits = ((c as u128) << 15) | ((k as u128) << 13) | ((s as u128) << 12);
-                put16(b, 0, bits | val(3));
-                put16(b, 2, ethertype(4, 0));
-                let mut at = 4;
-                if c {
-                    put16(b, at, v[5].unwrap_or(0));
-                    at += 4;
-                }
-                if k {
-                    put32(b, at, val(6));
-                    at += 4;
-                }
-                if s {
-                    put32(b, at, val(7));
-                }
-            }
-            Kind::NVGRE => {
-                put16(b, 0, 0x2000);
-                put16(b, 2, 0x6558);
-                put32(b, 4, (val(0) << 8) | val(1));
-            }
-            Kind::STT => {
-                // The TCP-like header: seq = STT frame length << 16 | offset
-                // 0 (a whole frame), ack = packet ID, PSH|ACK.
-                put16(b, 0, val(0));
-                put16(b, 2, val(1));
-                put32(b, 8, val(2));
-                put16(b, 12, (5 << 12) | 0x18);
-                put16(b, 14, val(3));
-                let s = &mut b[20..];
-                s[0] = val(4) as u8;
-                s[1] = val(5) as u8;
-                s[2] = val(6) as u8;
-                put16(s, 4, val(7));
-                put16(s, 6, (val(8) << 13) | (val(9) << 12) | val(10));
-                s[8..16].copy_from_slice(&(val(11) as u64).to_be_bytes());
+            Kind::GENEVE | Kind::VXLAN | Kind::GRE | Kind::NVGRE | Kind::STT => {
+                write_tunnel(l, v, next, b)
             }
             Kind::Raw => b[..l.bytes.len()].copy_from_slice(&l.bytes),
             Kind::Pad => {}
@@ -512,6 +448,86 @@ impl Builder {
             }
             _ => {}
         }
+    }
+}
+
+/// The Ethernet type that announces layer `next` (`none` if nothing does).
+fn ethertype_of(next: Option<Kind>, none: u128) -> u128 {
+    match next {
+        Some(Kind::Dot1Q) => 0x8100,
+        Some(Kind::Dot1AD) => 0x88a8,
+        Some(Kind::IP) => 0x0800,
+        Some(Kind::IPv6) => 0x86dd,
+        Some(Kind::Ether) => 0x6558,
+        _ => none,
+    }
+}
+
+/// A tunnel header's fields (Geneve with its options, VXLAN, GRE with
+/// its optional fields, NVGRE, STT's TCP-like header and its own).
+fn write_tunnel(l: &Layer, v: &[Option<u128>], next: Option<Kind>, b: &mut [u8]) {
+    let val = |k: usize| v[k].unwrap_or(0);
+    let ethertype = |k: usize, none: u128| v[k].unwrap_or(ethertype_of(next, none));
+    match l.kind {
+        Kind::GENEVE => {
+            let optlen = l.opts.iter().map(|o| 4 + o.data.len()).sum::<usize>() / 4;
+            b[0] = ((val(0) << 6) | v[1].unwrap_or(optlen as u128)) as u8;
+            b[1] = ((val(2) << 7) | (val(3) << 6) | val(4)) as u8;
+            put16(b, 2, ethertype(5, 0));
+            put32(b, 4, (val(6) << 8) | val(7));
+            let mut at = 8;
+            for o in &l.opts {
+                put16(b, at, o.class as u128);
+                b[at + 2] = o.typ;
+                b[at + 3] = o.len & 0x1f;
+                b[at + 4..at + 4 + o.data.len()].copy_from_slice(&o.data);
+                at += 4 + o.data.len();
+            }
+        }
+        Kind::VXLAN => {
+            put32(b, 0, (val(0) << 24) | val(1));
+            put32(b, 4, (val(2) << 8) | val(3));
+        }
+        Kind::GRE => {
+            let (c, k, s) = gre_present(l);
+            let bits = ((c as u128) << 15) | ((k as u128) << 13) | ((s as u128) << 12);
+            put16(b, 0, bits | val(3));
+            put16(b, 2, ethertype(4, 0));
+            let mut at = 4;
+            if c {
+                put16(b, at, v[5].unwrap_or(0));
+                at += 4;
+            }
+            if k {
+                put32(b, at, val(6));
+                at += 4;
+            }
+            if s {
+                put32(b, at, val(7));
+            }
+        }
+        Kind::NVGRE => {
+            put16(b, 0, 0x2000);
+            put16(b, 2, 0x6558);
+            put32(b, 4, (val(0) << 8) | val(1));
+        }
+        Kind::STT => {
+            // The TCP-like header: seq = STT frame length << 16 | offset
+            // 0 (a whole frame), ack = packet ID, PSH|ACK.
+            put16(b, 0, val(0));
+            put16(b, 2, val(1));
+            put32(b, 8, val(2));
+            put16(b, 12, (5 << 12) | 0x18);
+            put16(b, 14, val(3));
+            let s = &mut b[20..];
+            s[0] = val(4) as u8;
+            s[1] = val(5) as u8;
+            s[2] = val(6) as u8;
+            put16(s, 4, val(7));
+            put16(s, 6, (val(8) << 13) | (val(9) << 12) | val(10));
+            s[8..16].copy_from_slice(&(val(11) as u64).to_be_bytes());
+        }
+        _ => {}
     }
 }
 

@@ -356,30 +356,18 @@ fn sender(
         }
         // As fast as possible: fill the whole ring, then one system call
         // (as trafgen does); at a fixed rate, what is due.
-        let mut want = TX_SLOTS as u64;
-        if let Some(pps) = per_thread_pps {
-            // What is due, sent when a tick's worth is (one frame at
-            // rates below 1/TICK): between ticks the thread sleeps,
-            // where spinning between frames would take the CPU that the
-            // device under test shares with it here.
-            let burst = ((pps * PACING_TICK.as_secs_f64()) as u64).max(1);
-            let due = (elapsed.as_secs_f64() * pps) as u64 + 1;
-            want = want.min(due.saturating_sub(sent));
-            if want < burst.min(quota - sent) {
-                want = 0;
-            }
-            if want == 0 {
-                let next = sent + burst.min(quota - sent);
-                let wait = (next as f64 / pps - elapsed.as_secs_f64()).max(0.0);
-                if wait > 20e-6 {
-                    std::thread::sleep(Duration::from_secs_f64(wait - 10e-6));
-                } else {
-                    std::hint::spin_loop();
-                }
+        let want = match per_thread_pps.map(|pps| pace(pps, elapsed, sent, quota)) {
+            None => (TX_SLOTS as u64).min(quota - sent),
+            Some(Pace::Send(n)) => n.min(quota - sent),
+            Some(Pace::Wait(d)) => {
+                std::thread::sleep(d);
                 continue;
             }
-        }
-        want = want.min(quota - sent);
+            Some(Pace::Spin) => {
+                std::hint::spin_loop();
+                continue;
+            }
+        };
         let mut ts = 0;
         let mut n = 0;
         while n < want {
@@ -437,6 +425,39 @@ fn sender(
         secs,
         io,
     })
+}
+
+/// What a thread sending `pps` frames a second does now.
+enum Pace {
+    /// Send this many (at most a ring's worth).
+    Send(u64),
+    /// Sleep this long first.
+    Wait(Duration),
+    /// The next frames are due within microseconds: look again.
+    Spin,
+}
+
+/// What is due at `elapsed` with `sent` of `quota` sent, sent when a
+/// tick's worth is (one frame at rates below 1/TICK): between ticks the
+/// thread sleeps, where spinning between frames would take the CPU that
+/// the device under test shares with it here.
+fn pace(pps: f64, elapsed: Duration, sent: u64, quota: u64) -> Pace {
+    let burst = ((pps * PACING_TICK.as_secs_f64()) as u64).max(1);
+    let due = (elapsed.as_secs_f64() * pps) as u64 + 1;
+    let mut want = (TX_SLOTS as u64).min(due.saturating_sub(sent));
+    if want < burst.min(quota - sent) {
+        want = 0;
+    }
+    if want > 0 {
+        return Pace::Send(want);
+    }
+    let next = sent + burst.min(quota - sent);
+    let wait = (next as f64 / pps - elapsed.as_secs_f64()).max(0.0);
+    if wait > 20e-6 {
+        Pace::Wait(Duration::from_secs_f64(wait - 10e-6))
+    } else {
+        Pace::Spin
+    }
 }
 
 /// The receiving side: an RX ring (`--io packet`), or the XDP counter

@@ -222,25 +222,7 @@ impl Chart {
                     x(m.mean) - label_w,
                     BAR_H - 2.0
                 );
-                let yc = y + (BAR_H - 2.0) / 2.0;
-                if m.n > 1 {
-                    let (lo, hi) = (x(m.mean - m.stddev), x(m.mean + m.stddev));
-                    let _ = write!(
-                        s,
-                        r##"<path d="M{lo:.1} {yc:.1}H{hi:.1}M{lo:.1} {:.1}V{:.1}M{hi:.1} {:.1}V{:.1}" stroke="#222" stroke-width="1.2" fill="none"/>"##,
-                        yc - 4.0,
-                        yc + 4.0,
-                        yc - 4.0,
-                        yc + 4.0
-                    );
-                }
-                for v in &bar.samples {
-                    let _ = write!(
-                        s,
-                        r##"<circle cx="{:.1}" cy="{yc:.1}" r="2" fill="#fff" stroke="#222" stroke-width="0.8"/>"##,
-                        x(*v)
-                    );
-                }
+                whiskers_and_dots(&mut s, &m, &bar.samples, y + (BAR_H - 2.0) / 2.0, &x);
                 let spread = if m.n > 1 {
                     format!(" ±{:.1}%", m.cv_pct)
                 } else {
@@ -563,6 +545,35 @@ pub fn png(svg: &str) -> Result<Vec<u8>, String> {
         &mut pixmap.as_mut(),
     );
     pixmap.encode_png().map_err(|e| e.to_string())
+}
+
+/// A bar's whiskers (±1 standard deviation, with more than one sample)
+/// and its samples as dots, on the line at `yc`.
+fn whiskers_and_dots(
+    s: &mut String,
+    m: &Summary,
+    samples: &[f64],
+    yc: f64,
+    x: &dyn Fn(f64) -> f64,
+) {
+    if m.n > 1 {
+        let (lo, hi) = (x(m.mean - m.stddev), x(m.mean + m.stddev));
+        let _ = write!(
+            s,
+            r##"<path d="M{lo:.1} {yc:.1}H{hi:.1}M{lo:.1} {:.1}V{:.1}M{hi:.1} {:.1}V{:.1}" stroke="#222" stroke-width="1.2" fill="none"/>"##,
+            yc - 4.0,
+            yc + 4.0,
+            yc - 4.0,
+            yc + 4.0
+        );
+    }
+    for v in samples {
+        let _ = write!(
+            s,
+            r##"<circle cx="{:.1}" cy="{yc:.1}" r="2" fill="#fff" stroke="#222" stroke-width="0.8"/>"##,
+            x(*v)
+        );
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,16 @@
 //! target; the object is embedded in the binary and loaded by aya.
 
 fn main() {
-    let headers = ["tunlab.h", "maps.h", "key.h", "encap.h", "decap.h"];
+    let headers = [
+        "common.h",
+        "maps.h",
+        "police.h",
+        "stats.h",
+        "checksum.h",
+        "key.h",
+        "encap.h",
+        "decap.h",
+    ];
     tunlab_bpf::build(
         "datapath.c",
         &headers,

@@ -18,8 +18,10 @@
  * The slow path forwards a miss itself and installs the entry, so the
  * first packet of a flow is never lost.
  */
-#include "encap.h"
 #include "decap.h"
+#include "encap.h"
+#include "police.h"
+#include "stats.h"
 
 char _license[] SEC("license") = "Dual BSD/GPL";
 
@@ -142,11 +144,12 @@ int tl_from_tenant(struct __sk_buff *skb)
 	if (!k)
 		goto slow;
 	k->w[0] = port->ofport;
-	if (extract_frame(skb, 0, skb->len, k, 0, &fr))
-		goto slow;
 	__u32 in_port = port->ofport;
-	struct tl_flow *f = lookup_flow(k);
-	if (!f)
+	struct tl_flow *f = NULL;
+	int found = find_flow(skb, 0, skb->len, 0, k, &fr, &f);
+	if (found == TL_FLOW_SLOW)
+		goto slow;
+	if (found != TL_FLOW_HIT || !f)
 		goto up;
 	__u32 n = segs(skb);
 	if (f->n_ops == 0)
@@ -209,12 +212,11 @@ __attribute__((noinline)) int tl_from_qinq(struct __sk_buff *skb)
 	if (!k)
 		goto up;
 	k->w[0] = port->ofport;
-	if (extract_frame(skb, 0, skb->len, k, (skb->vlan_tci & 0xffff) | TL_ACCEL, &fr)) {
+	struct tl_flow *f = NULL;
+	int found = find_flow(skb, 0, skb->len, (skb->vlan_tci & 0xffff) | TL_ACCEL, k, &fr, &f);
+	if (found == TL_FLOW_SLOW)
 		count(TL_STAT_SLOW_NOT_FAST);
-		goto up;
-	}
-	struct tl_flow *f = lookup_flow(k);
-	if (!f)
+	if (found != TL_FLOW_HIT || !f)
 		goto up;
 	if (f->n_ops == 0)
 		return drop(f, segs(skb), port->ofport, skb->len);
@@ -252,13 +254,14 @@ int tl_from_underlay(struct __sk_buff *skb)
 	/* The tunnel port counts the tenant frame, as the slow path does. */
 	__u32 inner_len = o.end - inner;
 	struct tl_frame fr = {};
-	if (extract_frame(skb, inner, o.end, k, 0, &fr))
+	struct tl_flow *f = NULL;
+	int found = find_flow(skb, inner, o.end, 0, k, &fr, &f);
+	if (found == TL_FLOW_SLOW)
 		goto slow;
+	if (found != TL_FLOW_HIT || !f)
+		goto up;
 	__u32 inner_type = (__u32)(k->w[0] >> 32) & 0xffff;
 	__u32 tagged = (__u32)(k->w[0] >> 48) & 0x1000;
-	struct tl_flow *f = lookup_flow(k);
-	if (!f)
-		goto up;
 	/* The packets the frame stands for, before the pop clears it. */
 	__u32 n = segs(skb);
 	if (f->n_ops == 0)
@@ -269,25 +272,11 @@ int tl_from_underlay(struct __sk_buff *skb)
 	if (op.kind != TL_OP_OUTPUT_PORT && op.kind != TL_OP_OUTPUT_DEV)
 		goto slow;
 
-	/* Remove everything between the outer Ethernet header and the inner
-	 * frame's network header, then write the inner Ethernet header where
-	 * the outer one was. */
-	__u8 eth[ETH_HLEN];
-	if (bpf_skb_load_bytes(skb, inner, eth, ETH_HLEN))
-		goto slow;
 	int ip = !tagged && (inner_type == ETH_P_IP || inner_type == ETH_P_IPV6);
-	__u64 flags = BPF_F_ADJ_ROOM_FIXED_GSO;
-	if (ip)
-		flags |= inner_type == ETH_P_IP ? BPF_F_ADJ_ROOM_DECAP_L3_IPV4
-						: BPF_F_ADJ_ROOM_DECAP_L3_IPV6;
-	if (o.end < skb->len && bpf_skb_change_tail(skb, o.end, 0))
+	int stripped = strip_outer(skb, inner, o.end, ip, inner_type);
+	if (stripped == TL_STRIP_SLOW)
 		goto slow;
-	if (bpf_skb_adjust_room(skb, -(__s32)inner, BPF_ADJ_ROOM_MAC, flags)) {
-		count(TL_STAT_ERR_ADJUST);
-		goto slow;
-	}
-	if (bpf_skb_store_bytes(skb, 0, eth, ETH_HLEN, 0)) {
-		count(TL_STAT_ERR_ADJUST);
+	if (stripped == TL_STRIP_BROKEN) {
 		port_rx(o.ofport, n, inner_len, 1);
 		return TC_ACT_SHOT;
 	}

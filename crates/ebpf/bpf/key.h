@@ -7,7 +7,7 @@
  */
 #ifndef TUNLAB_KEY_H
 #define TUNLAB_KEY_H
-#include "maps.h"
+#include "stats.h"
 
 static __always_inline __u64 mac48(const __u8 *b)
 {
@@ -173,6 +173,22 @@ static __always_inline struct tl_flow *lookup_flow(struct tl_key *k)
 	}
 	count(TL_STAT_HIT);
 	return f;
+}
+
+/* Every program's lookup: the frame at [at, end) of `skb` read into `k`
+ * (whose first word the caller set: the in-port), then its cached flow.
+ * TL_FLOW_SLOW: a frame the fast path does not read (the slow path's);
+ * TL_FLOW_MISS: none cached; TL_FLOW_HIT: *f is the flow. */
+#define TL_FLOW_HIT 0
+#define TL_FLOW_SLOW 1
+#define TL_FLOW_MISS 2
+static __always_inline int find_flow(struct __sk_buff *skb, __u32 at, __u32 end, __u32 accel,
+				     struct tl_key *k, struct tl_frame *fr, struct tl_flow **f)
+{
+	if (extract_frame(skb, at, end, k, accel, fr))
+		return TL_FLOW_SLOW;
+	*f = lookup_flow(k);
+	return *f ? TL_FLOW_HIT : TL_FLOW_MISS;
 }
 
 #endif

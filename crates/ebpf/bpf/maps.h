@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Every map of the kernel datapath, in one place. Sizes marked "set by
+/* Every map of the kernel datapath, in one place (and the per-CPU key
+ * buffer's accessor); what uses them is in a header of its own. Sizes marked "set by
  * the loader" are placeholders the loader overrides before creation. */
 #ifndef TUNLAB_MAPS_H
 #define TUNLAB_MAPS_H
-#include "tunlab.h"
+#include "common.h"
 
 /*
  * The flow cache: packed masked key -> actions. Not preallocated: entries
@@ -128,32 +129,6 @@ struct {
 	__type(value, struct tl_police);
 } tl_police SEC(".maps");
 
-/*
- * Whether a frame of `len` bytes fits the bucket now (taking its tokens
- * if so). Refill time is capped at a second, so rate x time never
- * overflows.
- */
-static __always_inline int police(struct tl_police *p, __u32 len)
-{
-	__u64 now = bpf_ktime_get_ns();
-	int pass = 0;
-	bpf_spin_lock(&p->lock);
-	__u64 elapsed = now - p->last_ns;
-	if (elapsed > 1000000000ULL)
-		elapsed = 1000000000ULL;
-	__u64 tokens = p->tokens + elapsed * p->rate / 1000000000ULL;
-	if (tokens > p->burst)
-		tokens = p->burst;
-	if (tokens >= len) {
-		tokens -= len;
-		pass = 1;
-	}
-	p->tokens = tokens;
-	p->last_ns = now;
-	bpf_spin_unlock(&p->lock);
-	return pass;
-}
-
 /* ofport -> this CPU's counters of the port (see struct tl_port_stats). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -161,57 +136,5 @@ struct {
 	__type(key, __u32);
 	__type(value, struct tl_port_stats);
 } tl_port_stats SEC(".maps");
-
-/* A port's counters, made on first use; NULL for ofport 0 (not counted)
- * or if the map is full. */
-static __always_inline struct tl_port_stats *port_stats(__u32 ofport)
-{
-	if (!ofport)
-		return NULL;
-	struct tl_port_stats *s = bpf_map_lookup_elem(&tl_port_stats, &ofport);
-	if (s)
-		return s;
-	struct tl_port_stats zero = {};
-	bpf_map_update_elem(&tl_port_stats, &ofport, &zero, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&tl_port_stats, &ofport);
-}
-
-/* Packets an skb stands for: a GSO super-frame counts its segments, as
- * the wire (and the slow path) would see them. Read it before an adjust
- * of the room: that leaves gso_segs at 0 for the stack to work out. */
-static __always_inline __u32 segs(struct __sk_buff *skb)
-{
-	return skb->gso_segs ? skb->gso_segs : 1;
-}
-
-/* A frame of `n` packets (see segs()) and `len` bytes in from `ofport`,
- * handled here; dropped or not. */
-static __always_inline void port_rx(__u32 ofport, __u32 n, __u32 len, int dropped)
-{
-	struct tl_port_stats *s = port_stats(ofport);
-	if (!s)
-		return;
-	s->rx_packets += n;
-	s->rx_bytes += len;
-	if (dropped)
-		s->rx_dropped += n;
-}
-
-/* A frame of `n` packets and `len` bytes out of `ofport`. */
-static __always_inline void port_tx(__u32 ofport, __u32 n, __u32 len)
-{
-	struct tl_port_stats *s = port_stats(ofport);
-	if (s) {
-		s->tx_packets += n;
-		s->tx_bytes += len;
-	}
-}
-
-static __always_inline void count(__u32 what)
-{
-	__u64 *c = bpf_map_lookup_elem(&tl_stats, &what);
-	if (c)
-		*c += 1;
-}
 
 #endif

@@ -1,5 +1,5 @@
 //! The kernel datapath's map values, field for field the structs of
-//! `bpf/tunlab.h` (sizes checked below); change both together.
+//! `bpf/common.h` (sizes checked below); change both together.
 
 use tunlab_dp::key::WORDS;
 use tunlab_dp::FlowKey;
@@ -410,7 +410,7 @@ mod tests {
 
     #[test]
     fn layouts_match_the_c_structs() {
-        // Sizes as clang lays out bpf/tunlab.h (no implicit padding).
+        // Sizes as clang lays out bpf/common.h (no implicit padding).
         assert_eq!(size_of::<Key>(), 152);
         assert_eq!(size_of::<CKey>(), 80);
         assert_eq!(size_of::<Mask>(), 152 + CKEY_WORDS + 1 + 5);

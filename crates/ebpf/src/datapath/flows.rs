@@ -157,7 +157,7 @@ impl KernelDatapath {
     /// The datapath's counters, summed over CPUs, by name.
     pub fn stats(&self) -> Result<Vec<(&'static str, u64)>, Error> {
         let m: PerCpuArray<_, u64> = self.map("tl_stats")?;
-        // STATS and bpf/tunlab.h's enum tl_stat must name the same slots.
+        // STATS and bpf/common.h's enum tl_stat must name the same slots.
         if m.len() as usize != STATS.len() {
             return Err(Error::Map {
                 map: "tl_stats",

@@ -5,8 +5,8 @@
  * Every struct here has a twin in crates/ebpf/src/maps.rs with the same
  * layout (checked there by size tests); change both together.
  */
-#ifndef TUNLAB_H
-#define TUNLAB_H
+#ifndef TUNLAB_COMMON_H
+#define TUNLAB_COMMON_H
 
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>

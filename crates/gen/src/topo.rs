@@ -24,21 +24,6 @@ pub struct Wire {
     rx_ns: Netns,
 }
 
-fn ipv6_off(ns: &Netns) -> Result<(), String> {
-    netns::run(&[
-        "ip",
-        "netns",
-        "exec",
-        ns.name(),
-        "sysctl",
-        "-q",
-        "-w",
-        "net.ipv6.conf.all.disable_ipv6=1",
-    ])
-    .map(|_| ())
-    .map_err(|e| e.to_string())
-}
-
 impl Wire {
     /// Create the pair with an MTU that carries frames of `max_frame`
     /// bytes (FCS not included).
@@ -49,38 +34,17 @@ impl Wire {
         let n = NEXT.fetch_add(2, Ordering::Relaxed);
         let tx_ns = Netns::create(PREFIX, n).map_err(e)?;
         let rx_ns = Netns::create(PREFIX, n + 1).map_err(e)?;
-        ipv6_off(&tx_ns)?;
-        ipv6_off(&rx_ns)?;
-        let mtu = max_frame.saturating_sub(14).max(1500).to_string();
-        tx_ns
-            .ip(&[
-                "link",
-                "add",
-                "tlg0",
-                "mtu",
-                &mtu,
-                // A queue per sender thread, for AF_XDP (one socket a queue).
-                "numtxqueues",
-                "8",
-                "numrxqueues",
-                "8",
-                "type",
-                "veth",
-                "peer",
-                "name",
-                "tlg1",
-                "mtu",
-                &mtu,
-                "numtxqueues",
-                "8",
-                "numrxqueues",
-                "8",
-                "netns",
-                rx_ns.name(),
-            ])
-            .map_err(e)?;
-        tx_ns.ip(&["link", "set", "tlg0", "up"]).map_err(e)?;
-        rx_ns.ip(&["link", "set", "tlg1", "up"]).map_err(e)?;
+        for ns in [&tx_ns, &rx_ns] {
+            ns.sysctl("net.ipv6.conf.all.disable_ipv6", "1")
+                .map_err(e)?;
+        }
+        let veth = netns::Veth {
+            mtu: Some(max_frame.saturating_sub(14).max(1500) as u32),
+            // A queue per sender thread, for AF_XDP (one socket a queue).
+            queues: Some(8),
+            macs: None,
+        };
+        tx_ns.veth("tlg0", rx_ns.name(), "tlg1", veth).map_err(e)?;
         Ok(Wire { tx_ns, rx_ns })
     }
 

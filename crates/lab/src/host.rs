@@ -133,6 +133,15 @@ impl Host {
         }
     }
 
+    /// The namespace, for a host that is one here (to build links with
+    /// netio's typed set-up); `None` on a real host.
+    pub fn netns(&self) -> Option<&Netns> {
+        match &self.place {
+            Place::Netns(ns) => Some(ns),
+            Place::Remote { .. } => None,
+        }
+    }
+
     /// The SSH destination of a real host.
     pub fn ssh(&self) -> Option<&Ssh> {
         match &self.place {

@@ -23,6 +23,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use tunlab_gen::reflect::Reflected;
 use tunlab_gen::send::Endpoint;
+use tunlab_netio::netns::Veth;
 
 const TG_MAC: &str = "02:00:00:00:00:02";
 const NODE_MAC: &str = "02:00:00:00:00:01";
@@ -410,42 +411,23 @@ impl Pvp {
         let tg = Host::create("tg", n)?;
         let node = Host::create("h1", n + 1)?;
         let tenant = Host::create("t1", n + 2)?;
-        for h in [&tg, &node] {
-            h.run(&["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"])?;
+        let (Some(tg_ns), Some(node_ns)) = (tg.netns(), node.netns()) else {
+            return Err(LabError::Setup(
+                "the PVP test runs in namespaces here".into(),
+            ));
+        };
+        for ns in [tg_ns, node_ns] {
+            ns.sysctl("net.ipv6.conf.all.disable_ipv6", "1")?;
         }
-        tg.ip(&[
-            "link",
-            "add",
-            "tg0",
-            "address",
-            TG_MAC,
-            "mtu",
-            "9000",
+        let veth = Veth {
+            mtu: Some(9000),
             // A queue per sender thread, for AF_XDP (one socket a queue).
-            "numtxqueues",
-            "8",
-            "numrxqueues",
-            "8",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "under",
-            "address",
-            NODE_MAC,
-            "mtu",
-            "9000",
-            "numtxqueues",
-            "8",
-            "numrxqueues",
-            "8",
-            "netns",
-            node.name(),
-        ])?;
-        tg.ip(&["addr", "add", &format!("{TG_IP}/24"), "dev", "tg0"])?;
-        tg.ip(&["link", "set", "tg0", "up"])?;
-        node.ip(&["addr", "add", &format!("{NODE_IP}/24"), "dev", "under"])?;
-        node.ip(&["link", "set", "under", "up"])?;
+            queues: Some(8),
+            macs: Some((TG_MAC, NODE_MAC)),
+        };
+        tg_ns.veth("tg0", node_ns.name(), "under", veth)?;
+        tg_ns.addr("tg0", &format!("{TG_IP}/24"))?;
+        node_ns.addr("under", &format!("{NODE_IP}/24"))?;
         // The generator's frames come to the node's address: its kernel
         // must know the generator's MAC for the way back without asking.
         node.ip(&[

@@ -8,6 +8,7 @@ use crate::variant::{UNDER, UNDERLAY_MTU};
 use crate::LabError;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use tunlab_netio::netns::Veth;
 
 /// Names of the links the lab makes on a host: in a namespace of its own
 /// the short ones; on a real host names with the run's tag, so that none
@@ -64,28 +65,16 @@ impl Topology {
             remote: None,
             n,
         };
-        topo.h[0].ip(&[
-            "link",
-            "add",
-            "under",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "under",
-            "netns",
-            topo.h[1].name(),
-        ])?;
-        for h in &topo.h {
-            h.ip(&[
-                "link",
-                "set",
-                "under",
-                "mtu",
-                &UNDERLAY_MTU.to_string(),
-                "up",
-            ])?;
-        }
+        let (Some(h1), Some(h2)) = (topo.h[0].netns(), topo.h[1].netns()) else {
+            return Err(LabError::Setup(
+                "the local topology is made of namespaces".into(),
+            ));
+        };
+        let veth = Veth {
+            mtu: Some(u32::from(UNDERLAY_MTU)),
+            ..Veth::default()
+        };
+        h1.veth("under", h2.name(), "under", veth)?;
         Ok(topo)
     }
 

@@ -65,6 +65,90 @@ impl Netns {
     pub fn enter(&self) -> Result<(), CmdError> {
         enter(&self.name)
     }
+
+    /// A veth pair: `name` here, `peer_name` in the namespace named
+    /// `peer` (or here too when `peer` is this one), both up with `opts`.
+    pub fn veth(
+        &self,
+        name: &str,
+        peer: &str,
+        peer_name: &str,
+        opts: Veth,
+    ) -> Result<(), CmdError> {
+        let mut args: Vec<String> = vec!["link".into(), "add".into()];
+        args.extend(opts.end(name, opts.macs.map(|m| m.0)));
+        args.extend(["type".into(), "veth".into(), "peer".into(), "name".into()]);
+        args.extend(opts.end(peer_name, opts.macs.map(|m| m.1)));
+        if peer != self.name {
+            args.extend(["netns".into(), peer.to_string()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.ip(&args)?;
+        self.up(name)?;
+        ip(peer, &["link", "set", peer_name, "up"]).map(drop)
+    }
+
+    /// Give device `dev` address `cidr` (IPv6 without duplicate address
+    /// detection, usable at once).
+    pub fn addr(&self, dev: &str, cidr: &str) -> Result<(), CmdError> {
+        let mut args = vec!["addr", "add", cidr, "dev", dev];
+        if cidr.contains(':') {
+            args.push("nodad");
+        }
+        self.ip(&args).map(drop)
+    }
+
+    /// Bring device `dev` up.
+    pub fn up(&self, dev: &str) -> Result<(), CmdError> {
+        self.ip(&["link", "set", dev, "up"]).map(drop)
+    }
+
+    /// Set a sysctl inside the namespace (`net.ipv6.conf.all.disable_ipv6`).
+    pub fn sysctl(&self, key: &str, value: &str) -> Result<(), CmdError> {
+        run(&[
+            "ip",
+            "netns",
+            "exec",
+            &self.name,
+            "sysctl",
+            "-q",
+            "-w",
+            &format!("{key}={value}"),
+        ])
+        .map(drop)
+    }
+}
+
+/// How a veth pair is made (`None`: the kernel's default).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Veth {
+    pub mtu: Option<u32>,
+    /// TX and RX queues per end (AF_XDP binds a socket per queue).
+    pub queues: Option<u32>,
+    /// The first end's and the peer's MAC addresses.
+    pub macs: Option<(&'static str, &'static str)>,
+}
+
+impl Veth {
+    /// One end's words for `ip link add`: its name, MAC, MTU and queues.
+    fn end(&self, name: &str, mac: Option<&str>) -> Vec<String> {
+        let mut v = vec![name.to_string()];
+        if let Some(a) = mac {
+            v.extend(["address".into(), a.to_string()]);
+        }
+        if let Some(m) = self.mtu {
+            v.extend(["mtu".into(), m.to_string()]);
+        }
+        if let Some(q) = self.queues {
+            v.extend([
+                "numtxqueues".into(),
+                q.to_string(),
+                "numrxqueues".into(),
+                q.to_string(),
+            ]);
+        }
+        v
+    }
 }
 
 /// Run `ip ARGS` inside the namespace `name`.

@@ -64,23 +64,9 @@ fn ovs_side(l: &Lab, kind: &str) -> Ovs {
         "ofport_request=10",
     ])
     .unwrap();
-    netns::run(&[
-        "ip",
-        "-n",
-        l.hv2.name(),
-        "link",
-        "add",
-        "tbh",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "tbe",
-        "netns",
-        l.tb.name(),
-    ])
-    .unwrap();
-    l.hv2.ip(&["link", "set", "tbh", "up"]).unwrap();
+    l.hv2
+        .veth("tbh", l.tb.name(), "tbe", netns::Veth::default())
+        .unwrap();
     ovs.vsctl(&[
         "add-port",
         "br-int",

@@ -413,30 +413,15 @@ fn kernel_vxlan_interop(kernel: bool) {
     l.hv2
         .ip(&["link", "set", "vxlan0", "master", "br0"])
         .unwrap();
-    netns::run(&[
-        "ip",
-        "-n",
-        hv2,
-        "link",
-        "add",
-        "tbh",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "tbe",
-        "netns",
-        l.tb.name(),
-    ])
-    .unwrap();
+    l.hv2
+        .veth("tbh", l.tb.name(), "tbe", netns::Veth::default())
+        .unwrap();
     l.hv2.ip(&["link", "set", "tbh", "master", "br0"]).unwrap();
     for dev in ["vxlan0", "br0", "tbh"] {
         l.hv2.ip(&["link", "set", dev, "up"]).unwrap();
     }
     l.tb.ip(&["link", "set", "tbe", "mtu", "1450"]).unwrap();
-    l.tb.ip(&["addr", "add", "192.168.7.2/24", "dev", "tbe"])
-        .unwrap();
-    l.tb.ip(&["link", "set", "tbe", "up"]).unwrap();
+    l.tb.addr("tbe", "192.168.7.2/24").unwrap();
     wait_for_tap(&l.ta, "tap-n1");
     if !udp_echo(&l.ta, &l.tb, "192.168.7.2", 10, 6) {
         let k = l

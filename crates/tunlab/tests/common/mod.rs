@@ -134,29 +134,14 @@ pub fn lab() -> Lab {
     let tb = Netns::create("tl-sw", n + 3).unwrap();
     let u1 = format!("tlu{}a{n}", std::process::id() % 10000);
     let u2 = format!("tlu{}b{n}", std::process::id() % 10000);
-    netns::run(&[
-        "ip",
-        "link",
-        "add",
-        &u1,
-        "netns",
-        hv1.name(),
-        "type",
-        "veth",
-        "peer",
-        "name",
-        &u2,
-        "netns",
-        hv2.name(),
-    ])
-    .unwrap();
+    hv1.veth(&u1, hv2.name(), &u2, netns::Veth::default())
+        .unwrap();
     for (ns, dev, v4, v6) in [
         (&hv1, &u1, "172.31.0.1/24", "fd00:31::1/64"),
         (&hv2, &u2, "172.31.0.2/24", "fd00:31::2/64"),
     ] {
-        ns.ip(&["addr", "add", v4, "dev", dev]).unwrap();
-        ns.ip(&["addr", "add", v6, "dev", dev, "nodad"]).unwrap();
-        ns.ip(&["link", "set", dev, "up"]).unwrap();
+        ns.addr(dev, v4).unwrap();
+        ns.addr(dev, v6).unwrap();
     }
     let dir = std::env::temp_dir().join(format!("tunlab-switch-test-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -573,24 +558,11 @@ pub fn on_system(hv: &Netns, cfg: &str) -> String {
             lines.next();
         }
         let ns = ns.expect("a veth port names its tenant's namespace");
-        netns::run(&[
-            "ip",
-            "link",
-            "add",
-            &name,
-            "netns",
-            hv.name(),
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &name,
-            "netns",
-            &ns,
-        ])
-        .unwrap();
-        hv.ip(&["link", "set", &name, "mtu", "1400", "up"]).unwrap();
-        netns::ip(&ns, &["link", "set", &name, "mtu", "1400", "up"]).unwrap();
+        let veth = netns::Veth {
+            mtu: Some(1400),
+            ..netns::Veth::default()
+        };
+        hv.veth(&name, &ns, &name, veth).unwrap();
         if let Some(a) = addr {
             netns::ip(&ns, &["addr", "add", &a, "dev", &name]).unwrap();
         }

@@ -385,7 +385,7 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
 }
 
 /// Check a configuration as read.
-fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
+fn check(mut raw: RawFile, file: &str) -> Result<Config, ConfigError> {
     let mut ports: Vec<Port> = Vec::new();
     for p in &raw.port {
         let port = port::check(p, &ports, file)?;
@@ -404,7 +404,7 @@ fn check(raw: RawFile, file: &str) -> Result<Config, ConfigError> {
             msg,
         })?);
     }
-    let flows = raw.switch.flows.clone();
+    let flows = std::mem::take(&mut raw.switch.flows);
     let mut cfg = settings(raw.switch, file)?;
     cfg.ports = ports;
     cfg.tlv = tlv;

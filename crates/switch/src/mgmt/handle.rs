@@ -97,7 +97,7 @@ pub(super) fn handle(
                 of::parse_flow_mod10(m)
                     .map_err(bad_len)
                     .and_then(|(fm, m10)| {
-                        openflow::flow_change_with(&fm, &openflow::match10_text(&m10))
+                        openflow::flow_change_with(&fm, &openflow::match10_text(&m10), None)
                     })
             };
             let done = change.and_then(|ch| flow_mod(ch, sw, outbox));

@@ -241,16 +241,14 @@ fn flow_stats(
     req: &of::FlowStatsRequest<'_>,
     sw: &mut Switch,
 ) -> Result<Vec<FlowEntry>, (u16, u16)> {
-    let mut fields = Vec::new();
-    for o in &req.matches {
-        fields.push(flow_mod::match_text(o).ok_or((of::ET_BAD_MATCH, of::BMC_BAD_FIELD))?);
-    }
-    let picked = flow_mod::take_cookie(&mut fields)?;
+    let read = flow_mod::read_match(&req.matches)?;
     let sel = Selector {
         table: (req.table_id != of::TABLE_ALL).then_some(req.table_id),
-        m: flow_mod::match_of(&fields)?,
+        m: flow_mod::match_of(&read.fields)?,
         strict: None,
-        cookie: picked.or((req.cookie_mask != 0).then_some((req.cookie, req.cookie_mask))),
+        cookie: read
+            .cookie
+            .or((req.cookie_mask != 0).then_some((req.cookie, req.cookie_mask))),
     };
     let outputs = |e: &FlowEntry| {
         req.out_port == of::PORT_ANY

@@ -456,7 +456,13 @@ pub fn run(
         Ok(w) => w,
         Err(e) => return fail(e),
     };
-    let (tx, rx, mut pvp_run) = (wiring.tx.clone(), wiring.rx.clone(), wiring.pvp);
+    // The wire (or PVP node) stays up until the run ends.
+    let Wiring {
+        tx,
+        rx,
+        pvp: mut pvp_run,
+        _wire: _wire_up,
+    } = wiring;
     if a.pvp {
         if let Err(e) = warm_up(&pools[0], &tx, &rx) {
             return fail(e);

@@ -76,11 +76,8 @@ pub enum FlowChange {
 /// The change `fm` asks for, its match read from its OXM fields; or the
 /// OpenFlow error type and code that refuse it.
 pub fn flow_change(fm: &FlowMod<'_>) -> Result<FlowChange, (u16, u16)> {
-    let mut matches = Vec::new();
-    for o in &fm.matches {
-        matches.push(match_text(o).ok_or((of::ET_BAD_MATCH, of::BMC_BAD_FIELD))?);
-    }
-    flow_change_with(fm, &matches)
+    let m = read_match(&fm.matches)?;
+    flow_change_with(fm, &m.fields, m.cookie)
 }
 
 /// The match that `fields` (in ovs-ofctl's words, from OXM fields or a
@@ -98,27 +95,44 @@ pub fn match_of(fields: &[String]) -> Result<Match, (u16, u16)> {
         .map_err(|_| (of::ET_BAD_MATCH, of::BMC_BAD_PREREQ))
 }
 
-/// The cookie a match picks rules by (Nicira's cookie field: how 1.0
-/// with NXM picks by cookie), taken out of `fields`: (value, mask).
-pub fn take_cookie(fields: &mut Vec<String>) -> Result<Option<(u64, u64)>, (u16, u16)> {
-    let Some(i) = fields.iter().position(|f| f.starts_with("cookie=")) else {
-        return Ok(None);
+/// An OXM match, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OfMatch {
+    /// Its fields in ovs-ofctl's words (for [`match_of`]).
+    pub fields: Vec<String>,
+    /// The cookie it picks rules by, if it has Nicira's cookie field (how
+    /// 1.0 with NXM picks by cookie): (value, mask).
+    pub cookie: Option<(u64, u64)>,
+}
+
+/// Read an OXM match; a field tunlab does not match is a bad field.
+pub fn read_match(oxms: &[Oxm<'_>]) -> Result<OfMatch, (u16, u16)> {
+    let word = |b: &[u8]| -> Result<u64, (u16, u16)> {
+        let a: [u8; 8] = b
+            .try_into()
+            .map_err(|_| (of::ET_BAD_MATCH, of::BMC_BAD_LEN))?;
+        Ok(u64::from_be_bytes(a))
     };
-    let text = fields.remove(i);
-    let num = |t: &str| {
-        u64::from_str_radix(t.trim_start_matches("0x"), 16)
-            .map_err(|_| (of::ET_BAD_MATCH, of::BMC_BAD_FIELD))
-    };
-    let v = &text["cookie=".len()..];
-    Ok(Some(match v.split_once('/') {
-        Some((v, m)) => (num(v)?, num(m)?),
-        None => (num(v)?, u64::MAX),
-    }))
+    let (mut fields, mut cookie) = (Vec::new(), None);
+    for o in oxms {
+        if (o.class, o.field) == (of::NXM_1, nxm::COOKIE) {
+            let mask = o.mask.map_or(Ok(u64::MAX), word)?;
+            cookie = Some((word(o.value)?, mask));
+            continue;
+        }
+        fields.push(match_text(o).ok_or((of::ET_BAD_MATCH, of::BMC_BAD_FIELD))?);
+    }
+    Ok(OfMatch { fields, cookie })
 }
 
 /// [`flow_change`] for a flow_mod whose match is already in ovs-ofctl's
-/// words (a 1.0 `ofp_match`, [`match10_text`]).
-pub fn flow_change_with(fm: &FlowMod<'_>, fields: &[String]) -> Result<FlowChange, (u16, u16)> {
+/// words (a 1.0 `ofp_match`, [`match10_text`]), with the cookie its match
+/// picks by, if any.
+pub fn flow_change_with(
+    fm: &FlowMod<'_>,
+    fields: &[String],
+    picked: Option<(u64, u64)>,
+) -> Result<FlowChange, (u16, u16)> {
     let is_delete = matches!(fm.command, of::FC_DELETE | of::FC_DELETE_STRICT);
     // Tables 0 to MAX_TABLE; "all tables" picks rules to delete.
     let table_ok = fm.table_id <= MAX_TABLE || (fm.table_id == of::TABLE_ALL && is_delete);
@@ -128,9 +142,7 @@ pub fn flow_change_with(fm: &FlowMod<'_>, fields: &[String]) -> Result<FlowChang
     if !fm.other_instructions.is_empty() {
         return Err((of::ET_BAD_INSTRUCTION, of::BIC_UNKNOWN_INST));
     }
-    let mut fields = fields.to_vec();
-    let picked = take_cookie(&mut fields)?;
-    let m = match_of(&fields)?;
+    let m = match_of(fields)?;
     // Table 0 and "all tables" pick in every table, as `tunlab ctl`'s
     // requests without table= do.
     let table = (fm.table_id != 0 && fm.table_id <= MAX_TABLE).then_some(fm.table_id);
@@ -260,7 +272,6 @@ pub fn match_text(o: &Oxm<'_>) -> Option<String> {
         (of::NXM_0, nxm0::TCP_SRC | nxm0::UDP_SRC) => ("tp_src", masked(o, num)?),
         (of::NXM_0, nxm0::TCP_DST | nxm0::UDP_DST) => ("tp_dst", masked(o, num)?),
         // 1.0 with NXM picks rules by cookie in the match.
-        (of::NXM_1, nxm::COOKIE) => ("cookie", masked(o, |b| Some(hex(b)))?),
         (of::NXM_1, nxm::IPV6_SRC) => ("ipv6_src", masked(o, ip6)?),
         (of::NXM_1, nxm::IPV6_DST) => ("ipv6_dst", masked(o, ip6)?),
         (of::OXM_BASIC, oxm::ETH_DST) => ("dl_dst", masked(o, mac)?),

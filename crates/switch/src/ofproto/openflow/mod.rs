@@ -546,14 +546,38 @@ mod tests {
             flow_change(&fm),
             Err((of::ET_FLOW_MOD_FAILED, FMFC_BAD_TABLE_ID))
         );
-        // 1.0 with NXM picks by cookie in the match: taken out of it.
-        let mut fields = vec!["in_port=2".to_string(), "cookie=0x70/0xf0".into()];
-        assert_eq!(take_cookie(&mut fields), Ok(Some((0x70, 0xf0))));
-        assert_eq!(fields, ["in_port=2"]);
-        let mut fields = vec!["cookie=0x5".to_string()];
-        assert_eq!(take_cookie(&mut fields), Ok(Some((5, u64::MAX))));
-        let mut fields = vec!["cookie=0xzz".to_string()];
-        assert!(take_cookie(&mut fields).is_err());
+        // 1.0 with NXM picks by cookie in the match: read as the
+        // selector's cookie, not a match field.
+        let port = 2u32.to_be_bytes();
+        let (v, m) = (0x70u64.to_be_bytes(), 0xf0u64.to_be_bytes());
+        let oxms = [
+            Oxm {
+                class: of::OXM_BASIC,
+                field: oxm::IN_PORT,
+                value: &port,
+                mask: None,
+            },
+            Oxm {
+                class: of::NXM_1,
+                field: nxm::COOKIE,
+                value: &v,
+                mask: Some(&m),
+            },
+        ];
+        assert_eq!(
+            read_match(&oxms),
+            Ok(OfMatch {
+                fields: vec!["in_port=2".to_string()],
+                cookie: Some((0x70, 0xf0)),
+            })
+        );
+        let short = [Oxm {
+            class: of::NXM_1,
+            field: nxm::COOKIE,
+            value: &v[..4],
+            mask: None,
+        }];
+        assert_eq!(read_match(&short), Err((of::ET_BAD_MATCH, of::BMC_BAD_LEN)));
         // A field without its prerequisite is a bad match, not an
         // unknown failure.
         assert_eq!(

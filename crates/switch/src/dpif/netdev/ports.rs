@@ -80,11 +80,6 @@ impl Netdev {
         Ok(())
     }
 
-    /// The ports' configuration (for the default MTU of a new TAP).
-    pub fn port_cfgs(&self) -> &[Port] {
-        &self.port_cfgs
-    }
-
     /// Stop serving port `name` (`tunlab ctl del-port`): its device or
     /// socket closes (a TAP the switch created disappears), its counters
     /// go. Returns its ofport.

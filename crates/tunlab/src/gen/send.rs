@@ -429,7 +429,6 @@ pub fn run(
     builders: &[Builder],
     remote: Option<super::RemoteNode>,
 ) -> ExitCode {
-    use nix::sys::signal::{signal, SigHandler, Signal};
     // Everything that can be wrong with the arguments is found before a
     // namespace is made.
     let plan = match plan(a) {
@@ -443,12 +442,7 @@ pub fn run(
             Err(e) => return fail(e),
         }
     }
-    // SAFETY: the handler only stores to an atomic, which is
-    // async-signal-safe.
-    unsafe {
-        let _ = signal(Signal::SIGINT, SigHandler::Handler(on_interrupt));
-        let _ = signal(Signal::SIGTERM, SigHandler::Handler(on_interrupt));
-    }
+    catch_interrupts();
     if (a.ndr || a.pdr.is_some()) && a.rx.as_deref() == Some("none") {
         return fail("--ndr and --pdr count what arrives: give --rx an interface, not none");
     }
@@ -528,10 +522,7 @@ pub fn run(
             interrupted,
             rows,
         };
-        let written = serde_json::to_string_pretty(&report)
-            .map_err(|e| e.to_string())
-            .and_then(|j| std::fs::write(path, j + "\n").map_err(|e| e.to_string()));
-        if let Err(e) = written {
+        if let Err(e) = write_report(path, &report) {
             eprintln!("tunlab gen: {}: {e}", path.display());
             return ExitCode::FAILURE;
         }
@@ -545,6 +536,23 @@ pub fn run(
         return ExitCode::from(130);
     }
     ExitCode::SUCCESS
+}
+
+/// Ctrl-C and SIGTERM end the run between sizes, with what was
+/// measured so far printed.
+fn catch_interrupts() {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    // SAFETY: the handler only stores to an atomic, which is
+    // async-signal-safe.
+    unsafe {
+        let _ = signal(Signal::SIGINT, SigHandler::Handler(on_interrupt));
+        let _ = signal(Signal::SIGTERM, SigHandler::Handler(on_interrupt));
+    }
+}
+
+fn write_report(path: &std::path::Path, report: &Report<'_>) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
+    std::fs::write(path, json + "\n").map_err(|e| e.to_string())
 }
 
 /// Where a run sends and counts, and what stands behind them: the PVP

@@ -154,6 +154,10 @@ pub fn run(a: Args) -> ExitCode {
         Ok(t) => t,
         Err(code) => return code,
     };
+    let _one_connection_per_host = a
+        .hosts
+        .as_ref()
+        .and_then(|_| tunlab_lab::remote::share_connections());
     let remote = match &a.hosts {
         None => None,
         Some(h) => {

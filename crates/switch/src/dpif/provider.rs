@@ -2,10 +2,10 @@
 //! (Open vSwitch's dpif): serve ports, take the slow path's decisions as
 //! cached flows, forget them when the rules change, list them and count.
 //!
-//! The userspace datapath (`userspace`) is the switch's slow
-//! path and talks to a cache only through this trait; `kernel`
-//! (the eBPF one) is the implementation today. The remaining dpif
-//! operations are the slow path's own I/O:
+//! Ofproto talks to a caching datapath only through this trait; the eBPF
+//! datapath ([`crate::dpif::ebpf`]) is the implementation today. The
+//! userspace datapath ([`crate::dpif::netdev`]) is the slow path's own
+//! I/O, and the remaining dpif operations are carried out there:
 //! - *misses come up* through the devices [`Dpif::port_add`] returns (the
 //!   slow path reads them as that port), or, for a tunnel port, up the
 //!   stack to the slow path's own socket;

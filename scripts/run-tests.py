@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Run every Rust test binary of the workspace, functional ones side by side.
+
+`cargo test` runs its test binaries one after another; most of tunlab's
+spend their time waiting on namespaces, daemons and timers, so two lanes
+side by side halve the wall time. Tests whose results depend on having the
+machine to themselves run afterwards, alone:
+
+- the soak, which counts the whole system's BPF maps and frames lost;
+- the SSH agreement test, which compares ratios measured over SSH with
+  the same ratios measured here.
+
+Each binary's output goes to a log; a failing binary's log is printed whole
+at the end, and every binary runs even when an earlier one failed (as
+`cargo test --no-fail-fast`). Usage: scripts/run-tests.py [--lanes N]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+
+# (binary, test name): run alone, after everything else, with the whole
+# machine (see the module's text).
+ALONE = [
+    ("soak", None),
+    ("remote_netns", "the_quick_profile_over_ssh_agrees_with_the_same_run_here"),
+]
+
+# Binaries that take longest start first, so that the lanes end together
+# (seconds measured here on 2026-11-26, one binary at a time).
+EXPECTED_SECONDS = {
+    "remote_netns": 300,
+    "switch_netns": 216,
+    "datapaths_netns": 160,
+    "bench_lab": 134,
+    "kernel_netns": 94,
+    "openflow_netns": 56,
+    "ovs_interop": 30,
+}
+
+
+def test_binaries():
+    """Build every test binary; (name, executable, package folder) each."""
+    out = subprocess.run(
+        ["cargo", "test", "--workspace", "--locked", "--no-run", "--message-format=json"],
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    ).stdout
+    found = []
+    for line in out.splitlines():
+        try:
+            m = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if m.get("reason") != "compiler-artifact" or not m.get("executable"):
+            continue
+        if not m.get("profile", {}).get("test"):
+            continue
+        target = m["target"]
+        name = target["name"]
+        if "lib" in target["kind"] or "rlib" in target["kind"]:
+            name = f"{name} (unit)"
+        elif "bin" in target["kind"]:
+            name = f"{name} (bin unit)"
+        found.append((name, m["executable"], os.path.dirname(m["manifest_path"])))
+    return found
+
+
+def run(job, logs):
+    """Run one binary (or one test of it); (job, seconds, exit code, log)."""
+    name, exe, cwd, args = job
+    log = os.path.join(logs, name.replace(" ", "_").replace("/", "_") + ".log")
+    started = time.monotonic()
+    with open(log, "w") as f:
+        rc = subprocess.run([exe, *args], cwd=cwd, stdout=f, stderr=subprocess.STDOUT).returncode
+    return job, time.monotonic() - started, rc, log
+
+
+def summary_line(log):
+    """The binary's last `test result:` line."""
+    last = ""
+    with open(log, errors="replace") as f:
+        for line in f:
+            if line.startswith("test result:"):
+                last = line.strip()
+    return last
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--lanes", type=int, default=2, help="binaries side by side (default 2)")
+    lanes = p.parse_args().lanes
+
+    side_by_side, alone = [], []
+    for name, exe, cwd in test_binaries():
+        mine = [t for b, t in ALONE if b == name]
+        if None in mine:
+            alone.append((name, exe, cwd, []))
+            continue
+        skip = [a for t in mine for a in ("--skip", t)]
+        side_by_side.append((name, exe, cwd, ["-q", *skip]))
+        for t in mine:
+            alone.append((f"{name}::{t}", exe, cwd, ["--exact", t]))
+    side_by_side.sort(key=lambda j: -EXPECTED_SECONDS.get(j[0], 0))
+
+    logs = tempfile.mkdtemp(prefix="tunlab-tests-")
+    failed = []
+    started = time.monotonic()
+
+    def report(result):
+        job, secs, rc, log = result
+        mark = "ok" if rc == 0 else f"FAILED (exit {rc})"
+        print(f"  {secs:6.0f} s  {job[0]:<48} {mark}  {summary_line(log)}", flush=True)
+        if rc != 0:
+            failed.append(result)
+
+    print(f"{len(side_by_side)} test binaries in {lanes} lanes, then {len(alone)} alone; logs in {logs}")
+    with ThreadPoolExecutor(max_workers=lanes) as pool:
+        for done in as_completed([pool.submit(run, j, logs) for j in side_by_side]):
+            report(done.result())
+    for job in alone:
+        report(run(job, logs))
+    print(f"all test binaries: {time.monotonic() - started:.0f} s")
+
+    for job, _, rc, log in failed:
+        print(f"\n===== {job[0]}: exit {rc}; its whole output ({log}) =====")
+        with open(log, errors="replace") as f:
+            sys.stdout.write(f.read())
+    if failed:
+        print(f"\nfailed: {', '.join(j[0] for j, *_ in failed)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

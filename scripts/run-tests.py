@@ -92,6 +92,33 @@ def summary_line(log):
     return last
 
 
+def bpffs_mounted():
+    """Whether /sys/fs/bpf holds a bpf filesystem (in this mount namespace)."""
+    with open("/proc/self/mounts") as f:
+        return any(l.split()[1:3] == ["/sys/fs/bpf", "bpf"] for l in f)
+
+
+def restore_bpffs(was_mounted):
+    """The kernel datapath mounts a bpffs at /sys/fs/bpf in the host's mount
+    namespace (as systemd does at boot) so that its pins outlive it: where
+    none was mounted before the tests, the one they brought goes again."""
+    if was_mounted or not bpffs_mounted():
+        return
+    # maps.debug and progs.debug are the kernel's own (bpf_preload).
+    left = [
+        os.path.join(d, f)
+        for d, _, fs in os.walk("/sys/fs/bpf")
+        for f in fs
+        if d != "/sys/fs/bpf" or f not in ("maps.debug", "progs.debug")
+    ]
+    if left:
+        print(f"/sys/fs/bpf: the tests left pins, kept mounted: {left}")
+        return
+    while bpffs_mounted():
+        if subprocess.run(["umount", "/sys/fs/bpf"], check=False).returncode != 0:
+            break
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--lanes", type=int, default=2, help="binaries side by side (default 2)")
@@ -109,6 +136,7 @@ def main():
             alone.append((f"{name}::{t}", exe, cwd, ["--exact", t]))
     side_by_side.sort(key=lambda j: -EXPECTED_SECONDS.get(j[0], 0))
 
+    was_mounted = bpffs_mounted()
     logs = tempfile.mkdtemp(prefix="tunlab-tests-")
     failed = []
     started = time.monotonic()
@@ -127,6 +155,7 @@ def main():
     for job in alone:
         report(run(job, logs))
     print(f"all test binaries: {time.monotonic() - started:.0f} s")
+    restore_bpffs(was_mounted)
 
     for job, _, rc, log in failed:
         print(f"\n===== {job[0]}: exit {rc}; its whole output ({log}) =====")

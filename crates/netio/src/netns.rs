@@ -194,3 +194,104 @@ pub fn sweep(prefix: &str) {
         }
     }
 }
+
+/// `SO_NETNS_COOKIE` (Linux 5.14, asm-generic value): the network
+/// namespace's cookie, read from any socket in it.
+const SO_NETNS_COOKIE: nix::libc::c_int = 71;
+
+/// The kernel's cookie for the calling thread's network namespace. Unlike
+/// the namespace's inode number, which a new namespace may get again, no
+/// other namespace gets this number before the machine restarts, so it
+/// can name what belongs to one namespace (the kernel datapath's pins).
+pub fn cookie() -> std::io::Result<u64> {
+    use std::os::fd::AsRawFd;
+    let sock = std::os::unix::net::UnixDatagram::unbound()?;
+    let mut value = 0u64;
+    let mut len = std::mem::size_of::<u64>() as nix::libc::socklen_t;
+    // SAFETY: `value` and `len` outlive the call, and `len` is the size of
+    // the buffer `value` points at.
+    let r = unsafe {
+        nix::libc::getsockopt(
+            sock.as_raw_fd(),
+            nix::libc::SOL_SOCKET,
+            SO_NETNS_COOKIE,
+            (&mut value as *mut u64).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(value)
+}
+
+/// The cookie of the network namespace whose file is `path` (a
+/// `/run/netns/NAME`, a `/proc/PID/ns/net`), read from a thread that
+/// enters it.
+pub fn cookie_of(path: &std::path::Path) -> std::io::Result<u64> {
+    let f = File::open(path)?;
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            nix::sched::setns(f, nix::sched::CloneFlags::CLONE_NEWNET)?;
+            cookie()
+        })
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("the thread reading the cookie failed")))
+    })
+}
+
+/// The cookies of every network namespace alive now: each one a process
+/// is in, and each named one (`ip netns add`), which may have none.
+pub fn live_cookies() -> std::collections::HashSet<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    for dir in ["/proc", "/run/netns"] {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if dir == "/proc" && name.parse::<u32>().is_ok() {
+                files.push(e.path().join("ns/net"));
+            } else if dir == "/run/netns" {
+                files.push(e.path());
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut cookies = std::collections::HashSet::new();
+    for f in files {
+        // One namespace, many processes: read each once.
+        let Ok(m) = std::fs::metadata(&f) else {
+            continue;
+        };
+        if seen.insert((m.dev(), m.ino())) {
+            if let Ok(c) = cookie_of(&f) {
+                cookies.insert(c);
+            }
+        }
+    }
+    cookies
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_namespace_keeps_its_cookie_and_another_has_its_own() {
+        let here = cookie().unwrap();
+        assert_ne!(here, 0);
+        assert_eq!(cookie().unwrap(), here);
+        assert_eq!(cookie_of(std::path::Path::new("/proc/self/ns/net")).unwrap(), here);
+        let ns = Netns::create("tl-cookie", 0).unwrap();
+        let path = std::path::PathBuf::from(format!("/run/netns/{}", ns.name()));
+        let there = cookie_of(&path).unwrap();
+        assert_ne!(there, here);
+        let live = live_cookies();
+        assert!(live.contains(&here) && live.contains(&there), "{live:?}");
+        drop(ns);
+        assert!(!live_cookies().contains(&there));
+    }
+}

@@ -330,18 +330,30 @@ fn kept_every_adopted_flow(err: &str) -> String {
     kept.to_string()
 }
 
+/// Where a switch in namespace `ns` named `node` pins under `base`.
+fn pins_of(base: &std::path::Path, ns: &Netns, node: &str) -> std::path::PathBuf {
+    let file = std::path::PathBuf::from(format!("/run/netns/{}", ns.name()));
+    let cookie = tunlab_netio::netns::cookie_of(&file).unwrap();
+    base.join(format!("netns-{cookie}")).join(node)
+}
+
 /// `kill -9` of a kernel-datapath switch under a TCP stream, then a
-/// restart: the pinned programs and maps forward the cached flow while the
-/// switch is down, the new process adopts them (its program swapped into
-/// each pinned link) and revalidates, and the stream never stops. A normal
-/// stop then leaves no program, link or pin behind.
+/// restart, both started as the README shows (`ip netns exec`, whose
+/// private mount namespace has its own /sys) with the default
+/// configuration: the pins are in the host's bpffs, the pinned programs
+/// and maps forward the cached flow while the switch is down, the new
+/// process adopts them (its program swapped into each pinned link) and
+/// revalidates, and the stream never stops. A normal stop then leaves no
+/// program, link or pin behind.
 #[test]
 fn restart_after_kill_keeps_the_stream() {
     let l = lab();
-    let fs = Bpffs::mount(&l);
-    let (c1, s1, s2) = pinned_pair(&l, &fs);
+    let (c1, c2) = pair_configs(&l, "geneve");
+    let (c1, c2) = (on_kernel(&c1), on_kernel(&c2));
+    assert!(!c1.contains("bpf_pin_dir"), "{c1}");
+    let (s1, s2) = start_pair(&l, &c1, &c2);
     traffic_both_ways(&l, "before the kill");
-    let pins = fs.0.join("n1");
+    let pins = pins_of(std::path::Path::new("/sys/fs/bpf/tunlab"), &l.hv1, "n1");
     assert!(pins.join("tl_flows").exists(), "maps are not pinned");
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(pins.join("tl_flows"))
@@ -488,7 +500,7 @@ fn restart_with_rules_added_later_waits_for_them() {
 fn pins_of_another_build_are_not_adopted() {
     let l = lab();
     let fs = Bpffs::mount(&l);
-    let pins = fs.0.join("n1");
+    let pins = pins_of(&fs.0, &l.hv1, "n1");
     std::fs::create_dir_all(&pins).unwrap();
     let made = std::process::Command::new("bpftool")
         .args(["map", "create"])
@@ -508,6 +520,61 @@ fn pins_of_another_build_are_not_adopted() {
     );
     assert!(!err.contains("adopting the kernel datapath"), "{err}");
     assert!(!pins.exists(), "{} left behind", pins.display());
+    s2.stop();
+}
+
+/// A switch killed with no pins at all (`bpf_pin_dir = "none"`): its
+/// datapath went with it, its veth pair stayed. The restart takes the pair
+/// as it is (no "File exists") and forwards again.
+#[test]
+fn restart_without_pins_takes_the_veth_pair_left_behind() {
+    let l = lab();
+    let (c1, c2) = pair_configs(&l, "geneve");
+    let c1 = on_kernel(&c1).replacen("[switch]\n", "[switch]\nbpf_pin_dir = \"none\"\n", 1);
+    let (s1, s2) = start_pair(&l, &c1, &on_kernel(&c2));
+    traffic_both_ways(&l, "before the kill");
+    s1.kill9();
+    assert!(
+        tunlab_netio::netns::ip(l.hv1.name(), &["link", "show", "dev", "tap-n1"]).is_ok(),
+        "the killed switch's veth went with it: nothing left to take"
+    );
+    let s1 = Switch::start(l.hv1.name(), &c1, &l.dir, "n1");
+    s1.wait_ready();
+    traffic_both_ways(&l, "after a restart without pins");
+    let err = s1.stop();
+    assert!(!err.contains("adopting"), "{err}");
+    s2.stop();
+}
+
+/// The pins of a network namespace that no longer exists (its switch was
+/// killed, then the namespace deleted) are removed by the next switch
+/// that starts over the same bpffs; a live namespace's are left alone.
+#[test]
+fn pins_of_a_deleted_namespace_are_removed_at_start() {
+    let l = lab();
+    let fs = Bpffs::mount(&l);
+    let gone = Netns::create("tl-pins", 0).unwrap();
+    let dead = pins_of(&fs.0, &gone, "old");
+    let alive = pins_of(&fs.0, &l.ta, "other");
+    for dir in [&dead, &alive] {
+        std::fs::create_dir_all(dir).unwrap();
+        let made = std::process::Command::new("bpftool")
+            .args(["map", "create"])
+            .arg(dir.join("tl_flows"))
+            .args(["type", "hash", "key", "4", "value", "4", "entries", "4", "name", "tl_flows"])
+            .status()
+            .unwrap();
+        assert!(made.success(), "bpftool map create");
+    }
+    drop(gone);
+    let (_, s1, s2) = pinned_pair(&l, &fs);
+    let err = s1.stop();
+    assert!(!dead.parent().unwrap().exists(), "{} left: {err}", dead.display());
+    assert!(err.contains("the pins of a network namespace that no longer exists"), "{err}");
+    assert!(alive.join("tl_flows").exists(), "a live namespace's pins went: {err}");
+    let _ = std::fs::remove_file(alive.join("tl_flows"));
+    let _ = std::fs::remove_dir(&alive);
+    let _ = std::fs::remove_dir(alive.parent().unwrap());
     s2.stop();
 }
 

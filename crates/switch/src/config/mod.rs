@@ -25,8 +25,9 @@
 //!                      # kernel datapath has outer-header templates for
 //! bpf_pin_dir = "/sys/fs/bpf/tunlab" # optional (this default, or "none"): the
 //!                      # kernel datapath's maps and links are pinned under
-//!                      # DIR/NAME, so that cached flows forward while the
-//!                      # switch is down and a restart adopts them
+//!                      # DIR/netns-COOKIE/NAME, on the host's bpffs even
+//!                      # under `ip netns exec`, so that cached flows forward
+//!                      # while the switch is down and a restart adopts them
 //! flow_restore_wait = true # optional (default false), OVS's
 //!                      # other_config:flow-restore-wait: start without
 //!                      # touching the kernel's cached flows (no revalidation,

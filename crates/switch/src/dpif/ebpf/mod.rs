@@ -25,12 +25,14 @@ use tunlab_dp::key::f;
 use tunlab_dp::{Action, Classifier, DropReason, FlowKey, Op, TlvMap, TunnelSet};
 use tunlab_ebpf::maps::{self as km, Flow, TunnelKey, TunnelPortEntry};
 use tunlab_ebpf::{Destination, KernelDatapath};
-use tunlab_netio::netns;
 use tunlab_netio::tap::{Tap, TapOptions};
 use tunlab_wire::tunnel::TunnelKind;
 
+mod pins;
 mod ports;
 mod xlate;
+
+use pins::{pin_dir, PinLock};
 
 use ports::ip;
 
@@ -99,86 +101,6 @@ pub struct Kernel {
     _pin_lock: Option<PinLock>,
 }
 
-/// The lock on a node's pins: held while the descriptor is open, its file
-/// removed on a normal stop (a killed switch's stays, unlocked).
-#[derive(Debug)]
-struct PinLock {
-    _file: std::fs::File,
-    path: std::path::PathBuf,
-}
-
-impl Drop for PinLock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-fn is_bpffs(path: &std::path::Path) -> bool {
-    use nix::sys::statfs::{statfs, BPF_FS_MAGIC};
-    statfs(path).is_ok_and(|s| s.filesystem_type() == BPF_FS_MAGIC)
-}
-
-/// Where the node pins its kernel datapath (`bpf_pin_dir`/NAME), locked
-/// against a second live switch of the same name: mounts bpffs at
-/// /sys/fs/bpf if nothing is mounted there (as systemd does at boot).
-fn pin_dir(
-    base: Option<&str>,
-    node: &str,
-) -> Result<Option<(std::path::PathBuf, PinLock)>, StartError> {
-    let Some(base) = base else {
-        return Ok(None);
-    };
-    let perr = |msg: String| StartError::Port {
-        port: "-".into(),
-        msg: format!("bpf_pin_dir {base}: {msg}"),
-    };
-    let base = std::path::Path::new(base);
-    let fs_root = std::path::Path::new("/sys/fs/bpf");
-    if base.starts_with(fs_root) && !is_bpffs(fs_root) {
-        netns::run(&["mount", "-t", "bpf", "bpf", "/sys/fs/bpf"]).map_err(|e| {
-            perr(format!(
-                "no bpf filesystem mounted at /sys/fs/bpf, and mounting one failed: {e}"
-            ))
-        })?;
-    }
-    std::fs::create_dir_all(base).map_err(|e| perr(e.to_string()))?;
-    if !is_bpffs(base) {
-        return Err(perr(
-            "not on a bpf filesystem (mount -t bpf bpf DIR, or bpf_pin_dir = \"none\")".into(),
-        ));
-    }
-    let dir = base.join(node);
-    std::fs::create_dir_all("/run/tunlab").map_err(|e| perr(format!("/run/tunlab: {e}")))?;
-    // Named by the bpf filesystem's device (each mount of bpffs is its
-    // own instance: switches in private mount namespaces never share one)
-    // and the node.
-    let fs_dev = std::fs::metadata(base)
-        .map(|m| std::os::unix::fs::MetadataExt::dev(&m))
-        .map_err(|e| perr(e.to_string()))?;
-    let lock_path = format!("/run/tunlab/pins-{fs_dev:x}-{node}.lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| perr(format!("{lock_path}: {e}")))?;
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock on a descriptor this function owns; no memory passed.
-    if unsafe { nix::libc::flock(lock.as_raw_fd(), nix::libc::LOCK_EX | nix::libc::LOCK_NB) } != 0 {
-        return Err(perr(format!(
-            "{} belongs to a running switch (node names must differ, or give another bpf_pin_dir)",
-            dir.display()
-        )));
-    }
-    Ok(Some((
-        dir,
-        PinLock {
-            _file: lock,
-            path: lock_path.into(),
-        },
-    )))
-}
-
 impl Kernel {
     /// Load the programs and create the maps; nothing is attached yet.
     pub fn load(cfg: &crate::config::Config) -> Result<Kernel, StartError> {
@@ -192,19 +114,16 @@ impl Kernel {
                 port: "-".into(),
                 msg: format!("kernel datapath: {e}"),
             })?;
-        if let (Some(why), Some(d)) = (dp.stale_pins(), &dir) {
+        let shown = lock.as_ref().map_or("", |l| l.shown());
+        if let (Some(why), true) = (dp.stale_pins(), dir.is_some()) {
             eprintln!(
-                "tunlab switch {node}: the maps pinned at {} are another build's ({why}): not adopted, this run starts with an empty flow cache",
-                d.display()
+                "tunlab switch {node}: the maps pinned at {shown} are another build's ({why}): not adopted, this run starts with an empty flow cache"
             );
         }
-        if dp.adopted() {
-            if let Some(d) = &dir {
-                eprintln!(
-                    "tunlab switch {node}: adopting the kernel datapath pinned at {} (its cached flows forward until revalidated)",
-                    d.display()
-                );
-            }
+        if dp.adopted() && dir.is_some() {
+            eprintln!(
+                "tunlab switch {node}: adopting the kernel datapath pinned at {shown} (its cached flows forward until revalidated)"
+            );
         }
         Ok(Kernel {
             dp,

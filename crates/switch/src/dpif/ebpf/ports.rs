@@ -3,6 +3,7 @@
 //! decapsulation entries; and the `ip` commands that make the devices.
 
 use super::*;
+use tunlab_netio::netns;
 
 /// Run an `ip` command, naming the port on failure.
 pub(super) fn ip(port: &str, args: &[&str]) -> Result<String, StartError> {
@@ -71,11 +72,19 @@ impl Kernel {
         let mtu = mtu
             .unwrap_or_else(|| default_tenant_mtu(underlay_mtu, ports))
             .to_string();
-        // A killed switch's veth is still there, carrying its tenant's
-        // connections through the pinned datapath: the restarted switch
-        // adopts it as it is.
-        let adopt = self.dp.adopted() && ifindex_of(name, name).is_ok();
-        if !adopt {
+        // A killed switch's veth pair is still there, its tenant's
+        // connections on it: the restarted switch takes it as it is,
+        // whether or not the pinned datapath that carried them survived.
+        let existing = ifindex_of(name, name).is_ok();
+        if existing && ip(name, &["-n", ns, "link", "show", "dev", name]).is_err() {
+            return Err(StartError::Port {
+                port: name.clone(),
+                msg: format!(
+                    "a device named {name} exists, but its peer is not in netns {ns}: it is not this port's veth pair (remove it, or name the port otherwise)"
+                ),
+            });
+        }
+        if !existing {
             ip(
                 name,
                 &[
@@ -87,12 +96,12 @@ impl Kernel {
             no_ipv6(name);
             ip(name, &["link", "set", name, "mtu", &mtu, "up"])?;
             ip(name, &["-n", ns, "link", "set", name, "mtu", &mtu, "up"])?;
-            if let (Some(a), false) = (address, adopt) {
-                ip(name, &["-n", ns, "addr", "add", a, "dev", name])?;
+            if let Some(a) = address {
+                ip(name, &["-n", ns, "addr", "replace", a, "dev", name])?;
             }
             self.attach_tenant(p, &mtu, offloads, true)
         })();
-        if made.is_err() {
+        if made.is_err() && !existing {
             let _ = ip(name, &["link", "del", name]);
         }
         made

@@ -16,8 +16,9 @@ pub const MAX_TABLE: u8 = 254;
 pub const FF_SEND_FLOW_REM: u16 = 1;
 /// Unsupported flags (flow_mod failed).
 pub const FMFC_BAD_FLAGS: u16 = 7;
-/// Bad table id (flow_mod failed).
-pub const FMFC_BAD_TABLE_ID: u16 = 9;
+/// The table does not exist (OpenFlow 1.3's OFPFMFC_BAD_TABLE_ID; 9 is
+/// BAD_REQUEST's code for it, not FLOW_MOD_FAILED's).
+pub const FMFC_BAD_TABLE_ID: u16 = 2;
 /// Bad output port (bad action).
 pub const BAC_BAD_OUT_PORT: u16 = 4;
 /// An action's argument is not one tunlab can carry out (bad action).

@@ -13,11 +13,12 @@ expected, so it calls every correct checksum bad; the STT checksum is
 verified instead through tshark's TCP dissector (test_stt_tcp_checksum).
 """
 
+import json
 import subprocess
 
 import pytest
 
-from conftest import ROOT, decode_json
+from conftest import ROOT, decode_json, tunlab_bin
 
 SAMPLE = ROOT / "samples" / "every-encap.pcap"
 VECTORS = ROOT / "tests" / "interop" / "vectors.pcap"
@@ -150,3 +151,45 @@ def test_stt_tcp_checksum():
                  "-T", "fields", "-e", "tcp.checksum.status")
     statuses = out.split()
     assert statuses == ["1", "1", "1"], statuses  # 1 = good
+
+
+def test_tunnels_on_other_ports_decode_as_tshark_does(tmp_path):
+    """VXLAN on the Linux kernel's default port (8472, read without asking)
+    and VXLAN and Geneve on ports named with --decode-as (tshark's -d
+    spelling): the same frames, VNIs and inner addresses as tshark's."""
+    from scapy.all import Ether, IP, UDP, VXLAN, ICMP, wrpcap
+    from scapy.contrib.geneve import GENEVE
+
+    def tenant(n):
+        return Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(src=f"10.0.{n}.1", dst=f"10.0.{n}.2") / ICMP()
+
+    outer = Ether() / IP(src="172.16.0.1", dst="172.16.0.2")
+    frames = [
+        outer / UDP(sport=40000, dport=8472) / VXLAN(vni=77) / tenant(1),
+        outer / UDP(sport=40001, dport=5000) / VXLAN(vni=78) / tenant(2),
+        outer / UDP(sport=40002, dport=6000) / GENEVE(vni=79, proto=0x6558) / tenant(3),
+        # A reply: the tunnel's port is the source port.
+        outer / UDP(sport=5000, dport=40001) / VXLAN(vni=80) / tenant(4),
+    ]
+    pcap = tmp_path / "ports.pcap"
+    wrpcap(str(pcap), frames)
+    rules = ["udp.port==5000,vxlan", "udp.port==6000,geneve"]
+    out = subprocess.run(
+        [tunlab_bin(), "decode", "--json", *[a for r in rules for a in ("--decode-as", r)], str(pcap)],
+        capture_output=True, text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    ours = json.loads(out.stdout)
+    theirs = tshark(
+        "-r", str(pcap), "-d", "udp.port==8472,vxlan", *[a for r in rules for a in ("-d", r)],
+        "-T", "fields", "-E", "separator=\t", "-E", "occurrence=a", "-E", "aggregator=|",
+        "-e", "vxlan.vni", "-e", "geneve.vni", "-e", "ip.src",
+    ).splitlines()
+    assert len(ours) == len(theirs) == len(frames)
+    for frame, row in zip(ours, theirs):
+        vxlan_vni, geneve_vni, srcs = row.split("\t")
+        mine = {l["name"]: {f["name"]: f["value"] for f in l["fields"]} for l in frame["layers"]}
+        tunnel = "VXLAN" if vxlan_vni else "GENEVE"
+        assert mine[tunnel]["vni"] == as_int(vxlan_vni or geneve_vni), (frame["number"], row)
+        ip_srcs = [f["value"] for l in frame["layers"] if l["name"] == "IP" for f in l["fields"] if f["name"] == "src"]
+        assert ip_srcs == srcs.split("|"), (frame["number"], row)

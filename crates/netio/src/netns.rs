@@ -236,7 +236,11 @@ pub fn cookie_of(path: &std::path::Path) -> std::io::Result<u64> {
             cookie()
         })
         .join()
-        .unwrap_or_else(|_| Err(std::io::Error::other("the thread reading the cookie failed")))
+        .unwrap_or_else(|_| {
+            Err(std::io::Error::other(
+                "the thread reading the cookie failed",
+            ))
+        })
     })
 }
 
@@ -284,7 +288,10 @@ mod tests {
         let here = cookie().unwrap();
         assert_ne!(here, 0);
         assert_eq!(cookie().unwrap(), here);
-        assert_eq!(cookie_of(std::path::Path::new("/proc/self/ns/net")).unwrap(), here);
+        assert_eq!(
+            cookie_of(std::path::Path::new("/proc/self/ns/net")).unwrap(),
+            here
+        );
         let ns = Netns::create("tl-cookie", 0).unwrap();
         let path = std::path::PathBuf::from(format!("/run/netns/{}", ns.name()));
         let there = cookie_of(&path).unwrap();

@@ -41,6 +41,12 @@ enum Command {
         /// Print JSON (one object per frame, in an array) instead of text.
         #[arg(long)]
         json: bool,
+        /// Read a tunnel on another port, in tshark's spelling:
+        /// `udp.port==N,vxlan`, `udp.port==N,geneve`, `tcp.port==N,stt`
+        /// (repeatable). VXLAN on UDP 4789 and 8472 (the Linux kernel's
+        /// default), Geneve on 6081 and STT on 7471 are read without it.
+        #[arg(long = "decode-as", short = 'd', value_name = "FIELD==PORT,PROTO")]
+        decode_as: Vec<String>,
     },
     /// Rebuild the reference articles' two-hypervisor experiments in network
     /// namespaces and compare datapaths side by side: no tunnel, the
@@ -260,7 +266,17 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Decode { file, json } => run_decode(&file, json),
+        Command::Decode {
+            file,
+            json,
+            decode_as,
+        } => match decode::DecodeAs::with(&decode_as) {
+            Ok(ports) => run_decode(&file, json, &ports),
+            Err(e) => {
+                eprintln!("tunlab decode: {e}");
+                ExitCode::from(2)
+            }
+        },
         Command::Switch { config } => run_switch(&config),
         Command::Bench {
             profile,
@@ -525,13 +541,13 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
     code
 }
 
-fn run_decode(file: &std::path::Path, json: bool) -> ExitCode {
+fn run_decode(file: &std::path::Path, json: bool, ports: &decode::DecodeAs) -> ExitCode {
     use std::io::Write;
     let mut frames = Vec::new();
     let mut text = String::new();
     let mut stdout = std::io::stdout().lock();
     let read = capture::for_each_frame(file, |n, data, original| {
-        let f = decode::decode_frame(n, data, original);
+        let f = decode::decode_frame_as(n, data, original, ports);
         if json {
             frames.push(f);
         } else {

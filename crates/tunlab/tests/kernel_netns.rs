@@ -561,7 +561,9 @@ fn pins_of_a_deleted_namespace_are_removed_at_start() {
         let made = std::process::Command::new("bpftool")
             .args(["map", "create"])
             .arg(dir.join("tl_flows"))
-            .args(["type", "hash", "key", "4", "value", "4", "entries", "4", "name", "tl_flows"])
+            .args([
+                "type", "hash", "key", "4", "value", "4", "entries", "4", "name", "tl_flows",
+            ])
             .status()
             .unwrap();
         assert!(made.success(), "bpftool map create");
@@ -569,9 +571,19 @@ fn pins_of_a_deleted_namespace_are_removed_at_start() {
     drop(gone);
     let (_, s1, s2) = pinned_pair(&l, &fs);
     let err = s1.stop();
-    assert!(!dead.parent().unwrap().exists(), "{} left: {err}", dead.display());
-    assert!(err.contains("the pins of a network namespace that no longer exists"), "{err}");
-    assert!(alive.join("tl_flows").exists(), "a live namespace's pins went: {err}");
+    assert!(
+        !dead.parent().unwrap().exists(),
+        "{} left: {err}",
+        dead.display()
+    );
+    assert!(
+        err.contains("the pins of a network namespace that no longer exists"),
+        "{err}"
+    );
+    assert!(
+        alive.join("tl_flows").exists(),
+        "a live namespace's pins went: {err}"
+    );
     let _ = std::fs::remove_file(alive.join("tl_flows"));
     let _ = std::fs::remove_dir(&alive);
     let _ = std::fs::remove_dir(alive.parent().unwrap());

@@ -178,7 +178,9 @@ fn mount_if_missing(base: &Path, outer: Option<(&str, &str)>) -> Result<(), Stri
     }
     std::fs::create_dir_all(view(base)).map_err(|e| e.to_string())?;
     if !is_bpffs(&view(base)) {
-        return Err("not on a bpf filesystem (mount -t bpf bpf DIR, or bpf_pin_dir = \"none\")".into());
+        return Err(
+            "not on a bpf filesystem (mount -t bpf bpf DIR, or bpf_pin_dir = \"none\")".into(),
+        );
     }
     Ok(())
 }
@@ -227,7 +229,10 @@ fn sweep_dead_namespaces(base: &Path, node_for_messages: &str) {
     for (cookie, dir) in dirs.into_iter().filter(|(c, _)| !live.contains(c)) {
         let nodes = std::fs::read_dir(&dir).into_iter().flatten().flatten();
         for node in nodes {
-            let files = std::fs::read_dir(node.path()).into_iter().flatten().flatten();
+            let files = std::fs::read_dir(node.path())
+                .into_iter()
+                .flatten()
+                .flatten();
             for f in files {
                 let _ = std::fs::remove_file(f.path());
             }
@@ -239,7 +244,10 @@ fn sweep_dead_namespaces(base: &Path, node_for_messages: &str) {
                 dir.display()
             );
         }
-        let locks = std::fs::read_dir("/run/tunlab").into_iter().flatten().flatten();
+        let locks = std::fs::read_dir("/run/tunlab")
+            .into_iter()
+            .flatten()
+            .flatten();
         for l in locks {
             // pins-DEV-COOKIE-NODE.lock
             let n = l.file_name();
@@ -259,7 +267,10 @@ fn sweep_dead_namespaces(base: &Path, node_for_messages: &str) {
 /// Where the node pins its kernel datapath (`bpf_pin_dir`/netns-COOKIE/
 /// NAME), locked against a second live switch of the same name in the same
 /// network namespace.
-pub(super) fn pin_dir(base: Option<&str>, node: &str) -> Result<Option<(PathBuf, PinLock)>, StartError> {
+pub(super) fn pin_dir(
+    base: Option<&str>,
+    node: &str,
+) -> Result<Option<(PathBuf, PinLock)>, StartError> {
     let Some(given) = base else {
         return Ok(None);
     };
@@ -276,10 +287,12 @@ pub(super) fn pin_dir(base: Option<&str>, node: &str) -> Result<Option<(PathBuf,
         eprintln!("tunlab switch {node}: {w}");
     }
     sweep_dead_namespaces(&base, node);
-    let cookie = netns::cookie().map_err(|e| perr(format!("the network namespace's cookie: {e}")))?;
+    let cookie =
+        netns::cookie().map_err(|e| perr(format!("the network namespace's cookie: {e}")))?;
     let netns_dir = base.join(format!("netns-{cookie}"));
     let dir = netns_dir.join(node);
-    std::fs::create_dir_all(&netns_dir).map_err(|e| perr(format!("{}: {e}", netns_dir.display())))?;
+    std::fs::create_dir_all(&netns_dir)
+        .map_err(|e| perr(format!("{}: {e}", netns_dir.display())))?;
     // Named by the bpf filesystem's device (each mount of bpffs is its
     // own instance), the namespace and the node.
     let fs_dev = std::fs::metadata(&base)

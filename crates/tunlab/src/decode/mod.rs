@@ -8,6 +8,9 @@
 //!
 //! This is a diagnostic tool, not the datapath: it allocates freely.
 
+mod ports;
+
+pub use ports::{DecodeAs, Tunnel};
 use serde::Serialize;
 use std::net::IpAddr;
 use tunlab_wire::ethernet::{self, EtherType};
@@ -128,6 +131,7 @@ fn hex(b: &[u8]) -> String {
 struct Walk<'a> {
     frame: &'a [u8],
     layers: Vec<Layer>,
+    ports: &'a DecodeAs,
 }
 
 type Step = Result<(), Error>;
@@ -273,9 +277,10 @@ impl<'a> Walk<'a> {
                 let u = udp::Packet::new_checked(b).map_err(|x| x.at(at))?;
                 let mut l = Layer::new("UDP", at);
                 let ok = (u.checksum() != 0).then(|| u.verify_checksum(pseudo + u.len() as u64));
+                let tunnel = self.ports.udp(u.dst_port(), u.src_port());
                 l.int("sport", u.src_port())
                     .int("dport", u.dst_port())
-                    .note(port_note(u.dst_port()))
+                    .note(tunnel.map_or("", Tunnel::name))
                     .int("len", u.len())
                     .checksum("chksum", u.checksum(), ok);
                 if u.checksum() == 0 {
@@ -284,9 +289,9 @@ impl<'a> Walk<'a> {
                 self.layers.push(l);
                 let t = at + udp::HEADER_LEN;
                 let end = at + u.len() as usize;
-                match u.dst_port() {
-                    geneve::UDP_PORT => self.geneve(t, end),
-                    vxlan::UDP_PORT => self.vxlan(t, end),
+                match tunnel {
+                    Some(Tunnel::Geneve) => self.geneve(t, end),
+                    Some(Tunnel::Vxlan) => self.vxlan(t, end),
                     _ => {
                         self.raw(t, end);
                         Ok(())
@@ -296,16 +301,17 @@ impl<'a> Walk<'a> {
             IpProtocol::Tcp => {
                 let t = tcp::Packet::new_checked(b).map_err(|x| x.at(at))?;
                 let mut l = Layer::new("TCP", at);
+                let is_stt = self.ports.tcp(t.dst_port(), t.src_port()) == Some(Tunnel::Stt);
                 l.int("sport", t.src_port())
                     .int("dport", t.dst_port())
-                    .note(port_note(t.dst_port()))
+                    .note(if is_stt { "stt" } else { "" })
                     .int("seq", t.seq());
-                if t.dst_port() == stt::TCP_PORT {
+                if is_stt {
                     let (len, off) = stt::split_seq(t.seq());
                     l.note(format!("STT frame length {len}, offset {off}"));
                 }
                 l.int("ack", t.ack());
-                if t.dst_port() == stt::TCP_PORT {
+                if is_stt {
                     l.note("STT packet ID");
                 }
                 l.int("dataofs", (t.header_len() / 4) as u8)
@@ -324,7 +330,7 @@ impl<'a> Walk<'a> {
                 }
                 self.layers.push(l);
                 let p = at + t.header_len();
-                if t.dst_port() == stt::TCP_PORT {
+                if is_stt {
                     self.stt(p, end, t.seq())
                 } else {
                     self.raw(p, end);
@@ -603,11 +609,17 @@ impl<'a> Walk<'a> {
     }
 }
 
-/// Decode one Ethernet frame.
+/// Decode one Ethernet frame, tunnels on their default ports.
 pub fn decode_frame(number: usize, data: &[u8], original: usize) -> Frame {
+    decode_frame_as(number, data, original, &DecodeAs::default())
+}
+
+/// Decode one Ethernet frame, tunnels on the ports `ports` names.
+pub fn decode_frame_as(number: usize, data: &[u8], original: usize, ports: &DecodeAs) -> Frame {
     let mut w = Walk {
         frame: data,
         layers: Vec::new(),
+        ports,
     };
     let r = w.ethernet(0);
     let mut error = r.err().map(|e| e.to_string());
@@ -633,15 +645,6 @@ fn ethertype_note(et: EtherType) -> String {
     match et {
         EtherType::Unknown(_) => String::new(),
         e => e.name().to_string(),
-    }
-}
-
-fn port_note(p: u16) -> &'static str {
-    match p {
-        geneve::UDP_PORT => "geneve",
-        vxlan::UDP_PORT => "vxlan",
-        stt::TCP_PORT => "stt",
-        _ => "",
     }
 }
 

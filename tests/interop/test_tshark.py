@@ -193,3 +193,27 @@ def test_tunnels_on_other_ports_decode_as_tshark_does(tmp_path):
         assert mine[tunnel]["vni"] == as_int(vxlan_vni or geneve_vni), (frame["number"], row)
         ip_srcs = [f["value"] for l in frame["layers"] if l["name"] == "IP" for f in l["fields"] if f["name"] == "src"]
         assert ip_srcs == srcs.split("|"), (frame["number"], row)
+
+
+def test_odd_record_lengths_read_as_tshark_reads_them(tmp_path):
+    """A file whose snap length is 0 and whose records claim more captured
+    bytes than were on the wire: tshark reads every record (it trusts the
+    captured length); tunlab decode reads the same frames, and says what
+    was odd."""
+    import struct
+    from scapy.all import Ether, IP, UDP, raw
+
+    frames = [raw(Ether() / IP(src=f"10.1.0.{i}", dst="10.1.0.9") / UDP(sport=1, dport=2) / (b"z" * 20)) for i in (1, 2, 3)]
+    orig_lens = [10, len(frames[1]), 1500]  # over, equal to, under the captured length
+    data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 0, 1)
+    for f, orig in zip(frames, orig_lens):
+        data += struct.pack("<IIII", 0, 0, len(f), orig) + f
+    pcap = tmp_path / "odd.pcap"
+    pcap.write_bytes(data)
+    out = subprocess.run([tunlab_bin(), "decode", "--json", str(pcap)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    ours = json.loads(out.stdout)
+    theirs = tshark("-r", str(pcap), "-T", "fields", "-e", "ip.src").splitlines()
+    assert [ip for fr in ours for l in fr["layers"] if l["name"] == "IP" for f in l["fields"] if f["name"] == "src" for ip in [f["value"]]] == theirs
+    assert "it says was 10 bytes on the wire" in " ".join(ours[0]["capture_notes"])
+    assert "snap length of 0" in " ".join(ours[1]["capture_notes"])

@@ -20,11 +20,14 @@ pub enum CaptureError {
     Damaged { after: usize, reason: String },
 }
 
-/// Call `f(number, data, original_len)` for every Ethernet frame, numbered
-/// from 1. Frames read before damage is found are still delivered.
+/// Call `f(number, data, original_len, odd)` for every Ethernet frame,
+/// numbered from 1; `odd` says what was unusual in the record's header,
+/// which is read liberally as tshark does (a captured length over the
+/// original length or the file's snap length is trusted). Frames read
+/// before damage is found are still delivered.
 pub fn for_each_frame(
     path: &Path,
-    mut f: impl FnMut(usize, &[u8], usize),
+    mut f: impl FnMut(usize, &[u8], usize, &[String]),
 ) -> Result<(), CaptureError> {
     let mut file = File::open(path)?;
     let mut magic = [0u8; 4];
@@ -42,14 +45,16 @@ pub fn for_each_frame(
         | [0x4d, 0x3c, 0xb2, 0xa1]
         | [0xa1, 0xb2, 0x3c, 0x4d] => {
             let mut r = PcapReader::new(file).map_err(|e| damaged(0, e))?;
-            let link = r.header().datalink;
-            if link != DataLink::ETHERNET {
-                return Err(CaptureError::LinkType(link));
+            let header = r.header();
+            if header.datalink != DataLink::ETHERNET {
+                return Err(CaptureError::LinkType(header.datalink));
             }
-            while let Some(p) = r.next_packet() {
+            let mut odd = Vec::new();
+            while let Some(p) = r.next_raw_packet() {
                 let p = p.map_err(|e| damaged(n, e))?;
                 n += 1;
-                f(n, &p.data, p.orig_len as usize);
+                let original = record_oddities(p.incl_len, p.orig_len, header.snaplen, &mut odd);
+                f(n, &p.data, original, &odd);
             }
         }
         [0x0a, 0x0d, 0x0d, 0x0a] => {
@@ -83,10 +88,98 @@ pub fn for_each_frame(
                     }
                 }
                 n += 1;
-                f(n, &data, orig);
+                f(n, &data, orig, &[]);
             }
         }
         other => return Err(CaptureError::NotCapture(other)),
     }
     Ok(())
+}
+
+/// What is odd in a pcap record's lengths, into `odd` (cleared first), and
+/// the original length to report: tshark trusts the captured length, so a
+/// record that claims to hold more than was on the wire is taken whole.
+fn record_oddities(incl: u32, orig: u32, snaplen: u32, odd: &mut Vec<String>) -> usize {
+    odd.clear();
+    if incl > orig {
+        odd.push(format!(
+            "the record holds {incl} bytes of a frame it says was {orig} bytes on the wire: all {incl} are decoded"
+        ));
+    }
+    if incl > snaplen {
+        odd.push(format!(
+            "the record holds {incl} bytes, over the file's snap length of {snaplen}"
+        ));
+    }
+    incl.max(orig) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A little-endian pcap file: its header (Ethernet, `snaplen`) and
+    /// records of (captured length field, original length field, data).
+    fn pcap(snaplen: u32, records: &[(u32, u32, Vec<u8>)]) -> Vec<u8> {
+        let mut b = 0xa1b2_c3d4u32.to_le_bytes().to_vec();
+        b.extend_from_slice(&2u16.to_le_bytes());
+        b.extend_from_slice(&4u16.to_le_bytes());
+        b.extend_from_slice(&[0; 8]);
+        b.extend_from_slice(&snaplen.to_le_bytes());
+        b.extend_from_slice(&1u32.to_le_bytes());
+        for (incl, orig, data) in records {
+            b.extend_from_slice(&[0; 8]);
+            b.extend_from_slice(&incl.to_le_bytes());
+            b.extend_from_slice(&orig.to_le_bytes());
+            b.extend_from_slice(data);
+        }
+        b
+    }
+
+    #[test]
+    fn odd_record_lengths_are_read_and_noted_not_fatal() {
+        let frame = vec![0xabu8; 60];
+        let file = pcap(
+            0,
+            &[
+                (60, 40, frame.clone()),
+                (60, 60, frame.clone()),
+                (60, 1500, frame),
+            ],
+        );
+        let path = std::env::temp_dir().join(format!("tunlab-odd-{}.pcap", std::process::id()));
+        std::fs::write(&path, file).unwrap();
+        let mut seen = Vec::new();
+        let r = for_each_frame(&path, |n, data, original, odd| {
+            seen.push((n, data.len(), original, odd.to_vec()));
+        });
+        let _ = std::fs::remove_file(&path);
+        r.unwrap();
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        assert_eq!((seen[0].1, seen[0].2), (60, 60));
+        assert!(
+            seen[0].3[0].contains("holds 60 bytes of a frame it says was 40"),
+            "{seen:?}"
+        );
+        assert!(
+            seen[1].3[0].contains("over the file's snap length of 0"),
+            "{seen:?}"
+        );
+        assert_eq!(seen[2].2, 1500);
+    }
+
+    #[test]
+    fn a_record_cut_short_by_the_end_of_the_file_is_damage() {
+        let file = pcap(65535, &[(60, 60, vec![0; 60]), (60, 60, vec![0; 10])]);
+        let path = std::env::temp_dir().join(format!("tunlab-cut-{}.pcap", std::process::id()));
+        std::fs::write(&path, file).unwrap();
+        let mut n = 0;
+        let r = for_each_frame(&path, |_, _, _, _| n += 1);
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(n, 1);
+        assert!(
+            matches!(r, Err(CaptureError::Damaged { after: 1, .. })),
+            "{r:?}"
+        );
+    }
 }

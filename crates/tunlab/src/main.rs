@@ -546,8 +546,9 @@ fn run_decode(file: &std::path::Path, json: bool, ports: &decode::DecodeAs) -> E
     let mut frames = Vec::new();
     let mut text = String::new();
     let mut stdout = std::io::stdout().lock();
-    let read = capture::for_each_frame(file, |n, data, original| {
-        let f = decode::decode_frame_as(n, data, original, ports);
+    let read = capture::for_each_frame(file, |n, data, original, odd| {
+        let mut f = decode::decode_frame_as(n, data, original, ports);
+        f.capture_notes = odd.to_vec();
         if json {
             frames.push(f);
         } else {

@@ -58,6 +58,9 @@ pub struct Frame {
     pub captured: usize,
     pub original: usize,
     pub layers: Vec<Layer>,
+    /// What was odd in the capture's record of this frame (lengths).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub capture_notes: Vec<String>,
     /// Why decoding stopped early, naming layer, field and offset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -637,6 +640,7 @@ pub fn decode_frame_as(number: usize, data: &[u8], original: usize, ports: &Deco
         captured: data.len(),
         original,
         layers: w.layers,
+        capture_notes: Vec::new(),
         error,
     }
 }
@@ -710,6 +714,9 @@ pub fn render_text(f: &Frame, out: &mut String) {
         let _ = write!(out, " captured of {} on the wire", f.original);
     }
     out.push('\n');
+    for n in &f.capture_notes {
+        let _ = writeln!(out, "  (capture: {n})");
+    }
     for l in &f.layers {
         render_layer(l, "", out);
     }

@@ -217,3 +217,54 @@ def test_odd_record_lengths_read_as_tshark_reads_them(tmp_path):
     assert [ip for fr in ours for l in fr["layers"] if l["name"] == "IP" for f in l["fields"] if f["name"] == "src" for ip in [f["value"]]] == theirs
     assert "it says was 10 bytes on the wire" in " ".join(ours[0]["capture_notes"])
     assert "snap length of 0" in " ".join(ours[1]["capture_notes"])
+
+
+def test_link_types_besides_ethernet_read_as_tshark_reads_them(tmp_path):
+    """Linux cooked v1 and v2, raw IP, BSD null/loopback and Ethernet with
+    its FCS kept: tunlab decode reads the same frames as tshark, the same
+    addresses inner and outer, the same VXLAN VNI."""
+    import struct
+    import zlib
+    from scapy.all import Ether, IP, UDP, VXLAN, ICMP, raw, wrpcap
+    from scapy.layers.l2 import CookedLinux, CookedLinuxV2, Loopback
+
+    def tunnelled(n):
+        inner = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(src=f"10.3.{n}.1", dst="10.3.0.9") / ICMP()
+        return IP(src=f"172.20.0.{n}", dst="172.20.0.9") / UDP(sport=40000 + n, dport=4789) / VXLAN(vni=100 + n) / inner
+
+    files = {
+        "sll": [CookedLinux(pkttype=0, lladdrtype=1, lladdrlen=6, src=b"\x02\x00\x00\x00\x00\x07\x00\x00", proto=0x0800) / tunnelled(1)],
+        "sll2": [CookedLinuxV2(proto=0x0800, ifindex=3, lladdrtype=1, pkttype=4, lladdrlen=6, src=b"\x02\x00\x00\x00\x00\x08\x00\x00") / tunnelled(2)],
+        "raw": [tunnelled(3)],
+        "null": [Loopback(type=2) / tunnelled(4)],
+    }
+    paths = {}
+    for name, pkts in files.items():
+        paths[name] = tmp_path / f"{name}.pcap"
+        wrpcap(str(paths[name]), pkts, linktype={"raw": 101}.get(name))
+    # Ethernet with a 4-byte FCS, said by pcap's FCS bits (libpcap's
+    # LT_FCS_DATALINK_EXT: 2 words, present).
+    frame = raw(Ether() / tunnelled(5))
+    fcs = struct.pack("<I", zlib.crc32(frame) & 0xFFFFFFFF)
+    paths["fcs"] = tmp_path / "fcs.pcap"
+    paths["fcs"].write_bytes(
+        struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 0x24000001)
+        + struct.pack("<IIII", 0, 0, len(frame) + 4, len(frame) + 4) + frame + fcs
+    )
+    for name, path in paths.items():
+        out = subprocess.run([tunlab_bin(), "decode", "--json", str(path)], capture_output=True, text=True)
+        assert out.returncode == 0, (name, out.stdout[-2000:], out.stderr)
+        ours = json.loads(out.stdout)
+        theirs = tshark("-r", str(path), "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|",
+                        "-e", "ip.src", "-e", "vxlan.vni").splitlines()
+        assert len(ours) == len(theirs), name
+        for frame, row in zip(ours, theirs):
+            srcs, vni = row.split("\t")
+            mine = [f["value"] for l in frame["layers"] if l["name"] == "IP" for f in l["fields"] if f["name"] == "src"]
+            assert mine == srcs.split("|"), (name, row)
+            vnis = [f["value"] for l in frame["layers"] if l["name"] == "VXLAN" for f in l["fields"] if f["name"] == "vni"]
+            assert vnis == [int(vni)], (name, row)
+        if name == "fcs":
+            last = ours[0]["layers"][-1]
+            fcs_field = next(f for f in last["fields"] if f["name"] == "fcs")
+            assert last["name"] == "FCS" and fcs_field.get("note") == "correct" and not last.get("warnings"), last

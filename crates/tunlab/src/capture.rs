@@ -14,21 +14,70 @@ pub enum CaptureError {
     Open(#[from] std::io::Error),
     #[error("not a pcap or pcapng file (magic number {0:02x?})")]
     NotCapture([u8; 4]),
-    #[error("link type {0:?} is not Ethernet; tunlab decodes Ethernet captures only")]
+    #[error("link type {0:?} is not one tunlab decodes (Ethernet, Linux cooked v1 and v2, raw IP, null/loopback)")]
     LinkType(DataLink),
     #[error("damaged after frame {after}: {reason}")]
     Damaged { after: usize, reason: String },
 }
 
-/// Call `f(number, data, original_len, odd)` for every Ethernet frame,
-/// numbered from 1; `odd` says what was unusual in the record's header,
-/// which is read liberally as tshark does (a captured length over the
-/// original length or the file's snap length is trusted). Frames read
-/// before damage is found are still delivered.
-pub fn for_each_frame(
-    path: &Path,
-    mut f: impl FnMut(usize, &[u8], usize, &[String]),
-) -> Result<(), CaptureError> {
+/// What a capture's frames begin with (its link type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    /// Ethernet; `fcs`: bytes of frame check sequence kept at the end of
+    /// each frame, when the file says (pcap's FCS-length bits).
+    Ethernet { fcs: usize },
+    /// Linux cooked capture, v1 (`tcpdump -i any` before libpcap 1.10).
+    LinuxSll,
+    /// Linux cooked capture, v2.
+    LinuxSll2,
+    /// An IPv4 or IPv6 packet, no link header.
+    RawIp,
+    /// BSD loopback: a 4-byte address family, in the writer's byte order
+    /// (`NULL`) or in network order (`LOOP`).
+    Loopback,
+}
+
+impl Link {
+    /// The link of a pcap header's link-type field (its low 16 bits; the
+    /// top ones may say how long an FCS each frame keeps), or of a pcapng
+    /// interface's link type.
+    pub fn of(raw: u32) -> Option<Link> {
+        // libpcap's LT_FCS_LENGTH_PRESENT and LT_FCS_LENGTH: a count of
+        // 16-bit words.
+        let fcs = if raw & 0x0400_0000 != 0 {
+            ((raw >> 28) & 0xf) as usize * 2
+        } else {
+            0
+        };
+        Some(match DataLink::from(raw & 0xffff) {
+            DataLink::ETHERNET => Link::Ethernet { fcs },
+            DataLink::LINUX_SLL => Link::LinuxSll,
+            DataLink::LINUX_SLL2 => Link::LinuxSll2,
+            DataLink::RAW | DataLink::IPV4 | DataLink::IPV6 => Link::RawIp,
+            DataLink::NULL | DataLink::LOOP => Link::Loopback,
+            _ => return None,
+        })
+    }
+}
+
+/// One captured frame, as the file holds it.
+#[derive(Debug)]
+pub struct Record<'a> {
+    /// From 1.
+    pub number: usize,
+    pub data: &'a [u8],
+    /// Its length on the wire.
+    pub original: usize,
+    pub link: Link,
+    /// What was unusual in the record's header.
+    pub odd: &'a [String],
+}
+
+/// Call `f` for every frame, numbered from 1. Record headers are read
+/// liberally, as tshark reads them (a captured length over the original
+/// length or the file's snap length is trusted; the record says what was
+/// odd). Frames read before damage is found are still delivered.
+pub fn for_each_frame(path: &Path, mut f: impl FnMut(&Record<'_>)) -> Result<(), CaptureError> {
     let mut file = File::open(path)?;
     let mut magic = [0u8; 4];
     file.read_exact(&mut magic)?;
@@ -46,15 +95,20 @@ pub fn for_each_frame(
         | [0xa1, 0xb2, 0x3c, 0x4d] => {
             let mut r = PcapReader::new(file).map_err(|e| damaged(0, e))?;
             let header = r.header();
-            if header.datalink != DataLink::ETHERNET {
-                return Err(CaptureError::LinkType(header.datalink));
-            }
+            let link = Link::of(u32::from(header.datalink))
+                .ok_or(CaptureError::LinkType(header.datalink))?;
             let mut odd = Vec::new();
             while let Some(p) = r.next_raw_packet() {
                 let p = p.map_err(|e| damaged(n, e))?;
                 n += 1;
                 let original = record_oddities(p.incl_len, p.orig_len, header.snaplen, &mut odd);
-                f(n, &p.data, original, &odd);
+                f(&Record {
+                    number: n,
+                    data: &p.data,
+                    original,
+                    link,
+                    odd: &odd,
+                });
             }
         }
         [0x0a, 0x0d, 0x0d, 0x0a] => {
@@ -75,9 +129,8 @@ pub fn for_each_frame(
                     Block::SimplePacket(p) => (0, p.data.into_owned(), p.original_len as usize),
                     _ => continue,
                 };
-                match links.get(iface) {
-                    Some(&DataLink::ETHERNET) => {}
-                    Some(&other) => return Err(CaptureError::LinkType(other)),
+                let link = match links.get(iface) {
+                    Some(&l) => Link::of(u32::from(l)).ok_or(CaptureError::LinkType(l))?,
                     None => {
                         return Err(CaptureError::Damaged {
                             after: n,
@@ -86,9 +139,15 @@ pub fn for_each_frame(
                             ),
                         })
                     }
-                }
+                };
                 n += 1;
-                f(n, &data, orig, &[]);
+                f(&Record {
+                    number: n,
+                    data: &data,
+                    original: orig,
+                    link,
+                    odd: &[],
+                });
             }
         }
         other => return Err(CaptureError::NotCapture(other)),
@@ -150,8 +209,8 @@ mod tests {
         let path = std::env::temp_dir().join(format!("tunlab-odd-{}.pcap", std::process::id()));
         std::fs::write(&path, file).unwrap();
         let mut seen = Vec::new();
-        let r = for_each_frame(&path, |n, data, original, odd| {
-            seen.push((n, data.len(), original, odd.to_vec()));
+        let r = for_each_frame(&path, |r| {
+            seen.push((r.number, r.data.len(), r.original, r.odd.to_vec()));
         });
         let _ = std::fs::remove_file(&path);
         r.unwrap();
@@ -174,7 +233,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("tunlab-cut-{}.pcap", std::process::id()));
         std::fs::write(&path, file).unwrap();
         let mut n = 0;
-        let r = for_each_frame(&path, |_, _, _, _| n += 1);
+        let r = for_each_frame(&path, |_| n += 1);
         let _ = std::fs::remove_file(&path);
         assert_eq!(n, 1);
         assert!(

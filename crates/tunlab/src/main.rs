@@ -36,7 +36,9 @@ enum Command {
     /// Exits 1 if any frame is malformed or the file is damaged, after
     /// printing everything it could decode.
     Decode {
-        /// The capture to read (pcap or pcapng, Ethernet link type).
+        /// The capture to read (pcap or pcapng): Ethernet (its FCS too,
+        /// where the file says it is kept), Linux cooked v1 and v2 (`tcpdump
+        /// -i any`), raw IP, or BSD null/loopback.
         file: PathBuf,
         /// Print JSON (one object per frame, in an array) instead of text.
         #[arg(long)]
@@ -546,9 +548,8 @@ fn run_decode(file: &std::path::Path, json: bool, ports: &decode::DecodeAs) -> E
     let mut frames = Vec::new();
     let mut text = String::new();
     let mut stdout = std::io::stdout().lock();
-    let read = capture::for_each_frame(file, |n, data, original, odd| {
-        let mut f = decode::decode_frame_as(n, data, original, ports);
-        f.capture_notes = odd.to_vec();
+    let read = capture::for_each_frame(file, |r| {
+        let f = decode::decode_record(r, ports);
         if json {
             frames.push(f);
         } else {

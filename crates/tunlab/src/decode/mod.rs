@@ -8,8 +8,10 @@
 //!
 //! This is a diagnostic tool, not the datapath: it allocates freely.
 
+mod link;
 mod ports;
 
+pub use link::decode_record;
 pub use ports::{DecodeAs, Tunnel};
 use serde::Serialize;
 use std::net::IpAddr;
@@ -625,21 +627,34 @@ pub fn decode_frame_as(number: usize, data: &[u8], original: usize, ports: &Deco
         ports,
     };
     let r = w.ethernet(0);
-    let mut error = r.err().map(|e| e.to_string());
-    if error.is_some() && data.len() < original {
-        if let Some(e) = &mut error {
-            e.push_str(&format!(
-                " (the capture kept only {} of {} bytes)",
-                data.len(),
-                original
-            ));
-        }
+    finish(
+        number,
+        data.len(),
+        original,
+        w.layers,
+        r.err().map(|e| e.to_string()),
+    )
+}
+
+/// A decoded frame, its error (if any) saying when the capture kept less
+/// than was on the wire.
+fn finish(
+    number: usize,
+    captured: usize,
+    original: usize,
+    layers: Vec<Layer>,
+    mut error: Option<String>,
+) -> Frame {
+    if let (Some(e), true) = (&mut error, captured < original) {
+        e.push_str(&format!(
+            " (the capture kept only {captured} of {original} bytes)"
+        ));
     }
     Frame {
         number,
-        captured: data.len(),
+        captured,
         original,
-        layers: w.layers,
+        layers,
         capture_notes: Vec::new(),
         error,
     }

@@ -268,3 +268,40 @@ def test_link_types_besides_ethernet_read_as_tshark_reads_them(tmp_path):
             last = ours[0]["layers"][-1]
             fcs_field = next(f for f in last["fields"] if f["name"] == "fcs")
             assert last["name"] == "FCS" and fcs_field.get("note") == "correct" and not last.get("warnings"), last
+
+
+def test_super_frames_and_odd_arp_read_as_tshark_reads_them(tmp_path):
+    """An IPv4 super-frame (total length 0, as BIG TCP writes it), an IPv6
+    jumbogram (RFC 2675) and an ARP with an 8-byte hardware address in an
+    802.1ad frame: the same TCP lengths and ARP addresses as tshark's."""
+    from scapy.all import ARP, Dot1AD, Dot1Q, Ether, IP, IPv6, IPv6ExtHdrHopByHop, Jumbo, TCP, raw, wrpcap
+
+    payload = b"p" * 70000
+    v4 = Ether(raw(Ether() / IP(src="10.4.0.1", dst="10.4.0.2", len=0) / TCP(sport=5001, dport=80) / payload[:3000]))
+    v6 = (Ether() / IPv6(src="fd00::1", dst="fd00::2", plen=0)
+          / IPv6ExtHdrHopByHop(options=[Jumbo(jumboplen=8 + 20 + len(payload))]) / TCP(sport=5002, dport=80) / payload)
+    odd_arp = (Ether(dst="ff:ff:ff:ff:ff:ff") / Dot1AD(vlan=10) / Dot1Q(vlan=20)
+               / ARP(hwtype=1, hwlen=8, hwsrc=b"\x02\x00\x00\x00\x00\x00\x00\x01", psrc="10.5.0.1",
+                     hwdst=b"\x00" * 8, pdst="10.5.0.2"))
+    pcap = tmp_path / "super.pcap"
+    wrpcap(str(pcap), [v4, v6, odd_arp])
+    out = subprocess.run([tunlab_bin(), "decode", "--json", str(pcap)], capture_output=True, text=True)
+    assert out.returncode == 0, (out.stdout[-3000:], out.stderr)
+    ours = json.loads(out.stdout)
+    theirs = tshark("-r", str(pcap), "-T", "fields", "-e", "tcp.len", "-e", "arp.src.proto_ipv4",
+                    "-e", "arp.dst.proto_ipv4").splitlines()
+    assert len(ours) == len(theirs) == 3
+
+    def field(frame, layer, name):
+        return next(f["value"] for l in frame["layers"] if l["name"] == layer for f in l["fields"] if f["name"] == name)
+
+    for frame, row in zip(ours[:2], theirs[:2]):
+        tcp_len = int(row.split("\t")[0])
+        tcp = next(l for l in frame["layers"] if l["name"] == "TCP")
+        raw_load = next(l for l in frame["layers"] if l["name"] == "Raw")
+        assert raw_load["offset"] - tcp["offset"] == 20
+        assert len(field(frame, "Raw", "load")) // 2 == tcp_len, row
+    assert field(ours[1], "IPv6 Hop-by-Hop", "jumbo") == 70028
+    _, psrc, pdst = theirs[2].split("\t")
+    assert (field(ours[2], "ARP", "psrc"), field(ours[2], "ARP", "pdst")) == (psrc, pdst)
+    assert field(ours[2], "ARP", "hwlen") == 8

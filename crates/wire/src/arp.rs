@@ -37,7 +37,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
                 Layer::Arp,
                 "hardware type",
                 0,
-                "not Ethernet (1)",
+                "not 1 (Ethernet)",
             ));
         }
         if be16(b, 2) != 0x0800 {

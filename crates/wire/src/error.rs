@@ -106,9 +106,10 @@ impl Error {
     }
 
     /// `field` of `layer`, starting at `offset`, needs `needed` bytes but the
-    /// buffer holds `available` from there.
+    /// buffer holds `available` from there. Public for decoders that read a
+    /// layer more liberally than its parser here (`tunlab decode`).
     #[cold]
-    pub(crate) const fn truncated(
+    pub const fn truncated(
         layer: Layer,
         field: &'static str,
         offset: usize,

@@ -8,18 +8,16 @@
 //!
 //! This is a diagnostic tool, not the datapath: it allocates freely.
 
+mod ip;
+mod ipv6_ext;
 mod link;
 mod ports;
 
 pub use link::decode_record;
 pub use ports::{DecodeAs, Tunnel};
 use serde::Serialize;
-use std::net::IpAddr;
 use tunlab_wire::ethernet::{self, EtherType};
-use tunlab_wire::ipv4::IpProtocol;
-use tunlab_wire::{
-    arp, checksum, geneve, gre, icmp, ipv4, ipv6, stt, tcp, udp, vlan, vxlan, Error,
-};
+use tunlab_wire::{arp, geneve, gre, icmp, stt, vlan, vxlan, Error};
 
 /// A field's value: numbers stay numbers in JSON.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -179,204 +177,6 @@ impl<'a> Walk<'a> {
             EtherType::TransEtherBridging => self.ethernet(at),
             _ => {
                 self.raw(at, self.frame.len());
-                Ok(())
-            }
-        }
-    }
-
-    fn ipv4(&mut self, at: usize) -> Step {
-        let p = ipv4::Packet::new_checked(&self.frame[at..]).map_err(|x| x.at(at))?;
-        let mut l = Layer::new("IP", at);
-        let flags =
-            ((p.reserved_flag() as u8) << 2) | ((p.dont_frag() as u8) << 1) | p.more_frags() as u8;
-        l.int("version", 4u8)
-            .int("ihl", (p.header_len() / 4) as u8)
-            .int("tos", p.tos())
-            .note(format!("DSCP {}, ECN {}", p.dscp(), p.ecn()))
-            .int("len", p.total_len())
-            .int("id", p.ident())
-            .int("flags", flags)
-            .note(ip_flags_note(flags))
-            .int("frag", p.frag_offset() / 8)
-            .note(format!("{} bytes", p.frag_offset()))
-            .int("ttl", p.ttl())
-            .int("proto", u8::from(p.protocol()))
-            .note(p.protocol().name())
-            .checksum("chksum", p.checksum(), Some(p.verify_checksum()))
-            .text("src", p.src())
-            .text("dst", p.dst());
-        if !p.options().is_empty() {
-            l.text("options", hex(p.options()));
-        }
-        self.layers.push(l);
-        let end = at + p.total_len() as usize;
-        let l4 = at + p.header_len();
-        let fragmented = p.more_frags() || p.frag_offset() != 0;
-        let pseudo = checksum::pseudo_v4(
-            p.src().octets(),
-            p.dst().octets(),
-            u8::from(p.protocol()),
-            0,
-        );
-        let r = if fragmented && p.frag_offset() != 0 {
-            self.raw(l4, end);
-            Ok(())
-        } else {
-            self.l4(
-                p.protocol(),
-                l4,
-                end,
-                pseudo,
-                IpAddr::V4(p.src()),
-                IpAddr::V4(p.dst()),
-            )
-        };
-        self.padding(end);
-        r
-    }
-
-    fn ipv6(&mut self, at: usize) -> Step {
-        let p = ipv6::Packet::new_checked(&self.frame[at..]).map_err(|x| x.at(at))?;
-        let mut l = Layer::new("IPv6", at);
-        l.int("version", 6u8)
-            .int("tc", p.traffic_class())
-            .int("fl", p.flow_label())
-            .int("plen", p.payload_len())
-            .int("nh", u8::from(p.next_header()))
-            .note(p.next_header().name())
-            .int("hlim", p.hop_limit())
-            .text("src", p.src())
-            .text("dst", p.dst());
-        self.layers.push(l);
-        let end = at + ipv6::HEADER_LEN + p.payload_len() as usize;
-        let pseudo = checksum::pseudo_v6(
-            p.src().octets(),
-            p.dst().octets(),
-            u8::from(p.next_header()),
-            0,
-        );
-        let r = self.l4(
-            p.next_header(),
-            at + ipv6::HEADER_LEN,
-            end,
-            pseudo,
-            IpAddr::V6(p.src()),
-            IpAddr::V6(p.dst()),
-        );
-        self.padding(end);
-        r
-    }
-
-    fn l4(
-        &mut self,
-        proto: IpProtocol,
-        at: usize,
-        end: usize,
-        pseudo: u64,
-        _src: IpAddr,
-        _dst: IpAddr,
-    ) -> Step {
-        let b = &self.frame[at..end];
-        match proto {
-            IpProtocol::Udp => {
-                let u = udp::Packet::new_checked(b).map_err(|x| x.at(at))?;
-                let mut l = Layer::new("UDP", at);
-                let ok = (u.checksum() != 0).then(|| u.verify_checksum(pseudo + u.len() as u64));
-                let tunnel = self.ports.udp(u.dst_port(), u.src_port());
-                l.int("sport", u.src_port())
-                    .int("dport", u.dst_port())
-                    .note(tunnel.map_or("", Tunnel::name))
-                    .int("len", u.len())
-                    .checksum("chksum", u.checksum(), ok);
-                if u.checksum() == 0 {
-                    l.note("none");
-                }
-                self.layers.push(l);
-                let t = at + udp::HEADER_LEN;
-                let end = at + u.len() as usize;
-                match tunnel {
-                    Some(Tunnel::Geneve) => self.geneve(t, end),
-                    Some(Tunnel::Vxlan) => self.vxlan(t, end),
-                    _ => {
-                        self.raw(t, end);
-                        Ok(())
-                    }
-                }
-            }
-            IpProtocol::Tcp => {
-                let t = tcp::Packet::new_checked(b).map_err(|x| x.at(at))?;
-                let mut l = Layer::new("TCP", at);
-                let is_stt = self.ports.tcp(t.dst_port(), t.src_port()) == Some(Tunnel::Stt);
-                l.int("sport", t.src_port())
-                    .int("dport", t.dst_port())
-                    .note(if is_stt { "stt" } else { "" })
-                    .int("seq", t.seq());
-                if is_stt {
-                    let (len, off) = stt::split_seq(t.seq());
-                    l.note(format!("STT frame length {len}, offset {off}"));
-                }
-                l.int("ack", t.ack());
-                if is_stt {
-                    l.note("STT packet ID");
-                }
-                l.int("dataofs", (t.header_len() / 4) as u8)
-                    .int("reserved", t.reserved())
-                    .int("flags", t.flags())
-                    .note(tcp_flags_note(t.flags()))
-                    .int("window", t.window())
-                    .checksum(
-                        "chksum",
-                        t.checksum(),
-                        Some(t.verify_checksum(pseudo + b.len() as u64)),
-                    )
-                    .int("urgptr", t.urgent());
-                if !t.options().is_empty() {
-                    l.text("options", hex(t.options()));
-                }
-                self.layers.push(l);
-                let p = at + t.header_len();
-                if is_stt {
-                    self.stt(p, end, t.seq())
-                } else {
-                    self.raw(p, end);
-                    Ok(())
-                }
-            }
-            IpProtocol::Gre => self.gre(at, end),
-            IpProtocol::Icmp | IpProtocol::Icmpv6 => {
-                let v6 = proto == IpProtocol::Icmpv6;
-                let i = icmp::Packet::new_checked(b).map_err(|x| x.at(at))?;
-                let mut l = Layer::new(if v6 { "ICMPv6" } else { "ICMP" }, at);
-                let ok = if v6 {
-                    i.verify_checksum_v6(pseudo + b.len() as u64)
-                } else {
-                    i.verify_checksum_v4()
-                };
-                l.int("type", i.msg_type())
-                    .note(icmp_note(v6, i.msg_type(), i.code()))
-                    .int("code", i.code())
-                    .checksum("chksum", i.checksum(), Some(ok));
-                match (v6, i.msg_type()) {
-                    (false, icmp::V4_DEST_UNREACHABLE) if i.code() == icmp::V4_CODE_FRAG_NEEDED => {
-                        l.int("nexthopmtu", i.v4_next_hop_mtu());
-                    }
-                    (true, icmp::V6_PACKET_TOO_BIG) => {
-                        l.int("mtu", i.v6_mtu());
-                    }
-                    (false, icmp::V4_ECHO_REQUEST | icmp::V4_ECHO_REPLY)
-                    | (true, icmp::V6_ECHO_REQUEST | icmp::V6_ECHO_REPLY) => {
-                        l.int("id", i.echo_ident()).int("seq", i.echo_seq());
-                    }
-                    _ => {
-                        l.int("unused", i.rest_of_header());
-                    }
-                }
-                self.layers.push(l);
-                self.raw(at + icmp::HEADER_LEN, end);
-                Ok(())
-            }
-            IpProtocol::Unknown(_) => {
-                self.raw(at, end);
                 Ok(())
             }
         }
@@ -573,21 +373,51 @@ impl<'a> Walk<'a> {
         }
     }
 
+    /// ARP of any hardware and protocol (as tshark shows it): the
+    /// addresses are as long as the header says; Ethernet's and IPv4's
+    /// are shown as such, others in hex.
     fn arp(&mut self, at: usize) -> Step {
-        let a = arp::Packet::new_checked(&self.frame[at..]).map_err(|x| x.at(at))?;
+        let b = &self.frame[at..];
+        let short = |field, needed| {
+            tunlab_wire::Error::truncated(tunlab_wire::error::Layer::Arp, field, 0, needed, b.len())
+                .at(at)
+        };
+        if b.len() < 8 {
+            return Err(short("header", 8));
+        }
+        let (hlen, plen) = (usize::from(b[4]), usize::from(b[5]));
+        let len = 8 + 2 * (hlen + plen);
+        if b.len() < len {
+            return Err(short("addresses", len));
+        }
+        let hw = |a: &[u8]| match <[u8; 6]>::try_from(a) {
+            Ok(m) => ethernet::MacAddr(m).to_string(),
+            Err(_) => hex(a),
+        };
+        let proto = |a: &[u8]| match <[u8; 4]>::try_from(a) {
+            Ok(ip) => std::net::Ipv4Addr::from(ip).to_string(),
+            Err(_) => hex(a),
+        };
+        let (sha, spa) = (8, 8 + hlen);
+        let (tha, tpa) = (spa + plen, spa + plen + hlen);
+        let op = u16::from_be_bytes([b[6], b[7]]);
         let mut l = Layer::new("ARP", at);
-        l.int("op", a.operation())
-            .note(match a.operation() {
+        l.int("hwtype", u16::from_be_bytes([b[0], b[1]]))
+            .int("ptype", u16::from_be_bytes([b[2], b[3]]))
+            .int("hwlen", b[4])
+            .int("plen", b[5])
+            .int("op", op)
+            .note(match op {
                 arp::OP_REQUEST => "who-has",
                 arp::OP_REPLY => "is-at",
                 _ => "",
             })
-            .text("hwsrc", a.sender_mac())
-            .text("psrc", a.sender_ip())
-            .text("hwdst", a.target_mac())
-            .text("pdst", a.target_ip());
+            .text("hwsrc", hw(&b[sha..spa]))
+            .text("psrc", proto(&b[spa..tha]))
+            .text("hwdst", hw(&b[tha..tpa]))
+            .text("pdst", proto(&b[tpa..len]));
         self.layers.push(l);
-        self.padding(at + arp::PACKET_LEN);
+        self.padding(at + len);
         Ok(())
     }
 

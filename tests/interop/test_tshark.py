@@ -246,11 +246,14 @@ def test_link_types_besides_ethernet_read_as_tshark_reads_them(tmp_path):
     # LT_FCS_DATALINK_EXT: 2 words, present).
     frame = raw(Ether() / tunnelled(5))
     fcs = struct.pack("<I", zlib.crc32(frame) & 0xFFFFFFFF)
-    paths["fcs"] = tmp_path / "fcs.pcap"
-    paths["fcs"].write_bytes(
-        struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 0x24000001)
-        + struct.pack("<IIII", 0, 0, len(frame) + 4, len(frame) + 4) + frame + fcs
-    )
+    # And 0x30000001: FCS-length bits set without libpcap's "present" bit;
+    # the FCS is found by its CRC, as tshark finds it.
+    for name, linktype in (("fcs", 0x24000001), ("fcs-unsaid", 0x30000001)):
+        paths[name] = tmp_path / f"{name}.pcap"
+        paths[name].write_bytes(
+            struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, linktype)
+            + struct.pack("<IIII", 0, 0, len(frame) + 4, len(frame) + 4) + frame + fcs
+        )
     for name, path in paths.items():
         out = subprocess.run([tunlab_bin(), "decode", "--json", str(path)], capture_output=True, text=True)
         assert out.returncode == 0, (name, out.stdout[-2000:], out.stderr)
@@ -264,7 +267,7 @@ def test_link_types_besides_ethernet_read_as_tshark_reads_them(tmp_path):
             assert mine == srcs.split("|"), (name, row)
             vnis = [f["value"] for l in frame["layers"] if l["name"] == "VXLAN" for f in l["fields"] if f["name"] == "vni"]
             assert vnis == [int(vni)], (name, row)
-        if name == "fcs":
+        if name.startswith("fcs"):
             last = ours[0]["layers"][-1]
             fcs_field = next(f for f in last["fields"] if f["name"] == "fcs")
             assert last["name"] == "FCS" and fcs_field.get("note") == "correct" and not last.get("warnings"), last

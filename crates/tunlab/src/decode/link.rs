@@ -16,6 +16,11 @@ pub fn decode_record(r: &Record<'_>, ports: &DecodeAs) -> Frame {
     let mut fcs = None;
     let step = match r.link {
         Link::Ethernet { fcs: n } => {
+            // A file that does not say its frames keep their FCS (pcap's
+            // FCS bits unset, as NIC drivers' captures often are) may
+            // still hold one: four last bytes that are the CRC-32 of the
+            // rest are one (a chance of 2^-32 otherwise).
+            let n = if n == 0 && ends_in_fcs(r.data) { 4 } else { n };
             if n > 0 && r.data.len() >= 14 + n {
                 let (frame, kept) = r.data.split_at(r.data.len() - n);
                 w.frame = frame;
@@ -33,6 +38,14 @@ pub fn decode_record(r: &Record<'_>, ports: &DecodeAs) -> Frame {
     let mut f = finish(r.number, r.data.len(), r.original, layers, step.err());
     f.capture_notes = r.odd.to_vec();
     f
+}
+
+/// Whether the last four bytes of `data` are the CRC-32 of the rest.
+fn ends_in_fcs(data: &[u8]) -> bool {
+    data.len() >= 18 && {
+        let (frame, kept) = data.split_at(data.len() - 4);
+        <[u8; 4]>::try_from(kept).is_ok_and(|b| u32::from_le_bytes(b) == crc32fast::hash(frame))
+    }
 }
 
 /// The frame check sequence kept after `frame`, checked where it is
@@ -227,6 +240,9 @@ mod tests {
         let mut with = frame.clone();
         with.extend(crc32fast::hash(&frame).to_le_bytes());
         let f = decode(Link::Ethernet { fcs: 4 }, &with);
+        assert_eq!(names(&f), ["Ethernet", "IP", "FCS"]);
+        // Found by its CRC where the file does not say.
+        let f = decode(Link::Ethernet { fcs: 0 }, &with);
         assert_eq!(names(&f), ["Ethernet", "IP", "FCS"]);
         let fcs = f.layers.last().unwrap();
         assert!(fcs.warnings.is_empty(), "{:?}", fcs.warnings);

@@ -109,8 +109,11 @@ impl Walk<'_> {
             let (next, l4, jumbo) =
                 self.hop_by_hop(u8::from(p.next_header()), at + ipv6::HEADER_LEN)?;
             let captured = self.frame.len();
+            // A jumbo length shorter than the hop-by-hop header itself
+            // leaves nothing after it (never a slice that ends before it
+            // starts).
             let end = jumbo.map_or(captured, |j| {
-                (at + ipv6::HEADER_LEN + j as usize).min(captured)
+                (at + ipv6::HEADER_LEN + j as usize).clamp(l4, captured)
             });
             let what = match jumbo {
                 Some(j) => format!("a jumbogram of {j} bytes (RFC 2675)"),

@@ -253,6 +253,18 @@ mod tests {
     }
 
     #[test]
+    fn a_jumbo_length_shorter_than_its_own_header_is_no_panic() {
+        // IPv6, payload length 0, next header hop-by-hop; the jumbo option
+        // says 2 bytes, less than the 8-byte option header itself.
+        let mut p = vec![0x60, 0, 0, 0, 0, 0, 0, 64];
+        p.extend([0u8; 32]);
+        p.extend([6, 0, 0xc2, 4, 0, 0, 0, 2]);
+        p.extend([0u8; 20]);
+        let f = decode(Link::RawIp, &p);
+        assert_eq!(names(&f)[..2], ["IPv6", "IPv6 Hop-by-Hop"]);
+    }
+
+    #[test]
     fn short_or_strange_link_headers_are_errors_that_say_so() {
         let e = |link, data: &[u8]| decode(link, data).error.unwrap_or_default();
         assert!(

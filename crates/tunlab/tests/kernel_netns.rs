@@ -568,6 +568,24 @@ fn pins_of_a_deleted_namespace_are_removed_at_start() {
             .unwrap();
         assert!(made.success(), "bpftool map create");
     }
+    // Its killed switch's lock file, named by the namespace's cookie.
+    let netns_dir = dead
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_string_lossy();
+    let cookie = netns_dir.trim_start_matches("netns-");
+    let dead_lock = std::path::PathBuf::from(format!("/run/tunlab/pins-0-{cookie}-old.lock"));
+    std::fs::create_dir_all("/run/tunlab").unwrap();
+    std::fs::write(&dead_lock, "").unwrap();
+    // A lock whose pins were on a bpffs that is gone: no folder at all.
+    let gone_too = Netns::create("tl-pins", 1).unwrap();
+    let file = std::path::PathBuf::from(format!("/run/netns/{}", gone_too.name()));
+    let other = tunlab_netio::netns::cookie_of(&file).unwrap();
+    let lone_lock = std::path::PathBuf::from(format!("/run/tunlab/pins-0-{other}-old.lock"));
+    std::fs::write(&lone_lock, "").unwrap();
+    drop(gone_too);
     drop(gone);
     let (_, s1, s2) = pinned_pair(&l, &fs);
     let err = s1.stop();
@@ -576,6 +594,8 @@ fn pins_of_a_deleted_namespace_are_removed_at_start() {
         "{} left: {err}",
         dead.display()
     );
+    assert!(!dead_lock.exists(), "{} left: {err}", dead_lock.display());
+    assert!(!lone_lock.exists(), "{} left: {err}", lone_lock.display());
     assert!(
         err.contains("the pins of a network namespace that no longer exists"),
         "{err}"

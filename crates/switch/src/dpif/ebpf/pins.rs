@@ -209,25 +209,26 @@ fn lock_file(path: &str, wait: bool) -> Result<Option<std::fs::File>, String> {
 /// Remove the pins (and lock files) of network namespaces that no longer
 /// exist: nothing can reach their devices, which went with them.
 fn sweep_dead_namespaces(base: &Path, node_for_messages: &str) {
-    let Ok(entries) = std::fs::read_dir(base) else {
-        return;
+    let listed = |dir: &Path, cookie_of: fn(&str) -> Option<u64>| -> Vec<(u64, PathBuf)> {
+        let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+        entries
+            .filter_map(|e| Some((cookie_of(e.file_name().to_str()?)?, e.path())))
+            .collect()
     };
-    // Listed before the live namespaces are: a folder listed belongs to a
+    // Listed before the live namespaces are: what is listed belongs to a
     // namespace that was alive then, or is garbage.
-    let dirs: Vec<(u64, PathBuf)> = entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name();
-            let cookie = name.to_str()?.strip_prefix("netns-")?.parse().ok()?;
-            Some((cookie, e.path()))
-        })
-        .collect();
-    if dirs.is_empty() {
+    let dirs = listed(base, |n| n.strip_prefix("netns-")?.parse().ok());
+    // The pin locks: pins-DEV-COOKIE-NODE.lock.
+    let locks = listed(Path::new("/run/tunlab"), |n| {
+        let (_, rest) = n.strip_prefix("pins-")?.split_once('-')?;
+        rest.split_once('-')?.0.parse().ok()
+    });
+    if dirs.is_empty() && locks.is_empty() {
         return;
     }
     let live = netns::live_cookies();
-    for (cookie, dir) in dirs.into_iter().filter(|(c, _)| !live.contains(c)) {
-        let nodes = std::fs::read_dir(&dir).into_iter().flatten().flatten();
+    for (_, dir) in dirs.iter().filter(|(c, _)| !live.contains(c)) {
+        let nodes = std::fs::read_dir(dir).into_iter().flatten().flatten();
         for node in nodes {
             let files = std::fs::read_dir(node.path())
                 .into_iter()
@@ -238,29 +239,17 @@ fn sweep_dead_namespaces(base: &Path, node_for_messages: &str) {
             }
             let _ = std::fs::remove_dir(node.path());
         }
-        if std::fs::remove_dir(&dir).is_ok() {
+        if std::fs::remove_dir(dir).is_ok() {
             eprintln!(
                 "tunlab switch {node_for_messages}: removed {}: the pins of a network namespace that no longer exists",
                 dir.display()
             );
         }
-        let locks = std::fs::read_dir("/run/tunlab")
-            .into_iter()
-            .flatten()
-            .flatten();
-        for l in locks {
-            // pins-DEV-COOKIE-NODE.lock
-            let n = l.file_name();
-            let of_cookie = n
-                .to_str()
-                .and_then(|n| n.strip_prefix("pins-"))
-                .and_then(|n| n.split_once('-'))
-                .and_then(|(_, rest)| rest.split_once('-'))
-                .and_then(|(c, _)| c.parse::<u64>().ok());
-            if of_cookie == Some(cookie) {
-                let _ = std::fs::remove_file(l.path());
-            }
-        }
+    }
+    // A killed switch's lock file, its namespace gone (its pins may have
+    // been on a bpffs that is gone too).
+    for (_, lock) in locks.iter().filter(|(c, _)| !live.contains(c)) {
+        let _ = std::fs::remove_file(lock);
     }
 }
 

@@ -11,13 +11,15 @@ machine to themselves run afterwards, alone:
   the same ratios measured here.
 
 Each binary's output goes to a log; a failing binary's log is printed whole
-at the end, and every binary runs even when an earlier one failed (as
+at the end (the logs are kept then, and removed when everything passed),
+and every binary runs even when an earlier one failed (as
 `cargo test --no-fail-fast`). Usage: scripts/run-tests.py [--lanes N]
 """
 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -162,8 +164,10 @@ def main():
         with open(log, errors="replace") as f:
             sys.stdout.write(f.read())
     if failed:
-        print(f"\nfailed: {', '.join(j[0] for j, *_ in failed)}")
+        print(f"\nfailed: {', '.join(j[0] for j, *_ in failed)} (every log kept in {logs})")
         return 1
+    # Every binary passed: the logs go, as everything else the tests made.
+    shutil.rmtree(logs, ignore_errors=True)
     return 0
 
 

@@ -103,6 +103,10 @@ impl Walk<'_> {
             .int("hlim", p.hop_limit())
             .text("src", p.src())
             .text("dst", p.dst());
+        // In place before the hop-by-hop layer that may follow it; its
+        // length's note is known only once that is read.
+        let this = self.layers.len();
+        self.layers.push(l);
         let (next, l4, end) = if p.payload_len() == 0 && self.frame.len() > at + ipv6::HEADER_LEN {
             // A jumbogram (RFC 2675: its length in a hop-by-hop option) or
             // a GSO super-frame (the capture's length).
@@ -119,7 +123,11 @@ impl Walk<'_> {
                 Some(j) => format!("a jumbogram of {j} bytes (RFC 2675)"),
                 None => format!("a super-frame (GSO): {} bytes, as captured", captured - at),
             };
-            if let Some(f) = l.fields.iter_mut().find(|f| f.name == "plen") {
+            if let Some(f) = self.layers[this]
+                .fields
+                .iter_mut()
+                .find(|f| f.name == "plen")
+            {
                 f.note = Some(what);
             }
             (next, l4, end)
@@ -127,17 +135,6 @@ impl Walk<'_> {
             let end = at + ipv6::HEADER_LEN + p.payload_len() as usize;
             (p.next_header(), at + ipv6::HEADER_LEN, end)
         };
-        if self
-            .layers
-            .last()
-            .is_some_and(|x| x.name == "IPv6 Hop-by-Hop")
-        {
-            let hbh = self.layers.pop();
-            self.layers.push(l);
-            self.layers.extend(hbh);
-        } else {
-            self.layers.push(l);
-        }
         let pseudo = checksum::pseudo_v6(p.src().octets(), p.dst().octets(), u8::from(next), 0);
         let r = self.l4(
             next,

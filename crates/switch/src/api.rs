@@ -51,7 +51,7 @@ impl Switch {
                 .iter()
                 .filter(|r| n.ofproto.classifier.add((*r).clone(), now))
                 .count();
-            n.ofproto.revalidate();
+            n.revalidate();
             replaced
         })?;
         Ok(replaced.first().copied().unwrap_or(0))
@@ -61,7 +61,7 @@ impl Switch {
     pub fn del_flows(&self, sel: Selector) -> Result<usize, ApiError> {
         let deleted = self.on_all(move |n| {
             let deleted = n.ofproto.classifier.delete_where(&sel);
-            n.ofproto.revalidate();
+            n.revalidate();
             deleted
         })?;
         Ok(deleted.first().copied().unwrap_or(0))
@@ -71,7 +71,7 @@ impl Switch {
     pub fn mod_flows(&self, sel: Selector, actions: Vec<Action>) -> Result<usize, ApiError> {
         let changed = self.on_all(move |n| {
             let changed = n.ofproto.classifier.modify(&sel, &actions, None);
-            n.ofproto.revalidate();
+            n.revalidate();
             changed
         })?;
         Ok(changed.first().copied().unwrap_or(0))
@@ -84,17 +84,23 @@ impl Switch {
         answers.swap_remove(0).map_err(ApiError::Refused)
     }
 
-    /// Run `f` on the caching datapath (worker 0 holds it), or say that
-    /// this node has none.
+    /// Run `f` on the node's flow-caching datapath: the kernel's (worker
+    /// 0 holds it) when the node runs over it, else every worker's
+    /// userspace datapath in turn; the answers in that order.
     pub fn on_dpif<R: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut dyn Dpif) -> Result<R, String> + Send + 'static,
-    ) -> Result<R, ApiError> {
-        self.on(0, |n| match n.ofproto.dpif.as_deref_mut() {
-            Some(d) => f(d),
-            None => Err("this node runs the userspace datapath (no kernel flow cache)".into()),
-        })?
-        .map_err(ApiError::Refused)
+        f: impl Fn(&mut dyn Dpif) -> Result<R, String> + Send + Clone + 'static,
+    ) -> Result<Vec<R>, ApiError> {
+        let g = f.clone();
+        let kernel = self.on(0, move |n| n.ofproto.dpif.as_mut().map(|d| g(d.as_mut())))?;
+        let answers = match kernel {
+            Some(r) => vec![r],
+            None => self.on_all(move |n| f(&mut n.netdev))?,
+        };
+        answers
+            .into_iter()
+            .collect::<Result<Vec<R>, String>>()
+            .map_err(ApiError::Refused)
     }
 
     /// Every rule, table by table in lookup order, as `dump-flows` lists
@@ -142,9 +148,20 @@ impl Switch {
     /// and cache, the caching datapath's counters and its revalidator's.
     pub fn stats(&self) -> Result<Stats, ApiError> {
         let (ports, st) = self.port_rows()?;
-        let datapath = self
+        let mut datapath = self
             .on(0, |n| n.ofproto.dpif.as_ref().map(|d| d.stats()))?
             .unwrap_or_default();
+        // The userspace datapath's flow cache, summed over the workers
+        // (named in the first worker's order), when it caches.
+        let netdev = self.on_all(|n| n.netdev.cache_flows.then(|| n.netdev.stats()))?;
+        for w in netdev.into_iter().flatten() {
+            for (name, v) in w {
+                match datapath.iter_mut().find(|(n, _)| *n == name) {
+                    Some(row) => row.1 += v,
+                    None => datapath.push((name, v)),
+                }
+            }
+        }
         let revalidator = self.revalidator_stats().map(|r| tunlab_ctl::Revalidator {
             sweeps: r.sweeps,
             idle_deleted: r.idle_deleted,

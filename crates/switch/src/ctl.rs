@@ -6,9 +6,10 @@
 //! `[[port]]` table), `del-port NAME`, `dump-flows`, `add-flow RULE`,
 //! `add-flows LEN` followed by LEN bytes of rules (one per line, as
 //! `ovs-ofctl add-flows FILE` reads them), `del-flows [MATCH]`,
-//! `del-flows --strict RULE-MATCH`, and over a caching datapath
-//! `dump-flows --datapath` and `del-flows --datapath` (its cached flows, as
-//! `ovs-dpctl dump-flows` / `del-flows`), `stats`, `stats --cycles` and
+//! `del-flows --strict RULE-MATCH`, `dump-flows --datapath` and
+//! `del-flows --datapath` (the datapath's cached flows, as `ovs-dpctl
+//! dump-flows` / `del-flows`: the kernel's megaflows, or the userspace
+//! datapath's exact-match flows of every worker), `stats`, `stats --cycles` and
 //! `cycles on|off` (time per stage). A reply starts with `OK` or `ERROR`
 //! on its own line; a rejected rule, rule file or port leaves the node as
 //! it was. Served by the node's main thread, which reaches the packet
@@ -275,9 +276,13 @@ pub fn handle(req: &str, sw: &mut Switch) -> Result<String, String> {
         "del-port" => sw.del_port(arg).map(|()| String::new()).map_err(api),
         "show" => show(sw),
         "flow-restore-wait" => flow_restore_wait(arg, sw),
-        "dump-flows" if arg == "--datapath" => sw.on_dpif(|d| d.flow_dump()).map_err(api),
+        "dump-flows" if arg == "--datapath" => sw
+            .on_dpif(|d| d.flow_dump())
+            .map(|dumps| dumps.concat())
+            .map_err(api),
         "del-flows" if arg == "--datapath" => sw
-            .on_dpif(|d| d.flow_flush().map(|()| String::new()))
+            .on_dpif(|d| d.flow_flush())
+            .map(|_| String::new())
             .map_err(api),
         "dump-flows" => dump_flows(sw),
         "add-flow" => {

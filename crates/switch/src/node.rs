@@ -7,7 +7,7 @@
 
 use crate::config::{Config, Port};
 use crate::dpif::netdev::Netdev;
-use crate::dpif::provider::{PortEnv, Upcalls};
+use crate::dpif::provider::{Dpif, PortEnv, Upcalls};
 use crate::ofproto::Ofproto;
 use crate::port::StartError;
 use crate::stats::NodeStats;
@@ -53,10 +53,12 @@ impl Node {
         self.netdev.poll_once(&mut self.ofproto, timeout_ms, extra)
     }
 
-    /// Periodic work between packets: the underlay's MTU may have changed
-    /// (an operator, a failover): the slow path's too-big answers and the
+    /// Periodic work between packets: the rules are credited with what
+    /// cached flows carried, and the underlay's MTU may have changed (an
+    /// operator, a failover): the slow path's too-big answers and the
     /// caching datapath's templates follow it.
     pub fn housekeeping(&mut self) {
+        self.credit_cached();
         let mtu = match self.ofproto.dpif.as_mut() {
             Some(d) => d.refresh_mtu(),
             None => self.netdev.underlay_device_mtu(),
@@ -109,7 +111,7 @@ impl Node {
             }
             return Err(e);
         }
-        self.ofproto.revalidate();
+        self.revalidate();
         Ok(true)
     }
 
@@ -119,15 +121,37 @@ impl Node {
     pub fn remove_port(&mut self, name: &str) -> Result<(), String> {
         let ofport = self.netdev.remove_port(name)?;
         self.ofproto.port_removed(name, ofport);
-        self.ofproto.revalidate();
+        self.revalidate();
         Ok(())
     }
 
     /// Map Geneve options anew (OpenFlow's TLV table mod): the datapath
     /// reads and writes options so, and the cached flows are checked.
     pub fn set_tlv(&mut self, tlv: TlvMap) {
+        self.credit_cached();
         self.netdev.set_tlv(tlv);
+        let _ = Dpif::revalidate(&mut self.netdev, &self.ofproto.classifier, &tlv);
         self.ofproto.set_tlv(tlv);
+    }
+
+    /// The rules, the TLV map or the ports changed: the flows cached in
+    /// either datapath answer to the new ones before this returns.
+    pub fn revalidate(&mut self) {
+        let tlv = self.ofproto.tlv();
+        // The userspace datapath's flush cannot fail.
+        let _ = Dpif::revalidate(&mut self.netdev, &self.ofproto.classifier, &tlv);
+        self.ofproto.revalidate();
+    }
+
+    /// Credit the rules with what the userspace datapath's cached flows
+    /// carried since the last time. Called before every control request
+    /// this worker runs (a change of the rules, a dump of their counters,
+    /// an expiry check) and between packets twice a second.
+    pub fn credit_cached(&mut self) {
+        let counted = self.netdev.flows.take_counted();
+        if !counted.is_empty() {
+            self.ofproto.credit(counted);
+        }
     }
 
     /// OpenFlow's PACKET_OUT: `data` as if it came in on `in_port` (a

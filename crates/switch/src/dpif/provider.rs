@@ -201,6 +201,15 @@ pub trait Upcall {
         ops: &mut Vec<Op>,
     ) -> Result<(), &'static str>;
 
+    /// The epoch of the decisions [`Upcall::upcall`] gives now: the same
+    /// key gets the same steps while it stands, and it moves whenever the
+    /// rules, the TLV map or the ports change. `None`: the decisions
+    /// depend on more than the key (`normal`'s MAC learning) and must not
+    /// be cached.
+    fn cache_epoch(&self) -> Option<u64> {
+        None
+    }
+
     /// Send `frame`, as it is now, to the controllers as a PACKET_IN
     /// (`tunnelled`: it came out of the last upcall's tunnel), or say why
     /// not.

@@ -52,6 +52,12 @@ pub struct Ofproto {
     pub packet_in: Option<std::os::unix::net::UnixDatagram>,
     /// What this layer dropped, by reason (a datapath counts its own).
     pub drops: HashMap<&'static str, u64>,
+    /// Moves at every [`Ofproto::revalidate`] (the rules, the TLV map or
+    /// the ports changed): the userspace datapath's cached decisions of an
+    /// older epoch are misses.
+    epoch: u64,
+    /// No rule uses `normal`: a decision is a function of the flow key.
+    cacheable: bool,
 }
 
 impl std::fmt::Debug for Ofproto {
@@ -70,6 +76,7 @@ impl Ofproto {
         for f in &cfg.flows {
             classifier.add(f.clone(), 0);
         }
+        let cacheable = decided_by_key(&classifier);
         Ofproto {
             name: cfg.name.clone(),
             classifier,
@@ -82,6 +89,8 @@ impl Ofproto {
             restore_wait: Arc::new(AtomicBool::new(false)),
             packet_in: None,
             drops: HashMap::new(),
+            epoch: 0,
+            cacheable,
         }
     }
 
@@ -159,6 +168,8 @@ impl Ofproto {
     /// The flow table, the TLV map or the ports changed: the caching
     /// datapath's flows are revalidated before this returns.
     pub fn revalidate(&mut self) {
+        self.epoch += 1;
+        self.cacheable = decided_by_key(&self.classifier);
         let now = self.now();
         let Some(d) = self.dpif.as_mut() else {
             return;
@@ -218,8 +229,15 @@ impl Ofproto {
             return;
         };
         let keys = d.flow_counts(counted);
+        self.credit(keys);
+    }
+
+    /// Credit the rules with what the userspace datapath's cached flows
+    /// carried: each key is looked up again, and every rule on its way
+    /// counts its packets and bytes as used now.
+    pub fn credit(&mut self, counted: Vec<(FlowKey, u64, u64)>) {
         let now = self.now();
-        for (key, packets, bytes) in keys {
+        for (key, packets, bytes) in counted {
             self.pipeline
                 .credit(&mut self.classifier, &key, packets, bytes, now);
         }
@@ -256,6 +274,15 @@ impl Ofproto {
     }
 }
 
+/// Whether what the rules decide for a packet is a function of its flow
+/// key alone: not when a rule uses `normal`, whose MAC learning makes
+/// every packet count.
+fn decided_by_key(rules: &Classifier) -> bool {
+    !rules
+        .iter()
+        .any(|r| r.flow.actions.iter().any(|a| matches!(a, Action::Normal)))
+}
+
 impl Upcall for Ofproto {
     fn upcall(
         &mut self,
@@ -285,6 +312,11 @@ impl Upcall for Ofproto {
             d.flow_put(&self.key, r.map(|()| &ops[..]), &self.tlv);
         }
         r.map_err(|why| why.name())
+    }
+
+    fn cache_epoch(&self) -> Option<u64> {
+        self.cacheable
+            .then_some(self.epoch + self.classifier.generation())
     }
 
     fn controller(

@@ -480,6 +480,43 @@ pub fn assert_kernel_carried(dir: &std::path::Path, node: &str, what: &str) {
     );
 }
 
+/// The userspace datapath's flow cache carried traffic on this node: most
+/// packets hit a cached flow, the flows are listed with their counters,
+/// and the rules were credited with what the cached flows carried (a
+/// control request credits them first).
+pub fn assert_netdev_cached(dir: &std::path::Path, node: &str, what: &str) {
+    let st = node_stats(dir, node);
+    let (hits, misses) = (
+        counter(&st, "netdev_flow_hits"),
+        counter(&st, "netdev_flow_misses"),
+    );
+    assert!(hits > 20 && hits > misses, "{what} {node}: {st}");
+    assert!(counter(&st, "netdev_flows_installed") > 0, "{what} {node}: {st}");
+    let sock = dir.join(format!("{node}.ctl"));
+    let (ok, dump, err) = ctl(&sock, &["dump-flows", "--datapath"]);
+    assert!(
+        ok && dump.contains("in_port(") && dump.contains("actions:"),
+        "{what} {node}: {dump}{err}"
+    );
+    let cached: u64 = dump
+        .lines()
+        .filter_map(|l| l.split("packets:").nth(1)?.split(',').next()?.parse::<u64>().ok())
+        .sum();
+    assert!(cached > 0, "{what} {node}: {dump}");
+    // Every packet the rules decided or a cached flow carried is on the
+    // rules' counters.
+    let (ok, rules, err) = ctl(&sock, &["dump-flows"]);
+    let credited: u64 = rules
+        .lines()
+        .filter_map(|l| l.split("n_packets=").nth(1)?.split(',').next()?.parse::<u64>().ok())
+        .sum();
+    assert!(ok, "{err}");
+    assert!(
+        credited >= hits,
+        "{what} {node}: the rules count {credited} packets, the cache hit {hits}: {rules}"
+    );
+}
+
 /// `bpftool net show [ARGS]` in namespace `ns`: the programs attached to
 /// its devices.
 pub fn attached_programs(ns: &Netns, args: &[&str]) -> String {
@@ -591,6 +628,11 @@ pub fn two_nodes(kind: &str, v6: bool, dp: Datapath) {
         ),
     );
     traffic_both_ways(&l, &format!("{kind} ({dp:?})"));
+    if !dp.on_kernel() {
+        for node in ["n1", "n2"] {
+            assert_netdev_cached(&l.dir, node, kind);
+        }
+    }
     if dp.on_kernel() {
         for node in ["n1", "n2"] {
             assert_kernel_carried(&l.dir, node, kind);

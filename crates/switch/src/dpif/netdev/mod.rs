@@ -19,6 +19,8 @@
 //! tunnel sockets share (receive batches, send queues), [`pmtu`] the
 //! answer to a frame too big for its tunnel.
 
+mod dpif;
+pub mod flow_cache;
 mod gre;
 mod pmtu;
 mod ports;
@@ -31,7 +33,7 @@ mod udp;
 pub use tap::{from_tap, fuzz_upcall, open_tap};
 
 use crate::config::{Config, FromFlow, Port, PortKind, TunnelPort};
-use crate::dpif::provider::{ToController, Upcall};
+use crate::dpif::provider::{Dpif, ToController, Upcall};
 use crate::port::{remote_and_key, StartError};
 use crate::profile::{Profile, Stage};
 use crate::stats::{NodeStats, PortSnapshot, PortStats};
@@ -42,7 +44,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd};
 use std::time::Instant;
 use stt::SttTso;
-use tunlab_dp::{Op, TlvMap, TunnelSet};
+use flow_cache::FlowCache;
+use tunlab_dp::{extract, extract_tunnel, FlowKey, Op, TlvMap, TunnelSet};
 use tunlab_netio::tap::VNET_HDR_LEN;
 use tunlab_netio::{Poller, RstGuard, Tap};
 use tunlab_wire::gso::{Coalescer, TcpSuper};
@@ -157,6 +160,16 @@ pub struct Netdev {
     stt_tso_looked: Option<Instant>,
     /// The descriptors polled each round.
     poll_set: Poller,
+    /// Decided flows, when this datapath caches them (see
+    /// [`Netdev::cache_flows`]).
+    pub flows: FlowCache,
+    /// Cache decisions: on when this is the node's datapath; off under
+    /// the kernel datapath, whose misses must all reach ofproto so that
+    /// the kernel's cache learns them.
+    pub cache_flows: bool,
+    key: FlowKey,
+    /// The epoch of the decision being made (None: not cached).
+    epoch: Option<u64>,
 }
 
 impl std::fmt::Debug for Netdev {
@@ -212,6 +225,10 @@ impl Netdev {
             stt_tso: Vec::new(),
             stt_tso_looked: None,
             poll_set: Poller::new(),
+            flows: FlowCache::default(),
+            cache_flows: true,
+            key: FlowKey::default(),
+            epoch: None,
         };
         node.port_cfgs = cfg.ports.clone();
         for p in &cfg.ports {
@@ -425,12 +442,30 @@ impl Netdev {
         let t = self.profile.start();
         let mut ops = std::mem::take(&mut self.ops);
         ops.clear();
+        self.epoch = of.cache_epoch().filter(|_| self.cache_flows);
+        if let Some(epoch) = self.epoch {
+            extract(frame.data(), in_port, &mut self.key);
+            if tunnelled {
+                extract_tunnel(&self.meta, &self.tlv, &mut self.key);
+            }
+            if let Some(cached) = self.flows.lookup(&self.key, epoch, frame.len() as u64) {
+                ops.extend_from_slice(cached);
+                self.profile.add(Stage::Classify, t, 1);
+                self.apply(of, &ops, in_port, tunnelled, frame, gso);
+                self.ops = ops;
+                return;
+            }
+        }
         let r = of.upcall(
             in_port,
             frame.data(),
             tunnelled.then_some(&self.meta),
             &mut ops,
         );
+        if let (Some(_), Ok(())) = (self.epoch, r) {
+            let (key, tlv) = (self.key, self.tlv);
+            Dpif::flow_put(self, &key, Ok(&ops), &tlv);
+        }
         self.profile.add(Stage::Classify, t, 1);
         match r {
             Ok(()) => self.apply(of, &ops, in_port, tunnelled, frame, gso),

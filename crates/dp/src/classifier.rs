@@ -339,12 +339,35 @@ impl Classifier {
 
     /// The highest-priority rule of `table` matching `key`.
     pub fn lookup(&self, table: u8, key: &FlowKey) -> Option<RuleRef> {
+        self.lookup_inner(table, key, None)
+    }
+
+    /// [`Classifier::lookup`], also adding to `wc` every key bit the
+    /// answer depended on (OVS's wildcards): the masks of the subtables
+    /// probed, whether they held a match or not. Any key equal to `key`
+    /// on the bits of `wc` gets the same answer: a datapath may cache it
+    /// as a megaflow under that mask.
+    pub fn lookup_wc(&self, table: u8, key: &FlowKey, wc: &mut FlowKey) -> Option<RuleRef> {
+        self.lookup_inner(table, key, Some(wc))
+    }
+
+    fn lookup_inner(
+        &self,
+        table: u8,
+        key: &FlowKey,
+        mut wc: Option<&mut FlowKey>,
+    ) -> Option<RuleRef> {
         let t = self.tables.get(table as usize)?;
         let mut best: Option<(u32, (std::cmp::Reverse<u16>, u64))> = None;
         for st in &t.subtables {
             if let Some((_, (std::cmp::Reverse(p), _))) = best {
                 if st.max_priority() < p {
                     break; // ordered by maximum priority: nothing better follows
+                }
+            }
+            if let Some(wc) = wc.as_deref_mut() {
+                for &i in &st.words {
+                    wc.w[i as usize] |= st.mask.w[i as usize];
                 }
             }
             let hit = st.buckets.get(&st.masked(key)).and_then(|b| b.first());

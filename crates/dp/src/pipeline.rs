@@ -9,7 +9,7 @@
 
 use crate::classifier::{Classifier, ExactMatchCache};
 use crate::flow::{Action, Match, PortNo};
-use crate::key::{f, FlowKey, TUN_METADATA_FIELDS};
+use crate::key::{f, FieldPos, FlowKey, TUN_METADATA_FIELDS};
 use std::collections::HashMap;
 use std::net::IpAddr;
 
@@ -155,6 +155,9 @@ pub struct Pipeline {
     /// asks what a key would get), and as how many packets.
     counting: bool,
     hit_packets: u64,
+    /// While [`Pipeline::process_megaflow`] runs: the key bits the
+    /// decision depended on so far.
+    wc: Option<FlowKey>,
 }
 
 impl Pipeline {
@@ -164,6 +167,35 @@ impl Pipeline {
             macs: MacTable::new(8192, 300_000_000_000),
             counting: true,
             hit_packets: 1,
+            wc: None,
+        }
+    }
+
+    /// [`Pipeline::process`], and the megaflow mask of its decision: the
+    /// key bits it depended on (every classifier lookup's wildcards, the
+    /// VLAN tag the VLAN actions read, the in-port). Any key equal to
+    /// `key` on those bits gets the same steps; a datapath may cache them
+    /// under that mask. (`normal` also depends on the MAC table, which no
+    /// mask holds: its decisions are not to be cached.)
+    pub fn process_megaflow(
+        &mut self,
+        c: &mut Classifier,
+        key: &FlowKey,
+        bytes: u64,
+        now: u64,
+        ops: &mut Vec<Op>,
+    ) -> (Result<(), DropReason>, FlowKey) {
+        let mut wc = FlowKey::default();
+        wc.set(f::IN_PORT, f::IN_PORT.max());
+        self.wc = Some(wc);
+        let r = self.process(c, key, bytes, now, ops);
+        (r, self.wc.take().unwrap_or(wc))
+    }
+
+    /// The decision read key field `p`: it is part of the megaflow.
+    fn depends_on(&mut self, p: FieldPos) {
+        if let Some(wc) = self.wc.as_mut() {
+            wc.set(p, p.max());
         }
     }
 
@@ -259,7 +291,13 @@ impl Pipeline {
         if depth > MAX_RESUBMIT_DEPTH {
             return Err(DropReason::ResubmitLoop);
         }
-        let Some(r) = self.emc.lookup(c, table, key) else {
+        // The exact-match cache knows no wildcards: a megaflow's lookups
+        // go to the classifier.
+        let found = match self.wc.as_mut() {
+            Some(wc) => c.lookup_wc(table, key, wc),
+            None => self.emc.lookup(c, table, key),
+        };
+        let Some(r) = found else {
             return if depth == 0 {
                 Err(DropReason::NoRule)
             } else {
@@ -317,6 +355,9 @@ impl Pipeline {
                     tun: *tun,
                 }),
                 Action::Normal => {
+                    self.depends_on(f::VLAN_TCI);
+                    self.depends_on(f::DL_SRC);
+                    self.depends_on(f::DL_DST);
                     let vlan = (key.get(f::VLAN_TCI) & 0x0fff) as u16;
                     self.macs.learn(vlan, key.get(f::DL_SRC), in_port, now);
                     let dst = key.get(f::DL_DST);
@@ -338,6 +379,7 @@ impl Pipeline {
                 Action::SetTunId(id) => tun.id = Some(id),
                 Action::SetTunMetadata(i, v) => tun.metadata[i as usize] = Some(v),
                 Action::PushVlan(tpid) => {
+                    self.depends_on(f::VLAN_TCI);
                     ops.push(Op::PushVlan(tpid));
                     // The new outermost tag inherits the old one's TCI (as
                     // OVS does); mod_vlan_vid then sets its VID.
@@ -345,6 +387,7 @@ impl Pipeline {
                     key.set(f::VLAN_TCI, tci);
                 }
                 Action::PopVlan => {
+                    self.depends_on(f::VLAN_TCI);
                     if key.get(f::VLAN_TCI) & 0x1000 == 0 {
                         return Err(DropReason::NoVlan);
                     }
@@ -355,6 +398,7 @@ impl Pipeline {
                     key.set(f::VLAN_TCI, 0);
                 }
                 Action::ModVlanVid(v) => {
+                    self.depends_on(f::VLAN_TCI);
                     if key.get(f::VLAN_TCI) & 0x1000 == 0 {
                         // OVS pushes a tag for mod_vlan_vid on untagged
                         // frames; tunlab keeps the explicit push_vlan form.
@@ -364,6 +408,7 @@ impl Pipeline {
                     key.set(f::VLAN_TCI, (key.get(f::VLAN_TCI) & 0xf000) | v as u64);
                 }
                 Action::ModVlanPcp(pcp) => {
+                    self.depends_on(f::VLAN_TCI);
                     if key.get(f::VLAN_TCI) & 0x1000 == 0 {
                         return Err(DropReason::NoVlan);
                     }
@@ -443,6 +488,38 @@ mod tests {
             k.set(f::VLAN_TCI, 0x1000 | v);
         }
         k
+    }
+
+    /// A megaflow holds what its lookups probed: the in-port always, the
+    /// fields of every subtable tried (the one that missed too), and the
+    /// tag that a VLAN action read; not the fields no rule looks at.
+    #[test]
+    fn a_megaflow_holds_the_fields_its_lookups_probed() {
+        let mut c = classifier(&[
+            "priority=200,in_port=1,dl_dst=00:00:00:00:00:09 actions=drop",
+            "priority=100,in_port=1 actions=resubmit(,1)",
+            "table=1,dl_src=00:00:00:00:00:01 actions=mod_vlan_vid:5,output:2",
+            "table=1,priority=0 actions=output:3",
+        ]);
+        let mut p = Pipeline::new();
+        let mut ops = Vec::new();
+        let k = key(1, Some(7), 1, 2);
+        let (r, wc) = p.process_megaflow(&mut c, &k, 64, 0, &mut ops);
+        assert_eq!(r, Ok(()));
+        assert_eq!(ops.len(), 2);
+        assert_eq!(wc.get(f::IN_PORT), f::IN_PORT.max());
+        assert_eq!(wc.get(f::DL_DST), f::DL_DST.max(), "the missed subtable");
+        assert_eq!(wc.get(f::DL_SRC), f::DL_SRC.max(), "table 1's subtable");
+        assert_eq!(
+            wc.get(f::VLAN_TCI),
+            f::VLAN_TCI.max(),
+            "mod_vlan_vid read it"
+        );
+        assert_eq!(wc.get(f::NW_SRC), 0);
+        assert_eq!(wc.get(f::TP_DST), 0);
+        // A plain process after it has no wildcards left over.
+        assert_eq!(p.process(&mut c, &k, 64, 0, &mut ops), Ok(()));
+        assert!(p.wc.is_none());
     }
 
     /// A cached flow's counts go to every rule its key meets (through a
@@ -644,5 +721,102 @@ mod tests {
             p.process(&mut c, &key(3, None, 1, 2), 64, 0, &mut ops),
             Err(DropReason::NoRule)
         );
+    }
+
+    mod megaflow {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Rules over a few fields with small values, so that keys meet
+        /// them often: several masks, overlapping matches, priorities,
+        /// a second table and VLAN actions.
+        fn rule() -> impl Strategy<Value = String> {
+            let field = prop_oneof![
+                (1u64..4).prop_map(|v| format!("in_port={v}")),
+                (0u64..3).prop_map(|v| format!("dl_src=00:00:00:00:00:0{v}")),
+                (0u64..3).prop_map(|v| format!("dl_dst=00:00:00:00:00:0{v}")),
+                (0u64..4).prop_map(|v| format!("ip,nw_src=10.0.0.{v}")),
+                (0u64..4).prop_map(|v| format!("ip,nw_src=10.0.0.{}/31", v & 2)),
+                (0u64..3).prop_map(|v| format!("dl_vlan={v}")),
+                Just("vlan_tci=0".to_string()),
+            ];
+            let action = prop_oneof![
+                (1u32..5).prop_map(|p| format!("output:{p}")),
+                Just("drop".to_string()),
+                Just("resubmit(,1)".to_string()),
+                (1u16..9).prop_map(|v| format!("mod_vlan_vid:{v},output:2")),
+                Just("pop_vlan,output:3".to_string()),
+            ];
+            (
+                0u8..2,
+                0u16..4,
+                proptest::collection::vec(field, 0..3),
+                action,
+            )
+                .prop_map(|(table, prio, fields, action)| {
+                    let mut m = vec![format!("table={table}"), format!("priority={prio}")];
+                    m.extend(fields);
+                    // Table 1 does not resubmit (no loops to reason about).
+                    let action = if table == 1 && action.starts_with("resubmit") {
+                        "output:4".to_string()
+                    } else {
+                        action
+                    };
+                    format!("{} actions={action}", m.join(","))
+                })
+        }
+
+        fn a_key() -> impl Strategy<Value = FlowKey> {
+            (
+                1u64..4,
+                0u64..3,
+                0u64..3,
+                proptest::option::of(0u64..3),
+                0u64..4,
+                any::<bool>(),
+            )
+                .prop_map(|(port, src, dst, vlan, nw, ip)| {
+                    let mut k = key(port, vlan, src, dst);
+                    if ip {
+                        k.set(f::DL_TYPE, 0x0800);
+                        k.set(f::NW_SRC, 0x0a00_0000 | nw);
+                    } else {
+                        k.set(f::DL_TYPE, 0x0806);
+                    }
+                    k
+                })
+        }
+
+        proptest! {
+            /// The megaflow property: every key that agrees with `k` on
+            /// the bits of its mask gets the steps `k` got.
+            #[test]
+            fn keys_equal_under_the_mask_get_the_same_steps(
+                rules in proptest::collection::vec(rule(), 1..12),
+                k in a_key(),
+                others in proptest::collection::vec(a_key(), 1..16),
+            ) {
+                let mut c = Classifier::new();
+                for r in &rules {
+                    if let Ok(rule) = parse_flow(r, &NumericPorts) {
+                        c.add(rule, 0);
+                    }
+                }
+                let mut p = Pipeline::new();
+                let (mut ops, mut ops2) = (Vec::new(), Vec::new());
+                let (r, wc) = p.process_megaflow(&mut c, &k, 64, 0, &mut ops);
+                for o in others {
+                    let mut k2 = FlowKey::default();
+                    for i in 0..k2.w.len() {
+                        k2.w[i] = (k.w[i] & wc.w[i]) | (o.w[i] & !wc.w[i]);
+                    }
+                    let r2 = p.process(&mut c, &k2, 64, 0, &mut ops2);
+                    prop_assert_eq!(r, r2, "{:?} vs {:?} under {:?}", k, k2, wc);
+                    if r.is_ok() {
+                        prop_assert_eq!(&ops, &ops2);
+                    }
+                }
+            }
+        }
     }
 }

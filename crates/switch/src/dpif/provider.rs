@@ -87,10 +87,18 @@ pub trait Dpif: std::fmt::Debug + Send {
     /// `ovs-dpctl del-flows`); the rules stay, the next packets miss.
     fn flow_flush(&mut self) -> Result<(), String>;
 
-    /// The slow path decided `decision` for a packet with flow key `key`:
+    /// The slow path decided `decision` for a packet with flow key `key`,
+    /// and the decision depended on the key bits of `mask` only (its
+    /// megaflow mask: any key equal to `key` there gets the same steps):
     /// cache it if this datapath can do the same (otherwise that flow
     /// stays in the slow path, counted by reason in [`Dpif::stats`]).
-    fn flow_put(&mut self, key: &FlowKey, decision: Result<&[Op], DropReason>, tlv: &TlvMap);
+    fn flow_put(
+        &mut self,
+        key: &FlowKey,
+        mask: &FlowKey,
+        decision: Result<&[Op], DropReason>,
+        tlv: &TlvMap,
+    );
 
     /// The cached flows with their counters, one per line
     /// (`tunlab ctl dump-flows --datapath`, as `ovs-dpctl dump-flows`).

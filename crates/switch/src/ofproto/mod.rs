@@ -301,16 +301,17 @@ impl Upcall for Ofproto {
             extract_tunnel(meta, &self.tlv, &mut self.key);
         }
         let now = self.now();
-        let r = self.pipeline.process(
-            &mut self.classifier,
-            &self.key,
-            frame.len() as u64,
-            now,
-            ops,
-        );
-        if let Some(d) = self.dpif.as_mut() {
-            d.flow_put(&self.key, r.map(|()| &ops[..]), &self.tlv);
-        }
+        let (c, key, bytes) = (&mut self.classifier, &self.key, frame.len() as u64);
+        let Some(d) = self.dpif.as_mut() else {
+            return self
+                .pipeline
+                .process(c, key, bytes, now, ops)
+                .map_err(|why| why.name());
+        };
+        // The caching datapath learns the flow under the key bits the
+        // decision depended on.
+        let (r, mask) = self.pipeline.process_megaflow(c, key, bytes, now, ops);
+        d.flow_put(key, &mask, r.map(|()| &ops[..]), &self.tlv);
         r.map_err(|why| why.name())
     }
 

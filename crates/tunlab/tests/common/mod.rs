@@ -491,7 +491,10 @@ pub fn assert_netdev_cached(dir: &std::path::Path, node: &str, what: &str) {
         counter(&st, "netdev_flow_misses"),
     );
     assert!(hits > 20 && hits > misses, "{what} {node}: {st}");
-    assert!(counter(&st, "netdev_flows_installed") > 0, "{what} {node}: {st}");
+    assert!(
+        counter(&st, "netdev_flows_installed") > 0,
+        "{what} {node}: {st}"
+    );
     let sock = dir.join(format!("{node}.ctl"));
     let (ok, dump, err) = ctl(&sock, &["dump-flows", "--datapath"]);
     assert!(
@@ -500,7 +503,14 @@ pub fn assert_netdev_cached(dir: &std::path::Path, node: &str, what: &str) {
     );
     let cached: u64 = dump
         .lines()
-        .filter_map(|l| l.split("packets:").nth(1)?.split(',').next()?.parse::<u64>().ok())
+        .filter_map(|l| {
+            l.split("packets:")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
         .sum();
     assert!(cached > 0, "{what} {node}: {dump}");
     // Every packet the rules decided or a cached flow carried is on the
@@ -508,7 +518,14 @@ pub fn assert_netdev_cached(dir: &std::path::Path, node: &str, what: &str) {
     let (ok, rules, err) = ctl(&sock, &["dump-flows"]);
     let credited: u64 = rules
         .lines()
-        .filter_map(|l| l.split("n_packets=").nth(1)?.split(',').next()?.parse::<u64>().ok())
+        .filter_map(|l| {
+            l.split("n_packets=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
         .sum();
     assert!(ok, "{err}");
     assert!(

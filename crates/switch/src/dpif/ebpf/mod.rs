@@ -217,20 +217,10 @@ impl Dpif for Kernel {
             }
             self.adoption_swept = true;
         }
-        let mut mask = FlowKey::default();
-        mask.set(f::IN_PORT, u32::MAX as u64);
-        let mut cacheable = true;
-        for rm in rules.masks() {
-            for (m, w) in mask.w.iter_mut().zip(rm.w) {
-                *m |= w;
-            }
-        }
-        if rules
+        let mask = cache_mask(rules);
+        let cacheable = !rules
             .iter()
-            .any(|r| r.flow.actions.iter().any(|a| matches!(a, Action::Normal)))
-        {
-            cacheable = false;
-        }
+            .any(|r| r.flow.actions.iter().any(|a| matches!(a, Action::Normal)));
         let mut entries: Vec<(u16, u8, u32)> = (0..tunlab_dp::key::TUN_METADATA_FIELDS)
             .filter_map(|n| tlv.option(n).map(|(c, t, _)| (c, t, n as u32)))
             .collect();
@@ -339,7 +329,26 @@ impl Dpif for Kernel {
     /// The slow path decided `decision` for a packet with flow key `key`
     /// that arrived on a port the kernel serves: cache it if the kernel
     /// can do the same.
-    fn flow_put(&mut self, key: &FlowKey, decision: Result<&[Op], DropReason>, tlv: &TlvMap) {
+    fn flow_put(
+        &mut self,
+        key: &FlowKey,
+        mask: &FlowKey,
+        decision: Result<&[Op], DropReason>,
+        tlv: &TlvMap,
+    ) {
+        // The cache keeps the bits of its one mask: a decision that read
+        // others (none, while the mask is the union of what the rules and
+        // their actions read) would be wrong for some of the packets the
+        // entry catches.
+        // (`normal` is refused by name in `compile`.)
+        let cache_mask = self.dp.mask_layout().flow_key();
+        if self.cacheable && !covers(&cache_mask, mask) {
+            *self
+                .not_installed
+                .entry("megaflow_wider_than_cache")
+                .or_default() += 1;
+            return;
+        }
         match self.compile(key, decision, tlv) {
             Ok(flow) => {
                 // Masked by the datapath as it packs the cache key.
@@ -544,5 +553,70 @@ impl Sweeper for EbpfSweeper {
     fn take_counted(&mut self) -> Option<Counted> {
         let deltas = self.0.take_deltas();
         (!deltas.is_empty()).then(|| Counted::new(deltas))
+    }
+}
+
+/// The kernel cache's one megaflow mask: the in-port, every rule's match
+/// fields, and the VLAN tag when an action reads it (a pop, or a VID or
+/// PCP set, differs for tagged and untagged frames even where no rule
+/// matches on the tag).
+fn cache_mask(rules: &Classifier) -> FlowKey {
+    let mut mask = FlowKey::default();
+    mask.set(f::IN_PORT, f::IN_PORT.max());
+    for rm in rules.masks() {
+        for (m, w) in mask.w.iter_mut().zip(rm.w) {
+            *m |= w;
+        }
+    }
+    let reads_tag = |a: &Action| {
+        matches!(
+            a,
+            Action::PushVlan(_) | Action::PopVlan | Action::ModVlanVid(_) | Action::ModVlanPcp(_)
+        )
+    };
+    if rules.iter().any(|r| r.flow.actions.iter().any(reads_tag)) {
+        mask.set(f::VLAN_TCI, f::VLAN_TCI.max());
+    }
+    mask
+}
+
+/// Whether `mask` keeps every bit `wc` names.
+fn covers(mask: &FlowKey, wc: &FlowKey) -> bool {
+    mask.w.iter().zip(wc.w).all(|(m, w)| w & !m == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tunlab_dp::{parse_flow, NumericPorts, Pipeline};
+
+    fn rules(rs: &[&str]) -> Classifier {
+        let mut c = Classifier::new();
+        for r in rs {
+            c.add(parse_flow(r, &NumericPorts).unwrap(), 0);
+        }
+        c
+    }
+
+    /// A rule that pops a tag without matching on it: tagged and untagged
+    /// frames of the port must not share a cache entry.
+    #[test]
+    fn the_cache_mask_keeps_the_tag_when_an_action_reads_it() {
+        let plain = rules(&["in_port=1 actions=output:2", "in_port=2 actions=output:1"]);
+        assert_eq!(cache_mask(&plain).get(f::VLAN_TCI), 0);
+        let mut c = rules(&[
+            "in_port=1 actions=pop_vlan,output:2",
+            "in_port=2 actions=output:1",
+        ]);
+        let mask = cache_mask(&c);
+        assert_eq!(mask.get(f::VLAN_TCI), f::VLAN_TCI.max());
+        // And every decision's megaflow fits under it.
+        let mut k = FlowKey::default();
+        k.set(f::IN_PORT, 1);
+        k.set(f::VLAN_TCI, 0x1005);
+        let (r, wc) = Pipeline::new().process_megaflow(&mut c, &k, 60, 0, &mut Vec::new());
+        assert!(r.is_ok());
+        assert!(covers(&mask, &wc));
+        assert!(!covers(&cache_mask(&plain), &wc));
     }
 }

@@ -38,9 +38,17 @@ impl Dpif for Netdev {
         Ok(())
     }
 
-    /// Cache the decision under the epoch the upcall was made in; drops
-    /// are not cached (their reasons are counted per packet up there).
-    fn flow_put(&mut self, key: &FlowKey, decision: Result<&[Op], DropReason>, _tlv: &TlvMap) {
+    /// Cache the decision under the epoch the upcall was made in, for
+    /// the whole key (an exact-match cache is narrower than any mask);
+    /// drops are not cached (their reasons are counted per packet up
+    /// there).
+    fn flow_put(
+        &mut self,
+        key: &FlowKey,
+        _mask: &FlowKey,
+        decision: Result<&[Op], DropReason>,
+        _tlv: &TlvMap,
+    ) {
         if let (Some(epoch), Ok(ops)) = (self.epoch, decision) {
             self.flows.put(key, epoch, ops);
         }

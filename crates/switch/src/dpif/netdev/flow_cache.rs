@@ -154,7 +154,11 @@ impl FlowCache {
     /// Entries of epoch `epoch` (older ones are dead weight, reused as
     /// flows come).
     pub fn len(&self, epoch: u64) -> usize {
-        self.slots.iter().flatten().filter(|e| e.epoch == epoch).count()
+        self.slots
+            .iter()
+            .flatten()
+            .filter(|e| e.epoch == epoch)
+            .count()
     }
 
     /// The live flows, one per line, as `ovs-appctl dpctl/dump-flows`

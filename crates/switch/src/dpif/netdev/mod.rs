@@ -37,6 +37,7 @@ use crate::dpif::provider::{Dpif, ToController, Upcall};
 use crate::port::{remote_and_key, StartError};
 use crate::profile::{Profile, Stage};
 use crate::stats::{NodeStats, PortSnapshot, PortStats};
+use flow_cache::FlowCache;
 use qinq::QinqIo;
 use socket::SockState;
 use std::collections::HashMap;
@@ -44,7 +45,6 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd};
 use std::time::Instant;
 use stt::SttTso;
-use flow_cache::FlowCache;
 use tunlab_dp::{extract, extract_tunnel, FlowKey, Op, TlvMap, TunnelSet};
 use tunlab_netio::tap::VNET_HDR_LEN;
 use tunlab_netio::{Poller, RstGuard, Tap};
@@ -94,6 +94,11 @@ struct PortState {
     /// A tenant TAP's ingress policer (this worker's share of its rate).
     police: Option<crate::port::TokenBucket>,
 }
+
+/// Every key bit: the mask of an exact-match flow.
+const EXACT: FlowKey = FlowKey {
+    w: [u64::MAX; tunlab_dp::key::WORDS],
+};
 
 /// Headroom kept in front of every frame: the largest tunnel header or
 /// virtio-net header plus room for two VLAN tags.
@@ -464,7 +469,7 @@ impl Netdev {
         );
         if let (Some(_), Ok(())) = (self.epoch, r) {
             let (key, tlv) = (self.key, self.tlv);
-            Dpif::flow_put(self, &key, Ok(&ops), &tlv);
+            Dpif::flow_put(self, &key, &EXACT, Ok(&ops), &tlv);
         }
         self.profile.add(Stage::Classify, t, 1);
         match r {

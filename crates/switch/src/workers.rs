@@ -17,7 +17,7 @@
 
 use crate::config::{Config, Port, PortKind};
 use crate::dpif::netdev::open_tap;
-use crate::dpif::provider::{PortEnv, Sweeper, Upcalls};
+use crate::dpif::provider::{Dpif, PortEnv, Sweeper, Upcalls};
 use crate::node::Node;
 use crate::port::StartError;
 use std::collections::HashMap;
@@ -233,18 +233,7 @@ impl Switch {
             None => None,
         };
         let restore_wait = Arc::new(AtomicBool::new(cfg.flow_restore_wait && dpif.is_some()));
-        for node in &mut nodes {
-            node.ofproto.restore_wait = restore_wait.clone();
-        }
-        for node in &mut nodes {
-            // Under the kernel datapath every miss must reach ofproto, so
-            // that the kernel's cache learns the flow.
-            node.netdev.cache_flows = dpif.is_none();
-        }
-        if let Some(node) = nodes.first_mut() {
-            node.ofproto.dpif = dpif;
-            node.revalidate();
-        }
+        set_datapath(&mut nodes, dpif, &restore_wait);
         let stop = Arc::new(AtomicBool::new(false));
         let failed = Arc::new(Mutex::new(None));
         let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
@@ -611,6 +600,21 @@ fn run(
                 stop.store(true, Ordering::Relaxed);
             }
         }
+    }
+}
+
+/// Every worker over the node's datapath: the caching one (if any) under
+/// worker 0's ofproto, flow-restore-wait shared, and the userspace flow
+/// caches on only without a kernel datapath, whose misses must all reach
+/// ofproto so that the kernel's cache learns the flow.
+fn set_datapath(nodes: &mut [Node], dpif: Option<Box<dyn Dpif>>, restore_wait: &Arc<AtomicBool>) {
+    for node in nodes.iter_mut() {
+        node.ofproto.restore_wait = restore_wait.clone();
+        node.netdev.cache_flows = dpif.is_none();
+    }
+    if let Some(node) = nodes.first_mut() {
+        node.ofproto.dpif = dpif;
+        node.revalidate();
     }
 }
 

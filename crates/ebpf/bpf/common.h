@@ -59,16 +59,41 @@ struct tl_ckey {
 	__u64 w[TL_CKEY_WORDS];
 };
 
-/* The megaflow mask, and which of its words the cache key packs. A mask
- * of more than TL_CKEY_WORDS words (n = TL_MASK_TOO_WIDE) caches nothing:
- * every packet goes to the slow path, which says so. */
+/* A megaflow mask, and which of its words the cache key packs. A mask
+ * of more than TL_CKEY_WORDS words (n = TL_MASK_TOO_WIDE) caches nothing;
+ * n = 0: the slot is unused.
+ *
+ * The cache holds flows under up to TL_MAX_MASKS masks, each flow under
+ * the mask its own classification produced (OVS's megaflows). Mask 0 is
+ * the union of every rule's mask, for flows the switch cannot give a mask
+ * of their own (all slots taken). A cache key names its mask in the top
+ * byte of its in_port (word 0, bits 24..31: ports the kernel serves are
+ * numbered below 2^24), so that two masks packing the same words never
+ * share an entry; mask 0's number is 0, so its keys are packed as they
+ * always were. */
 #define TL_MASK_TOO_WIDE 0xff
+#define TL_MAX_MASKS 16
+#define TL_MASK_ID_SHIFT 24
 struct tl_mask {
 	struct tl_key m;
 	__u8 idx[TL_CKEY_WORDS];
 	__u8 n;
 	__u8 pad[5];
+	/* m's words in packing order (pm[i] = m.w[idx[i]], 0 past n): a
+	 * key is packed without a branch, which keeps the verifier's paths
+	 * through a lookup of many masks few. */
+	__u64 pm[TL_CKEY_WORDS];
 };
+
+/* The masks in use, in the order a lookup tries them. */
+struct tl_mask_order {
+	__u32 count;
+	__u8 id[TL_MAX_MASKS];
+};
+
+/* Per CPU, by the low bits of the packet's hash: the mask that matched
+ * last (OVS's per-CPU mask cache), tried first. */
+#define TL_MASK_HINTS 256
 
 /* A flow's actions, compiled by the switch from its rule's ops. */
 enum tl_op_kind {

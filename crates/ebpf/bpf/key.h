@@ -134,45 +134,132 @@ static __always_inline int extract_frame(struct __sk_buff *skb, __u32 off, __u32
 	return 0;
 }
 
-/* Mask the key and look it up; NULL on a miss or a stale entry. */
-static __always_inline struct tl_flow *lookup_flow(struct tl_key *k)
+/* The entry for `k` under mask `id`, if one of generation `g` is cached
+ * (an older one sets *stale). */
+static __always_inline struct tl_flow *probe_mask(const struct tl_key *k, __u32 id, __u64 g,
+						  int *stale)
+{
+	struct tl_mask *m = bpf_map_lookup_elem(&tl_mask, &id);
+	if (!m)
+		return NULL;
+	__u32 n = m->n;
+	if (n == 0 || n > TL_CKEY_WORDS)
+		return NULL;
+	/* k is the per-CPU key buffer: 32 words, so any index modulo 32 is
+	 * in it (idx < TL_KEY_WORDS always; past n, pm is 0). */
+	const __u64 *kw = (const __u64 *)k;
+	__u32 zero = 0;
+	struct tl_ckey *ck = bpf_map_lookup_elem(&tl_ckeybuf, &zero);
+	if (!ck)
+		return NULL;
+#pragma unroll
+	for (int i = 0; i < TL_CKEY_WORDS; i++)
+		ck->w[i] = kw[m->idx[i] & (TL_KEYBUF_WORDS - 1)] & m->pm[i];
+	ck->w[0] |= (__u64)id << TL_MASK_ID_SHIFT;
+	struct tl_flow *f = bpf_map_lookup_elem(&tl_flows, ck);
+	if (!f)
+		return NULL;
+	if (f->generation != g) {
+		*stale = 1;
+		return NULL;
+	}
+	return f;
+}
+
+/* A hit under mask `id`: counted, and remembered for this hash. */
+static __always_inline struct tl_flow *hit(struct tl_flow *f, __u32 id, __u32 *hint)
+{
+	if (hint && *hint != id)
+		*hint = id;
+	__u64 *h = bpf_map_lookup_elem(&tl_mask_hits, &id);
+	if (h)
+		*h += 1;
+	count(TL_STAT_HIT);
+	return f;
+}
+
+/* What the search through the masks (a bpf_loop callback, verified once
+ * however many masks there are) shares with its caller. */
+struct tl_probe_ctx {
+	__u64 g;
+	__u32 first;	/* tried already */
+	__u32 numbered;
+	__u32 found;	/* the mask of the entry found; TL_MAX_MASKS: none */
+	__u32 stale;
+};
+
+/* Try the i-th mask of the order; 1 stops the search. The key is this
+ * CPU's key buffer, looked up again (a per-CPU array lookup is a few
+ * instructions once the verifier inlines it). */
+static long probe_nth(__u32 i, void *data)
+{
+	struct tl_probe_ctx *c = data;
+	__u32 zero = 0;
+	struct tl_mask_order *order = bpf_map_lookup_elem(&tl_mask_order, &zero);
+	const struct tl_key *k = bpf_map_lookup_elem(&tl_keybuf, &zero);
+	if (!order || !k || i >= order->count || i >= TL_MAX_MASKS)
+		return 1;
+	/* The same i, masked where clang cannot fold the mask away (it knows
+	 * i < TL_MAX_MASKS; the verifier must see it on the register used). */
+	__u64 j = i;
+	asm volatile("%[j] &= %[m]" : [j] "+r"(j) : [m] "i"(TL_MAX_MASKS - 1));
+	__u32 id = order->id[j];
+	if (id == c->first || id >= TL_MAX_MASKS || (id != 0 && !c->numbered))
+		return 0;
+	int stale = 0;
+	if (probe_mask(k, id, c->g, &stale)) {
+		c->found = id;
+		return 1;
+	}
+	if (stale)
+		c->stale = 1;
+	return 0;
+}
+
+/* Look the key (this CPU's key buffer) up under each mask in use, the one
+ * this hash last matched first; NULL on a miss or a stale entry. */
+static __always_inline struct tl_flow *lookup_flow(const struct tl_key *k, __u32 hash)
 {
 	__u32 zero = 0;
-	/* The generation before the mask: the switch writes them the other
+	/* The generation before the masks: the switch writes them the other
 	 * way round, so an entry of the new generation is never looked up
-	 * under the old mask. */
+	 * under an old mask. */
 	__u64 *gen = bpf_map_lookup_elem(&tl_generation, &zero);
 	if (!gen)
 		return NULL;
 	__u64 g = *gen;
-	struct tl_mask *m = bpf_map_lookup_elem(&tl_mask, &zero);
-	if (!m)
-		return NULL;
-	__u32 n = m->n;
-	if (n > TL_CKEY_WORDS) {
+	/* Masks other than 0 carry their number in the in_port's top byte. */
+	__u32 numbered = (k->w[0] & 0xffffffff) < (1u << TL_MASK_ID_SHIFT);
+	int stale = 0;
+	__u32 slot = hash & (TL_MASK_HINTS - 1);
+	__u32 *hint = bpf_map_lookup_elem(&tl_mask_hint, &slot);
+	__u32 first = hint ? *hint : TL_MAX_MASKS;
+	struct tl_flow *f;
+	if (first < TL_MAX_MASKS && (first == 0 || numbered)) {
+		f = probe_mask(k, first, g, &stale);
+		if (f)
+			return hit(f, first, hint);
+	}
+	struct tl_probe_ctx c = {
+		.g = g,
+		.first = first,
+		.numbered = numbered,
+		.found = TL_MAX_MASKS,
+	};
+	bpf_loop(TL_MAX_MASKS, probe_nth, &c, 0);
+	/* Found under c.found: looked up again here, where the entry's
+	 * pointer can be kept (a callback cannot hand one out). */
+	__u32 id = c.found;
+	if (id < TL_MAX_MASKS) {
+		f = probe_mask(k, id, g, &stale);
+		if (f)
+			return hit(f, id, hint);
+	}
+	struct tl_mask *union_ = bpf_map_lookup_elem(&tl_mask, &zero);
+	if (union_ && union_->n > TL_CKEY_WORDS)
 		count(TL_STAT_SLOW_WIDE_MASK);
-		count(TL_STAT_MISS);
-		return NULL;
-	}
-	struct tl_ckey ck;
-#pragma unroll
-	for (int i = 0; i < TL_CKEY_WORDS; i++) {
-		__u32 j = m->idx[i];
-		ck.w[i] = 0;
-		if (i < n && j < TL_KEY_WORDS)
-			ck.w[i] = k->w[j] & m->m.w[j];
-	}
-	struct tl_flow *f = bpf_map_lookup_elem(&tl_flows, &ck);
-	if (!f) {
-		count(TL_STAT_MISS);
-		return NULL;
-	}
-	if (f->generation != g) {
-		count(TL_STAT_STALE);
-		return NULL;
-	}
-	count(TL_STAT_HIT);
-	return f;
+	count(stale || c.stale ? TL_STAT_STALE : TL_STAT_MISS);
+	return NULL;
 }
 
 /* Every program's lookup: the frame at [at, end) of `skb` read into `k`
@@ -187,7 +274,7 @@ static __always_inline int find_flow(struct __sk_buff *skb, __u32 at, __u32 end,
 {
 	if (extract_frame(skb, at, end, k, accel, fr))
 		return TL_FLOW_SLOW;
-	*f = lookup_flow(k);
+	*f = lookup_flow(k, skb->hash);
 	return *f ? TL_FLOW_HIT : TL_FLOW_MISS;
 }
 

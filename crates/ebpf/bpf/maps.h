@@ -25,14 +25,35 @@ struct {
 	__type(value, struct tl_flow);
 } tl_flows SEC(".maps");
 
-/* Which key bits the flow table looks at (the union of every rule's
- * mask): the megaflow mask, one for the whole table. */
+/* The megaflow masks, by number (see struct tl_mask). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TL_MAX_MASKS);
+	__type(key, __u32);
+	__type(value, struct tl_mask);
+} tl_mask SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct tl_mask);
-} tl_mask SEC(".maps");
+	__type(value, struct tl_mask_order);
+} tl_mask_order SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TL_MASK_HINTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} tl_mask_hint SEC(".maps");
+
+/* Per CPU: hits under each mask (the switch orders the masks by them). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TL_MAX_MASKS);
+	__type(key, __u32);
+	__type(value, __u64);
+} tl_mask_hits SEC(".maps");
 
 /* The flow table's generation (see struct tl_flow). */
 struct {
@@ -103,13 +124,28 @@ struct {
 
 /* The packet's flow key, built here rather than on the 512-byte BPF
  * stack (152 bytes; programs never nest on a CPU, their softirq or
- * bottom-half context sees to that). */
+ * bottom-half context sees to that). Room for 32 words, the last 13
+ * always 0: a mask's word index, taken modulo 32, is in bounds without a
+ * check (see probe_mask). */
+#define TL_KEYBUF_WORDS 32
+struct tl_keybuf {
+	__u64 w[TL_KEYBUF_WORDS];
+};
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct tl_key);
+	__type(value, struct tl_keybuf);
 } tl_keybuf SEC(".maps");
+
+/* A cache key being packed, off the stack (the programs' stack, with
+ * the mask search's callback on top, must stay within 512 bytes). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tl_ckey);
+} tl_ckeybuf SEC(".maps");
 
 /* This CPU's key, cleared. */
 static __always_inline struct tl_key *key_buf(void)

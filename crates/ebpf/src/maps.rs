@@ -36,6 +36,41 @@ pub struct CKey {
 
 /// `TL_MASK_TOO_WIDE`.
 pub const MASK_TOO_WIDE: u8 = 0xff;
+/// `TL_MAX_MASKS`: masks the cache holds flows under at once.
+pub const MAX_MASKS: usize = 16;
+/// `TL_MASK_ID_SHIFT`: where a cache key's in_port word names its mask.
+pub const MASK_ID_SHIFT: u32 = 24;
+
+/// `struct tl_mask_order`: the masks in use, in the order lookups try
+/// them.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MaskOrder {
+    pub count: u32,
+    pub id: [u8; MAX_MASKS],
+}
+
+impl MaskOrder {
+    /// The masks' numbers, in order.
+    pub fn ids(&self) -> &[u8] {
+        &self.id[..(self.count as usize).min(MAX_MASKS)]
+    }
+
+    /// An order of these numbers (at most [`MAX_MASKS`]).
+    pub fn of(ids: &[u8]) -> MaskOrder {
+        let mut o = MaskOrder::default();
+        for (slot, &i) in o.id.iter_mut().zip(ids) {
+            *slot = i;
+        }
+        o.count = ids.len().min(MAX_MASKS) as u32;
+        o
+    }
+}
+
+/// The number of the mask cache key `c` was packed under.
+pub fn mask_id(c: &CKey) -> usize {
+    ((c.w[0] >> MASK_ID_SHIFT) & 0xff) as usize
+}
 
 /// `struct tl_mask`: the megaflow mask and the words of it the cache key
 /// packs, in key order.
@@ -47,6 +82,8 @@ pub struct Mask {
     /// Words packed, or [`MASK_TOO_WIDE`].
     pub n: u8,
     pub pad: [u8; 5],
+    /// The mask's words in packing order (0 past `n`).
+    pub pm: [u64; CKEY_WORDS],
 }
 
 impl Default for Mask {
@@ -64,6 +101,7 @@ impl Mask {
             idx: [0; CKEY_WORDS],
             n: 0,
             pad: [0; 5],
+            pm: [0; CKEY_WORDS],
         };
         let used: Vec<usize> = (0..WORDS).filter(|&i| mask.w[i] != 0).collect();
         if used.len() > CKEY_WORDS {
@@ -72,6 +110,9 @@ impl Mask {
         }
         for (slot, &i) in out.idx.iter_mut().zip(&used) {
             *slot = i as u8;
+        }
+        for (p, &i) in out.pm.iter_mut().zip(&used) {
+            *p = mask.w[i];
         }
         out.n = used.len() as u8;
         out
@@ -89,6 +130,26 @@ impl Mask {
 
     pub fn too_wide(&self) -> bool {
         self.n as usize > CKEY_WORDS
+    }
+
+    /// An unused slot's value.
+    pub fn unused() -> Mask {
+        Mask::default()
+    }
+
+    /// Whether the slot holds a mask.
+    pub fn in_use(&self) -> bool {
+        self.n != 0
+    }
+
+    /// `key` masked and packed as the programs pack it under mask number
+    /// `id` (which goes in the in_port word's top byte: `key`'s in_port
+    /// must be below 2^24 and the mask must keep it); None if the mask is
+    /// too wide for the cache.
+    pub fn pack_as(&self, key: &FlowKey, id: u8) -> Option<CKey> {
+        let mut c = self.pack(key)?;
+        c.w[0] |= (id as u64) << MASK_ID_SHIFT;
+        Some(c)
     }
 
     pub fn flow_key(&self) -> FlowKey {
@@ -117,6 +178,14 @@ impl Mask {
                 k.w[self.idx[i] as usize] = c.w[i];
             }
         }
+        k
+    }
+
+    /// [`Mask::unpack`] of a key [`Mask::pack_as`] packed: without the
+    /// mask's number.
+    pub fn unpack_numbered(&self, c: &CKey) -> FlowKey {
+        let mut k = self.unpack(c);
+        k.w[0] &= !(0xff << MASK_ID_SHIFT);
         k
     }
 }
@@ -278,6 +347,8 @@ unsafe impl aya::Pod for CKey {}
 // SAFETY: repr(C) integers and bytes, sized without implicit padding.
 unsafe impl aya::Pod for Mask {}
 // SAFETY: as above.
+unsafe impl aya::Pod for MaskOrder {}
+// SAFETY: as above.
 unsafe impl aya::Pod for Flow {}
 // SAFETY: as above.
 unsafe impl aya::Pod for Template {}
@@ -350,6 +421,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::mem::size_of;
+    use tunlab_dp::key::f;
 
     #[test]
     fn a_mask_packs_its_words_in_key_order() {
@@ -387,6 +459,30 @@ mod tests {
         assert_eq!(Mask::of(&mask).n as usize, CKEY_WORDS);
     }
 
+    /// Two masks that keep the same words pack a key alike but for the
+    /// number in the in_port word: their entries never meet.
+    #[test]
+    fn a_numbered_key_names_its_mask_and_unpacks_without_it() {
+        let mut mask = FlowKey::default();
+        mask.set(f::IN_PORT, f::IN_PORT.max());
+        mask.set(f::NW_DST, f::NW_DST.max());
+        let m = Mask::of(&mask);
+        let mut key = FlowKey::default();
+        key.set(f::IN_PORT, 7);
+        key.set(f::NW_DST, 0x0a00_0002);
+        key.set(f::TP_DST, 80);
+        let (a, b) = (m.pack_as(&key, 3).unwrap(), m.pack_as(&key, 4).unwrap());
+        assert_ne!(a, b);
+        assert_eq!((mask_id(&a), mask_id(&b)), (3, 4));
+        assert_eq!(m.pack_as(&key, 0), m.pack(&key));
+        let back = m.unpack_numbered(&a);
+        assert_eq!(back.get(f::IN_PORT), 7);
+        assert_eq!(back.get(f::NW_DST), 0x0a00_0002);
+        assert_eq!(back.get(f::TP_DST), 0, "not in the mask");
+        let order = MaskOrder::of(&[2, 0, 5]);
+        assert_eq!(order.ids(), &[2, 0, 5]);
+    }
+
     proptest! {
         #[test]
         fn packing_then_unpacking_gives_the_masked_key(
@@ -413,7 +509,8 @@ mod tests {
         // Sizes as clang lays out bpf/common.h (no implicit padding).
         assert_eq!(size_of::<Key>(), 152);
         assert_eq!(size_of::<CKey>(), 80);
-        assert_eq!(size_of::<Mask>(), 152 + CKEY_WORDS + 1 + 5);
+        assert_eq!(size_of::<Mask>(), 152 + CKEY_WORDS + 1 + 5 + 8 * CKEY_WORDS);
+        assert_eq!(size_of::<MaskOrder>(), 4 + MAX_MASKS);
         assert_eq!(size_of::<Op>(), 8);
         assert_eq!(size_of::<Flow>(), 32 + 8 * MAX_OPS);
         assert_eq!(

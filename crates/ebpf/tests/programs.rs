@@ -587,3 +587,81 @@ fn hits_and_drops_are_counted_on_their_ports() {
     dp.forget_port_stats(10);
     assert!(dp.port_stats().unwrap().iter().all(|(p, _)| *p != 10));
 }
+
+/// Flows cached under masks of their own: each is found under its mask,
+/// masks that pack the same words never answer for each other's entries
+/// (the mask's number is in the key), and the order follows the hits.
+#[test]
+fn flows_under_several_masks_are_found_each_under_its_own() {
+    use tunlab_dp::key::f;
+    let mut dp = datapath_for(TunnelKind::Vxlan, 4);
+    let mut in_port = FlowKey::default();
+    in_port.set(f::IN_PORT, f::IN_PORT.max());
+    dp.revalidate(&in_port).unwrap();
+    // A tenant frame to 0.0.0.0: its destination packs as 0.
+    let mut inner = tenant_frame();
+    inner[30..34].copy_from_slice(&[0, 0, 0, 0]);
+    let pkt = encapsulate(
+        TunnelKind::Vxlan,
+        "172.17.2.163",
+        "172.17.2.60",
+        OptionsBuf::new(),
+        &inner,
+    );
+    let key = user_space_key(&pkt, TunnelKind::Vxlan, 10);
+    let (mut by_src, mut by_dst) = (in_port, in_port);
+    by_src.set(f::NW_SRC, f::NW_SRC.max());
+    by_dst.set(f::NW_DST, f::NW_DST.max());
+    // Under "destination": a flow to 10.0.0.7 (the mask is in use).
+    let mut to_seven = key;
+    to_seven.set(f::NW_DST, 0x0a00_0007);
+    let b = dp
+        .install_masked(&to_seven, &by_dst, output_port(1))
+        .unwrap();
+    // Under "source" (the newest, tried first): a flow from 0.0.0.0,
+    // which this frame is not.
+    let mut from_zero = key;
+    from_zero.set(f::NW_SRC, 0);
+    let a = dp
+        .install_masked(&from_zero, &by_src, output_port(1))
+        .unwrap();
+    assert_eq!(dp.masks()[0], by_src);
+    assert!(a != b && a != 0 && b != 0, "{a} {b}");
+    assert_eq!(dp.masks().len(), 3);
+    // Both masks keep word 3 alone: without its number, the "source"
+    // entry (word 3 = 0) would answer this frame's "destination" probe.
+    let prog = dp.program_fd(FROM_UNDERLAY).unwrap();
+    let r = run_tc(prog, &pkt, 0).unwrap();
+    assert_eq!(r.verdict, TC_ACT_OK, "a miss: no entry is this frame's");
+    assert_eq!(stat(&dp, "hit"), 0);
+    // Its own flow under "destination": found.
+    assert_eq!(dp.install_masked(&key, &by_dst, output_port(1)).unwrap(), b);
+    for _ in 0..3 {
+        let r = run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &pkt, 0).unwrap();
+        assert_eq!((r.verdict, &r.packet), (TC_ACT_REDIRECT, &inner));
+    }
+    assert_eq!(stat(&dp, "hit"), 3);
+    let mut flows: Vec<FlowKey> = dp.flows().unwrap().into_iter().map(|(k, _)| k).collect();
+    flows.sort_by_key(|k| k.w);
+    let masked = |k: &FlowKey, m: &FlowKey| {
+        let mut o = *k;
+        for (w, m) in o.w.iter_mut().zip(m.w) {
+            *w &= m;
+        }
+        o
+    };
+    let mut want = vec![
+        masked(&from_zero, &by_src),
+        masked(&to_seven, &by_dst),
+        masked(&key, &by_dst),
+    ];
+    want.sort_by_key(|k| k.w);
+    assert_eq!(flows, want, "unpacked without the mask's number");
+    // The mask with the hits goes first.
+    assert!(dp.rebalance_masks().unwrap());
+    assert_eq!(dp.masks()[0], by_dst);
+    assert!(!dp.rebalance_masks().unwrap(), "no new hits, no new order");
+    // A new generation forgets the masks but the union.
+    dp.revalidate(&in_port).unwrap();
+    assert_eq!(dp.masks(), vec![in_port]);
+}

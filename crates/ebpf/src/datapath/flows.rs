@@ -17,31 +17,45 @@ impl KernelDatapath {
         Ok(v)
     }
 
-    /// The megaflow mask the programs apply (an adopted one: the previous
-    /// run's) and its layout (how cache keys are packed).
+    /// The union mask (mask 0) the programs apply (an adopted one: the
+    /// previous run's) and its layout (how its cache keys are packed).
     pub fn mask_layout(&self) -> Mask {
-        self.mask
+        self.masks[0]
     }
 
-    /// `key`, masked, as the cache holds it.
+    /// The masks in use, in the order lookups try them.
+    pub fn masks(&self) -> Vec<FlowKey> {
+        self.order
+            .iter()
+            .filter_map(|&i| self.masks.get(i as usize))
+            .map(Mask::flow_key)
+            .collect()
+    }
+
+    /// `key`, masked by mask 0, as the cache holds it.
     fn pack(&self, key: &FlowKey) -> Result<CKey, Error> {
-        self.mask.pack(key).ok_or(Error::MaskTooWide {
-            words: self.mask.words(),
+        check_port(key)?;
+        self.masks[0].pack(key).ok_or(Error::MaskTooWide {
+            words: self.masks[0].words(),
             max: crate::maps::CKEY_WORDS,
         })
     }
 
-    /// Delete the entry cached for `key` (under the current mask), if
-    /// there is one.
+    /// Delete the entry cached for `key` under mask 0, if there is one.
     pub fn remove_flow(&mut self, key: &FlowKey) -> Result<(), Error> {
         // Under a mask too wide for the cache nothing is cached.
-        let Some(k) = self.mask.pack(key) else {
+        let Some(k) = self.masks[0].pack(key) else {
             return Ok(());
         };
+        self.remove_packed(&k)
+    }
+
+    /// Delete cache entry `k`, if it is there.
+    pub fn remove_packed(&mut self, k: &CKey) -> Result<(), Error> {
         let mut m: HashMap<_, CKey, Flow> = self.map_mut("tl_flows")?;
-        match m.remove(&k) {
+        match m.remove(k) {
             Ok(()) => Ok(()),
-            // Gone already (the LRU, the revalidator thread).
+            // Gone already (the revalidator thread).
             Err(aya::maps::MapError::SyscallError(e))
                 if e.io_error.raw_os_error() == Some(libc::ENOENT) =>
             {
@@ -66,16 +80,99 @@ impl KernelDatapath {
     }
 
     /// After any change to the flow table, the TLV map or the ports: set
-    /// the megaflow mask and move to a new generation, so that no entry
-    /// installed before forwards again. Returns once the kernel has both.
-    /// A mask too wide for the cache key is set all the same: the
-    /// programs then cache nothing (and count slow_wide_mask).
+    /// the union mask (mask 0), forget every other mask, and move to a new
+    /// generation, so that no entry installed before forwards again.
+    /// Returns once the kernel has all of it. A union mask too wide for the
+    /// cache key is set all the same: flows then go under masks of their
+    /// own, or stay in the slow path (counted as slow_wide_mask).
     pub fn revalidate(&mut self, mask: &FlowKey) -> Result<(), Error> {
+        let mut m: Array<_, Mask> = self.map_mut("tl_mask")?;
+        let layout = Mask::of(mask);
+        m.set(0, layout, 0).map_err(map_err("tl_mask"))?;
+        for i in 1..MAX_MASKS as u32 {
+            m.set(i, Mask::unused(), 0).map_err(map_err("tl_mask"))?;
+        }
+        self.masks = [Mask::unused(); MAX_MASKS];
+        self.masks[0] = layout;
+        self.set_order(vec![0])?;
+        self.new_generation()
+    }
+
+    /// Set the union mask (mask 0) without a new generation: the caller
+    /// has removed every entry packed under the old one.
+    pub fn set_union_mask(&mut self, mask: &FlowKey) -> Result<(), Error> {
         let layout = Mask::of(mask);
         let mut m: Array<_, Mask> = self.map_mut("tl_mask")?;
         m.set(0, layout, 0).map_err(map_err("tl_mask"))?;
-        self.mask = layout;
-        self.new_generation()
+        self.masks[0] = layout;
+        Ok(())
+    }
+
+    fn set_order(&mut self, ids: Vec<u8>) -> Result<(), Error> {
+        let mut o: Array<_, MaskOrder> = self.map_mut("tl_mask_order")?;
+        o.set(0, MaskOrder::of(&ids), 0)
+            .map_err(map_err("tl_mask_order"))?;
+        self.order = ids;
+        Ok(())
+    }
+
+    /// The number of the slot holding `mask`, which is taken (and tried
+    /// by lookups first, being the newest) if no slot holds it yet.
+    fn mask_slot(&mut self, mask: &FlowKey) -> Result<u8, Error> {
+        let layout = Mask::of(mask);
+        if layout.too_wide() {
+            return Err(Error::MaskTooWide {
+                words: layout.words(),
+                max: crate::maps::CKEY_WORDS,
+            });
+        }
+        if let Some(i) = self.masks.iter().position(|m| m.in_use() && *m == layout) {
+            return Ok(i as u8);
+        }
+        let Some(free) = (1..MAX_MASKS).find(|&i| !self.masks[i].in_use()) else {
+            return Err(Error::MasksFull { max: MAX_MASKS });
+        };
+        // The mask before its number in the order: a lookup never tries
+        // a slot it cannot read.
+        let mut m: Array<_, Mask> = self.map_mut("tl_mask")?;
+        m.set(free as u32, layout, 0).map_err(map_err("tl_mask"))?;
+        self.masks[free] = layout;
+        let mut order = vec![free as u8];
+        order.extend(self.order.iter().copied());
+        self.set_order(order)?;
+        Ok(free as u8)
+    }
+
+    /// Order the masks by the hits under each since the last call, most
+    /// first (OVS rebalances its mask array so). Returns whether the order
+    /// changed.
+    pub fn rebalance_masks(&mut self) -> Result<bool, Error> {
+        let hits: PerCpuArray<_, u64> = self.map("tl_mask_hits")?;
+        let mut totals = [0u64; MAX_MASKS];
+        for (i, t) in totals.iter_mut().enumerate() {
+            *t = hits
+                .get(&(i as u32), 0)
+                .map_err(map_err("tl_mask_hits"))?
+                .iter()
+                .sum();
+        }
+        let mut by: Vec<(u64, u8)> = self
+            .order
+            .iter()
+            .map(|&i| {
+                let i = i as usize % MAX_MASKS;
+                (totals[i].saturating_sub(self.mask_hits[i]), i as u8)
+            })
+            .collect();
+        self.mask_hits = totals;
+        // Stable: masks without hits keep their places behind the others.
+        by.sort_by(|a, b| b.0.cmp(&a.0));
+        let order: Vec<u8> = by.into_iter().map(|(_, i)| i).collect();
+        if order == self.order {
+            return Ok(false);
+        }
+        self.set_order(order)?;
+        Ok(true)
     }
 
     /// A new generation under the same mask: every cached entry is a miss
@@ -111,13 +208,40 @@ impl KernelDatapath {
         Ok(i)
     }
 
-    /// Install a flow for `key` under the mask of the last
+    /// Install a flow for `key` under the union mask of the last
     /// [`KernelDatapath::revalidate`] (applied here, as the key is packed),
     /// at the current generation.
-    pub fn install(&mut self, key: &FlowKey, mut flow: Flow) -> Result<(), Error> {
+    pub fn install(&mut self, key: &FlowKey, flow: Flow) -> Result<(), Error> {
+        let k = self.pack(key)?;
+        self.install_packed(k, flow)
+    }
+
+    /// Install a flow for `key` under its own megaflow mask `mask` (which
+    /// keeps the in_port), taking a mask slot for it if it is new; its
+    /// number. [`Error::MasksFull`] when every slot holds another mask.
+    pub fn install_masked(
+        &mut self,
+        key: &FlowKey,
+        mask: &FlowKey,
+        flow: Flow,
+    ) -> Result<u8, Error> {
+        check_port(key)?;
+        let id = self.mask_slot(mask)?;
+        let Some(k) = self.masks[id as usize].pack_as(key, id) else {
+            return Err(Error::MaskTooWide {
+                words: self.masks[id as usize].words(),
+                max: crate::maps::CKEY_WORDS,
+            });
+        };
+        self.install_packed(k, flow)?;
+        Ok(id)
+    }
+
+    /// Put `flow` at cache key `k` (replacing what is there, in place: a
+    /// packet sees the old entry or the new one, never none).
+    pub fn install_packed(&mut self, k: CKey, mut flow: Flow) -> Result<(), Error> {
         flow.generation = self.generation;
         flow.used = crate::maps::used_now();
-        let k = self.pack(key)?;
         let mut m: HashMap<_, CKey, Flow> = self.map_mut("tl_flows")?;
         m.insert(k, flow, 0).map_err(|e| match &e {
             aya::maps::MapError::SyscallError(se)
@@ -137,7 +261,7 @@ impl KernelDatapath {
         for item in m.iter() {
             let (k, f) = item.map_err(map_err("tl_flows"))?;
             if f.generation == self.generation {
-                out.push((self.mask.unpack(&k), f));
+                out.push((self.unpack(&k), f));
             }
         }
         Ok(out)
@@ -145,7 +269,22 @@ impl KernelDatapath {
 
     /// The flow key a cache key of this generation packs.
     pub fn unpack(&self, k: &CKey) -> FlowKey {
-        self.mask.unpack(k)
+        match crate::maps::mask_id(k) {
+            0 => self.masks[0].unpack(k),
+            i => self
+                .masks
+                .get(i)
+                .map(|m| m.unpack_numbered(k))
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The mask cache key `k` was packed under.
+    pub fn mask_of(&self, k: &CKey) -> FlowKey {
+        self.masks
+            .get(crate::maps::mask_id(k))
+            .map(Mask::flow_key)
+            .unwrap_or_default()
     }
 
     /// Batched access to the flow cache on a descriptor of its own (no
@@ -171,4 +310,14 @@ impl KernelDatapath {
         }
         Ok(out)
     }
+}
+
+/// Cache keys name their mask in the in_port's top byte: a port numbered
+/// past it never takes the fast path.
+fn check_port(key: &FlowKey) -> Result<(), Error> {
+    let port = key.get(tunlab_dp::key::f::IN_PORT);
+    if port >> crate::maps::MASK_ID_SHIFT != 0 {
+        return Err(Error::PortTooLarge { port });
+    }
+    Ok(())
 }

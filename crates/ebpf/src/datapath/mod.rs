@@ -13,7 +13,8 @@
 //! stops leaves no program behind.
 
 use crate::maps::{
-    CKey, Flow, Mask, PortEntry, Template, TunnelIdKey, TunnelKey, TunnelPortEntry, STATS,
+    CKey, Flow, Mask, MaskOrder, PortEntry, Template, TunnelIdKey, TunnelKey, TunnelPortEntry,
+    MAX_MASKS, STATS,
 };
 use aya::maps::{Array, HashMap, PerCpuArray, PerCpuHashMap};
 use aya::programs::{SchedClassifier, TcAttachType};
@@ -54,6 +55,12 @@ pub enum Error {
     /// makes room).
     #[error("the kernel's flow cache is full")]
     CacheFull,
+    /// Every mask slot holds another mask.
+    #[error("every one of the cache's {max} mask slots is taken")]
+    MasksFull { max: usize },
+    /// A flow's in_port is past what a numbered cache key holds.
+    #[error("in_port {port} is past the flow cache's limit (2^24)")]
+    PortTooLarge { port: u64 },
     /// The megaflow mask keeps more words than the cache key packs.
     #[error("the megaflow mask keeps {words} key words, the kernel's flow cache key {max}")]
     MaskTooWide { words: usize, max: usize },
@@ -89,9 +96,10 @@ enum Held {
 
 /// The maps that hold the datapath's state, pinned so that a restarted
 /// switch adopts them (the per-CPU scratch maps are not state).
-pub const PINNED_MAPS: [&str; 9] = [
+pub const PINNED_MAPS: [&str; 10] = [
     "tl_flows",
     "tl_mask",
+    "tl_mask_order",
     "tl_generation",
     "tl_templates",
     "tl_ports",
@@ -110,8 +118,12 @@ pub struct KernelDatapath {
     templates: StdMap<Vec<u8>, u32>,
     template_capacity: u32,
     flow_capacity: u32,
-    /// The megaflow mask of the current generation, as tl_mask holds it.
-    mask: Mask,
+    /// The megaflow masks by number, as tl_mask holds them (0: the union
+    /// of the rules' masks), and the order lookups try them in.
+    masks: [Mask; MAX_MASKS],
+    order: Vec<u8>,
+    /// Each mask's hits as last read (for the order by recent hits).
+    mask_hits: [u64; MAX_MASKS],
     /// Why pinned maps found at load were not adopted (another build's
     /// layout), if they were not.
     stale_pins: Option<String>,
@@ -197,7 +209,9 @@ impl KernelDatapath {
             template_capacity,
             flow_capacity,
             next_template: 0,
-            mask: Mask::default(),
+            masks: [Mask::unused(); MAX_MASKS],
+            order: Vec::new(),
+            mask_hits: [0; MAX_MASKS],
             stale_pins,
             pins: pins.map(Path::to_path_buf),
             adopted,
@@ -216,8 +230,17 @@ impl KernelDatapath {
     fn adopt(&mut self) -> Result<(), Error> {
         let gen: Array<_, u64> = self.map("tl_generation")?;
         self.generation = gen.get(&0, 0).map_err(map_err("tl_generation"))?;
-        let mask: Array<_, Mask> = self.map("tl_mask")?;
-        self.mask = mask.get(&0, 0).map_err(map_err("tl_mask"))?;
+        let masks: Array<_, Mask> = self.map("tl_mask")?;
+        let read: Vec<Mask> = (0..MAX_MASKS as u32)
+            .map(|i| masks.get(&i, 0).map_err(map_err("tl_mask")))
+            .collect::<Result<_, _>>()?;
+        self.masks.copy_from_slice(&read);
+        let order: Array<_, MaskOrder> = self.map("tl_mask_order")?;
+        self.order = order
+            .get(&0, 0)
+            .map_err(map_err("tl_mask_order"))?
+            .ids()
+            .to_vec();
         let m: Array<_, Template> = self.map("tl_templates")?;
         let mut found = Vec::new();
         for i in 0..m.len() {
@@ -485,7 +508,8 @@ fn pinned_layout() -> [(&'static str, usize, usize, Option<usize>); PINNED_MAPS.
     use std::mem::size_of as z;
     [
         ("tl_flows", z::<CKey>(), z::<Flow>(), None),
-        ("tl_mask", 4, z::<Mask>(), Some(1)),
+        ("tl_mask", 4, z::<Mask>(), Some(MAX_MASKS)),
+        ("tl_mask_order", 4, z::<MaskOrder>(), Some(1)),
         ("tl_generation", 4, 8, Some(1)),
         ("tl_templates", 4, z::<T>(), None),
         ("tl_ports", 4, z::<P>(), None),

@@ -166,7 +166,7 @@ impl KernelDatapath {
             .collect();
         self.mask_hits = totals;
         // Stable: masks without hits keep their places behind the others.
-        by.sort_by(|a, b| b.0.cmp(&a.0));
+        by.sort_by_key(|x| std::cmp::Reverse(x.0));
         let order: Vec<u8> = by.into_iter().map(|(_, i)| i).collect();
         if order == self.order {
             return Ok(false);

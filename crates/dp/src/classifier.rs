@@ -64,10 +64,63 @@ struct Subtable {
     /// How many rules hold each priority: the last key is the subtable's
     /// maximum, which orders the probes.
     priorities: BTreeMap<u16, u32>,
+    /// Staged lookup, as OVS's classifier does it: the mask cut at the
+    /// stage boundaries (the in-port and tunnel, then L2, then L3; each
+    /// stage that adds bits, short of the whole mask), with how many
+    /// rules have each masked value there. A probe that finds no rule at
+    /// a stage depends only on the fields up to it: a megaflow need not
+    /// hold the rest of the subtable's (a rule on another port does not
+    /// make every flow depend on its UDP port).
+    stages: Vec<(FlowKey, HashMap<FlowKey, u32, FxBuildHasher>)>,
+}
+
+/// The stages' fields, each with those of the stages before it: the
+/// in-port and tunnel metadata, then L2, then L3 (L4 is the rest).
+fn stage_fields() -> [FlowKey; 3] {
+    use crate::key::f;
+    let mut meta = FlowKey::default();
+    for p in [f::IN_PORT, f::TUN_FAMILY, f::TUN_ID, f::TUN_SRC, f::TUN_DST] {
+        meta.set(p, p.max());
+    }
+    // tun_ipv6_src/dst and tun_metadata0..7 (words 11 to 18).
+    for w in &mut meta.w[11..] {
+        *w = u64::MAX;
+    }
+    let mut l2 = meta;
+    for p in [f::DL_TYPE, f::VLAN_TCI, f::DL_SRC, f::DL_DST] {
+        l2.set(p, p.max());
+    }
+    let mut l3 = l2;
+    for p in [f::NW_PROTO, f::NW_TOS, f::NW_SRC, f::NW_DST] {
+        l3.set(p, p.max());
+    }
+    // ipv6_src/dst (words 7 to 10).
+    for w in &mut l3.w[7..11] {
+        *w = u64::MAX;
+    }
+    [meta, l2, l3]
+}
+
+fn and(a: &FlowKey, b: &FlowKey) -> FlowKey {
+    let mut o = FlowKey::default();
+    for i in 0..WORDS {
+        o.w[i] = a.w[i] & b.w[i];
+    }
+    o
 }
 
 impl Subtable {
     fn new(mask: FlowKey) -> Subtable {
+        let mut stages: Vec<(FlowKey, HashMap<FlowKey, u32, FxBuildHasher>)> = Vec::new();
+        for fields in stage_fields() {
+            let m = and(&mask, &fields);
+            let new_bits = stages
+                .last()
+                .map_or(m != FlowKey::default(), |(p, _)| *p != m);
+            if new_bits && m != mask {
+                stages.push((m, HashMap::default()));
+            }
+        }
         Subtable {
             mask,
             words: (0..WORDS as u8)
@@ -75,7 +128,41 @@ impl Subtable {
                 .collect(),
             buckets: HashMap::default(),
             priorities: BTreeMap::new(),
+            stages,
         }
+    }
+
+    /// A rule of match value `value` joins (+1) or leaves (-1) the stages.
+    fn stage_count(&mut self, value: &FlowKey, joins: bool) {
+        for (m, counts) in &mut self.stages {
+            let v = and(value, m);
+            if joins {
+                *counts.entry(v).or_default() += 1;
+            } else if let Some(n) = counts.get_mut(&v) {
+                *n -= 1;
+                if *n == 0 {
+                    counts.remove(&v);
+                }
+            }
+        }
+    }
+
+    /// Whether some rule's value agrees with `key` at every stage; if not,
+    /// the fields up to the stage that none agreed at go into `wc`; if so,
+    /// the whole mask does.
+    fn passes_stages(&self, key: &FlowKey, wc: &mut FlowKey) -> bool {
+        for (m, counts) in &self.stages {
+            if !counts.contains_key(&and(key, m)) {
+                for i in 0..WORDS {
+                    wc.w[i] |= m.w[i];
+                }
+                return false;
+            }
+        }
+        for &i in &self.words {
+            wc.w[i as usize] |= self.mask.w[i as usize];
+        }
+        true
     }
 
     fn max_priority(&self) -> u16 {
@@ -183,6 +270,7 @@ impl Classifier {
             }
         };
         let st = &mut table.subtables[si];
+        let flow_value = flow.m.value;
         let bucket = st.buckets.entry(flow.m.value).or_default();
         for &s in bucket.iter() {
             let Some(Some(r)) = self.slots.get_mut(s as usize) else {
@@ -223,6 +311,8 @@ impl Classifier {
                 .is_some_and(|r| r.order() < order)
         });
         bucket.insert(at, slot);
+        let value = flow_value;
+        st.stage_count(&value, true);
         let prio = order.0 .0;
         let before = st.max_priority();
         *st.priorities.entry(prio).or_default() += 1;
@@ -249,6 +339,7 @@ impl Classifier {
             return;
         };
         let st = &mut table.subtables[si];
+        st.stage_count(&rule.flow.m.value, false);
         if let Some(bucket) = st.buckets.get_mut(&rule.flow.m.value) {
             bucket.retain(|&s| s != slot);
             if bucket.is_empty() {
@@ -366,8 +457,8 @@ impl Classifier {
                 }
             }
             if let Some(wc) = wc.as_deref_mut() {
-                for &i in &st.words {
-                    wc.w[i as usize] |= st.mask.w[i as usize];
+                if !st.passes_stages(key, wc) {
+                    continue;
                 }
             }
             let hit = st.buckets.get(&st.masked(key)).and_then(|b| b.first());

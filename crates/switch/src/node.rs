@@ -60,7 +60,10 @@ impl Node {
     pub fn housekeeping(&mut self) {
         self.credit_cached();
         let mtu = match self.ofproto.dpif.as_mut() {
-            Some(d) => d.refresh_mtu(),
+            Some(d) => {
+                d.rebalance();
+                d.refresh_mtu()
+            }
             None => self.netdev.underlay_device_mtu(),
         };
         if let Some(mtu) = mtu {

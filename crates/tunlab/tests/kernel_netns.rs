@@ -44,9 +44,12 @@ fn flow_changes_revalidate() {
     assert!(ok, "{err}");
     let st = node_stats(&l.dir, "n1");
     let before = counter(&st, "kernel_encap");
-    // An old entry is either still there (stale: its generation is gone)
-    // or already swept by the revalidator (a miss); it never forwards.
-    let unused = |st: &tunlab_ctl::Stats| counter(st, "kernel_stale") + counter(st, "kernel_miss");
+    // The old entry never forwards again: it was given the new decision
+    // in place (no rule: drop), or it is stale (its generation is gone),
+    // or swept (a miss).
+    let unused = |st: &tunlab_ctl::Stats| {
+        counter(st, "kernel_stale") + counter(st, "kernel_miss") + counter(st, "kernel_drop_action")
+    };
     let unused_before = unused(&st);
     assert!(
         !udp_echo(&l.ta, &l.tb, "192.168.7.2", 5, 1),
@@ -64,11 +67,12 @@ fn flow_changes_revalidate() {
     drop((s1.stop(), s2.stop()));
 }
 
-/// A rule change that keeps the rules' shape (their megaflow mask and
-/// the TLV map) is revalidated flow by flow, as OVS's revalidators do: the
-/// cached flows it does not decide differently keep forwarding in the
-/// kernel, the one it does goes. A change that widens the mask takes a
-/// new generation (every flow a miss).
+/// Rule changes are revalidated flow by flow, each cached flow against
+/// its own megaflow mask: the flows a change does not decide differently
+/// keep forwarding in the kernel, one it decides differently under the
+/// same mask takes its new actions in place (never a miss), and a rule of
+/// a new shape adds a mask instead of emptying the cache; only a flow
+/// whose mask no longer covers the new decision goes.
 #[test]
 fn a_change_that_keeps_the_mask_keeps_the_other_flows() {
     let l = lab();
@@ -85,9 +89,10 @@ fn a_change_that_keeps_the_mask_keeps_the_other_flows() {
         assert!(ok, "{args:?}: {err}");
         node_stats(&l.dir, "n1")
     };
-    let (each, fresh) = (
+    let (each, fresh, replaced) = (
         "kernel_changes_revalidated_each_flow",
         "kernel_changes_new_generation",
+        "kernel_flows_replaced_in_place",
     );
     traffic_both_ways(&l, "before the changes");
     // The rules are in_port (+ tun_id): one flow each way.
@@ -112,25 +117,53 @@ fn a_change_that_keeps_the_mask_keeps_the_other_flows() {
         "the kept flows missed: {st1}"
     );
 
-    // The tenant's side now dropped: that flow goes, the other stays.
-    change(&["add-flow", "priority=40000,in_port=1 actions=drop"]);
-    assert_eq!(cached(), n0 - 1);
+    // The tenant's side now dropped, by a rule of the same shape: that
+    // flow drops in the kernel from now on (replaced in place), the
+    // other stays.
+    let st = change(&["add-flow", "priority=40000,in_port=1 actions=drop"]);
+    assert_eq!(cached(), n0);
+    assert_eq!(counter(&st, replaced), counter(&st1, replaced) + 1, "{st}");
     assert!(
         !udp_echo(&l.ta, &l.tb, "192.168.7.2", 3, 1),
         "forwarded by a flow the change decided anew"
     );
+    let st2 = node_stats(&l.dir, "n1");
+    assert!(
+        counter(&st2, "kernel_drop_action") > counter(&st, "kernel_drop_action"),
+        "the replaced flow did not drop in the kernel: {st2}"
+    );
     change(&["del-flows", "--strict", "priority=40000,in_port=1"]);
     traffic_both_ways(&l, "after the drop rule went");
 
-    // A field no rule matched before: a new mask, a new generation.
-    let st2 = node_stats(&l.dir, "n1");
+    // A field no rule matched before, under the rules that decide the
+    // cached flows: a new shape, and still no flow goes.
+    let st3 = node_stats(&l.dir, "n1");
     let st = change(&[
         "add-flow",
         "priority=60,udp,in_port=1,tp_dst=7 actions=drop",
     ]);
-    assert_eq!(counter(&st, fresh), counter(&st2, fresh) + 1, "{st}");
-    assert_eq!(cached(), 0);
-    traffic_both_ways(&l, "after a change of mask");
+    assert_eq!(counter(&st, fresh), counter(&st3, fresh), "{st}");
+    assert_eq!(cached(), n0, "a rule of a new shape emptied the cache");
+    traffic_both_ways(&l, "after a rule of a new shape");
+    let st4 = node_stats(&l.dir, "n1");
+    assert_eq!(
+        counter(&st4, "kernel_miss"),
+        counter(&st, "kernel_miss"),
+        "the kept flows missed: {st4}"
+    );
+
+    // The same shape over the tenant's rule: the tenant's flow now
+    // depends on the UDP port, which its mask does not hold: it goes; the
+    // other stays; new flows come back under a mask of the new shape.
+    let st = change(&[
+        "add-flow",
+        "priority=40001,udp,in_port=1,tp_dst=7 actions=drop",
+    ]);
+    assert_eq!(counter(&st, fresh), counter(&st3, fresh), "{st}");
+    assert_eq!(cached(), n0 - 1);
+    traffic_both_ways(&l, "after a rule of a new shape above the others");
+    let st5 = node_stats(&l.dir, "n1");
+    assert!(counter(&st5, "kernel_masks") >= 2, "{st5}");
     drop((s1.stop(), s2.stop()));
 }
 
@@ -407,8 +440,8 @@ fn restart_after_kill_keeps_the_stream() {
 }
 
 /// A restart with changed rules (same megaflow mask, one action changed):
-/// the adopted flow whose action changed is deleted, the other kept, and
-/// the new rule holds at once.
+/// the adopted flow whose action changed takes the new one in place, the
+/// other is kept, and the new rule holds at once.
 #[test]
 fn restart_with_changed_rules_deletes_what_changed() {
     let l = lab();
@@ -432,7 +465,7 @@ fn restart_with_changed_rules_deletes_what_changed() {
         "an echo came back through the changed rule: {err}\n{st}"
     );
     assert!(
-        err.contains("revalidated the adopted flows: kept 1, deleted 1"),
+        err.contains("revalidated the adopted flows: kept 1, replaced 1, deleted 0"),
         "{err}"
     );
     s2.stop();

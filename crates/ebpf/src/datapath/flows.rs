@@ -126,7 +126,10 @@ impl KernelDatapath {
                 max: crate::maps::CKEY_WORDS,
             });
         }
-        if let Some(i) = self.masks.iter().position(|m| m.in_use() && *m == layout) {
+        // Not slot 0, the union, even when equal: its entries go whenever
+        // the union changes; a flow's own mask stays.
+        if let Some(i) = (1..MAX_MASKS).find(|&i| self.masks[i].in_use() && self.masks[i] == layout)
+        {
             return Ok(i as u8);
         }
         let Some(free) = (1..MAX_MASKS).find(|&i| !self.masks[i].in_use()) else {

@@ -73,15 +73,21 @@ pub trait Dpif: std::fmt::Debug + Send {
     fn revalidate(&mut self, rules: &Classifier, tlv: &TlvMap) -> Result<Revalidation, String>;
 
     /// Check each cached flow against `decide` (the slow path's decision
-    /// for the flow's key): keep the flows whose cached actions are what
-    /// it decides now, delete the others. Returns (kept, deleted).
+    /// for the flow's key, and the key bits it depended on): keep the
+    /// flows whose mask still covers what the decision depends on, with
+    /// the actions it decides now (replaced in place where they changed),
+    /// delete the others.
     fn revalidate_each(
         &mut self,
-        _decide: &mut dyn FnMut(&FlowKey) -> Result<Vec<Op>, DropReason>,
+        _decide: &mut dyn FnMut(&FlowKey) -> (Result<Vec<Op>, DropReason>, FlowKey),
         _tlv: &TlvMap,
-    ) -> Result<(u64, u64), String> {
-        Ok((0, 0))
+    ) -> Result<Walked, String> {
+        Ok(Walked::default())
     }
+
+    /// Reorder what lookups try first by what was hit lately (called
+    /// between packets twice a second).
+    fn rebalance(&mut self) {}
 
     /// Forget every cached flow (`tunlab ctl del-flows --datapath`, as
     /// `ovs-dpctl del-flows`); the rules stay, the next packets miss.
@@ -131,6 +137,18 @@ pub trait Dpif: std::fmt::Debug + Send {
     fn flow_counts(&self, _counted: Counted) -> Vec<(FlowKey, u64, u64)> {
         Vec::new()
     }
+}
+
+/// What a walk of the cached flows ([`Dpif::revalidate_each`]) did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Walked {
+    /// Left as they were.
+    pub kept: u64,
+    /// Given new actions in place (a packet sees the old entry or the new
+    /// one, never a miss).
+    pub replaced: u64,
+    /// Deleted (their mask no longer covers what the decision reads).
+    pub deleted: u64,
 }
 
 /// A port's counters in a datapath (`tunlab ctl stats` adds them to the

@@ -188,18 +188,17 @@ impl Ofproto {
                 let mut ops = Vec::new();
                 let r = d.revalidate_each(
                     &mut |key| {
-                        pipeline
-                            .decide(classifier, key, now, &mut ops)
-                            .map(|()| ops.clone())
+                        let (r, wc) = pipeline.decide_megaflow(classifier, key, now, &mut ops);
+                        (r.map(|()| ops.clone()), wc)
                     },
                     &self.tlv,
                 );
                 match r {
-                    Ok((kept, deleted)) => {
+                    Ok(w) => {
                         if adopted {
                             eprintln!(
-                                "tunlab switch {}: revalidated the adopted flows: kept {kept}, deleted {deleted}",
-                                self.name
+                                "tunlab switch {}: revalidated the adopted flows: kept {}, replaced {}, deleted {}",
+                                self.name, w.kept, w.replaced, w.deleted
                             );
                         }
                         return;

@@ -15,7 +15,7 @@
 
 use crate::config::{Port, PortKind, TunnelPort};
 use crate::dpif::provider::{
-    Counted, Dpif, PortCounters, PortEnv, Revalidation, SweepCounts, Sweeper, Upcalls,
+    Counted, Dpif, PortCounters, PortEnv, Revalidation, SweepCounts, Sweeper, Upcalls, Walked,
 };
 use crate::port::tenant_tap_options;
 use crate::port::{default_tenant_mtu, geneve_options, remote_and_key, StartError};
@@ -93,6 +93,11 @@ pub struct Kernel {
     new_generations: u64,
     /// A walk flow by flow stops after this many (then a new generation).
     each_flow_limit: u64,
+    /// The rules' union mask, when a change moved it: set once the walk
+    /// has removed the flows packed under the old one.
+    new_union: Option<FlowKey>,
+    /// Flows given new actions in place by a walk.
+    replaced: u64,
     /// Flows installed, and why others were not.
     pub installed: u64,
     pub not_installed: HashMap<&'static str, u64>,
@@ -137,6 +142,8 @@ impl Kernel {
             each_flow_changes: 0,
             new_generations: 0,
             each_flow_limit: u64::MAX,
+            new_union: None,
+            replaced: 0,
             installed: 0,
             not_installed: HashMap::new(),
             _pin_lock: lock,
@@ -225,25 +232,26 @@ impl Dpif for Kernel {
             .filter_map(|n| tlv.option(n).map(|(c, t, _)| (c, t, n as u32)))
             .collect();
         entries.sort_unstable();
-        // The cache was built under this very mask and TLV map (a restart
-        // with the same rules, or a change that keeps the rules' shape:
-        // an output, a tun_dst, a drop): its flows are checked one by one,
-        // as OVS's revalidators do, and only those whose actions changed
-        // go, instead of every flow missing at once (a burst of slow-path
-        // packets that the reinstalled flows overtake: TCP sees
-        // reordering and retransmits). A large cache after a change is
-        // checked up to a limit, then flushed (a new generation).
+        // The cache was built under this TLV map (a restart, or any change
+        // of the rules): its flows are checked one by one, as OVS's
+        // revalidators do, each against its own megaflow mask, and only
+        // those the change reaches are replaced (new actions, same mask)
+        // or go (a mask that no longer covers the decision), instead of
+        // every flow missing at once (a burst of slow-path packets that
+        // the reinstalled flows overtake: TCP sees reordering and
+        // retransmits). A rule of a new shape adds a mask; it does not
+        // empty the cache. A large cache after a change is checked up to
+        // a limit, then flushed (a new generation).
         let same_mask = self.dp.mask_layout().flow_key() == mask;
-        if cacheable
-            && self.cacheable
-            && same_mask
-            && self.dp.tlv().map_err(|e| e.to_string())? == entries
-        {
+        if cacheable && self.cacheable && self.dp.tlv().map_err(|e| e.to_string())? == entries {
             self.each_flow_limit = if first_after_adoption {
                 u64::MAX
             } else {
                 EACH_FLOW_LIMIT
             };
+            // The union mask (for flows past the mask slots) changes after
+            // the walk, which removes what was packed under the old one.
+            self.new_union = (!same_mask).then_some(mask);
             return Ok(Revalidation::EachFlow {
                 adopted: first_after_adoption,
             });
@@ -265,12 +273,13 @@ impl Dpif for Kernel {
 
     fn revalidate_each(
         &mut self,
-        decide: &mut dyn FnMut(&FlowKey) -> Result<Vec<Op>, DropReason>,
+        decide: &mut dyn FnMut(&FlowKey) -> (Result<Vec<Op>, DropReason>, FlowKey),
         tlv: &TlvMap,
-    ) -> Result<(u64, u64), String> {
+    ) -> Result<Walked, String> {
         let generation = self.dp.generation();
-        let layout = self.dp.mask_layout();
+        let new_union = self.new_union.take();
         let (mut kept, mut deleted) = (0, 0);
+        let mut replace: Vec<(km::CKey, Flow)> = Vec::new();
         // Walked in batches on a descriptor of its own, each batch's
         // changed flows deleted before the next: a million cached flows
         // are never all in memory at once.
@@ -285,40 +294,69 @@ impl Dpif for Kernel {
                     if cached.generation != generation {
                         return false;
                     }
-                    let key = layout.unpack(k);
-                    let decision = decide(&key);
-                    let now = self.compile(&key, decision.as_deref().map_err(|e| *e), tlv);
-                    let n = cached.n_ops as usize;
-                    let same = now.is_ok_and(|f| {
-                        f.n_ops == cached.n_ops && f.ops.get(..n) == cached.ops.get(..n)
-                    });
-                    if same {
-                        kept += 1;
-                    } else {
+                    if km::mask_id(k) == 0 && new_union.is_some() {
                         deleted += 1;
+                        return true;
                     }
-                    !same
+                    let key = self.dp.unpack(k);
+                    let (decision, wc) = decide(&key);
+                    let now = self.compile(&key, decision.as_deref().map_err(|e| *e), tlv);
+                    match now {
+                        Ok(f) if covers(&self.dp.mask_of(k), &wc) => {
+                            let n = cached.n_ops as usize;
+                            if f.n_ops != cached.n_ops || f.ops.get(..n) != cached.ops.get(..n) {
+                                // New actions under the same mask: the
+                                // entry is replaced in place, never missed.
+                                replace.push((*k, f));
+                            } else {
+                                kept += 1;
+                            }
+                            false
+                        }
+                        _ => {
+                            deleted += 1;
+                            true
+                        }
+                    }
                 })
-                .map_err(|e| format!("walking the adopted flows: {e}"))
+                .map_err(|e| format!("walking the cached flows: {e}"))
             });
+        let walked = walked.and_then(|all| {
+            if let Some(m) = new_union {
+                self.dp.set_union_mask(&m).map_err(|e| e.to_string())?;
+            }
+            let replaced = replace.len() as u64;
+            self.replaced += replaced;
+            for (k, f) in replace {
+                self.dp.install_packed(k, f).map_err(|e| e.to_string())?;
+            }
+            Ok((all, replaced))
+        });
         match walked {
-            Ok(true) => {
+            Ok((true, replaced)) => {
                 self.each_flow_changes += 1;
-                Ok((kept, deleted))
+                Ok(Walked {
+                    kept,
+                    replaced,
+                    deleted,
+                })
             }
             // Too many to check now: none may forward unchecked.
-            Ok(false) => {
-                self.new_generations += 1;
-                self.dp.new_generation().map_err(|e| e.to_string())?;
-                Ok((0, kept + deleted))
-            }
+            Ok((false, replaced)) => self.flush_after(new_union).map(|()| Walked {
+                deleted: kept + replaced + deleted,
+                ..Walked::default()
+            }),
             Err(e) => {
                 // Unchecked flows must not forward: a new generation instead.
-                self.new_generations += 1;
-                self.dp.new_generation().map_err(|e| e.to_string())?;
+                self.flush_after(new_union)?;
                 Err(format!("{e}; every cached flow is a miss instead"))
             }
         }
+    }
+
+    fn rebalance(&mut self) {
+        // Heuristic order only: an error leaves the old order, which works.
+        let _ = self.dp.rebalance_masks();
     }
 
     fn flow_flush(&mut self) -> Result<(), String> {
@@ -336,24 +374,26 @@ impl Dpif for Kernel {
         decision: Result<&[Op], DropReason>,
         tlv: &TlvMap,
     ) {
-        // The cache keeps the bits of its one mask: a decision that read
-        // others (none, while the mask is the union of what the rules and
-        // their actions read) would be wrong for some of the packets the
-        // entry catches.
-        // (`normal` is refused by name in `compile`.)
-        let cache_mask = self.dp.mask_layout().flow_key();
-        if self.cacheable && !covers(&cache_mask, mask) {
-            *self
-                .not_installed
-                .entry("megaflow_wider_than_cache")
-                .or_default() += 1;
-            return;
-        }
         match self.compile(key, decision, tlv) {
             Ok(flow) => {
-                // Masked by the datapath as it packs the cache key.
-                match self.dp.install(key, flow) {
+                // Masked by the datapath as it packs the cache key: under
+                // the decision's own mask, or, with every mask slot taken,
+                // under the rules' union (which covers every decision's).
+                let put = match self.dp.install_masked(key, mask, flow) {
+                    Err(tunlab_ebpf::datapath::Error::MasksFull { .. }) => {
+                        *self
+                            .not_installed
+                            .entry("masks_full_under_union")
+                            .or_default() += 1;
+                        self.dp.install(key, flow)
+                    }
+                    r => r.map(|_| ()),
+                };
+                match put {
                     Ok(()) => self.installed += 1,
+                    Err(tunlab_ebpf::datapath::Error::PortTooLarge { .. }) => {
+                        *self.not_installed.entry("in_port_too_large").or_default() += 1
+                    }
                     Err(tunlab_ebpf::datapath::Error::MaskTooWide { .. }) => {
                         *self.not_installed.entry("mask_too_wide").or_default() += 1
                     }
@@ -488,12 +528,28 @@ impl Dpif for Kernel {
             self.each_flow_changes,
         ));
         out.push(("kernel_changes_new_generation".into(), self.new_generations));
+        out.push(("kernel_flows_replaced_in_place".into(), self.replaced));
+        out.push(("kernel_masks".into(), self.dp.masks().len() as u64));
         let mut why: Vec<_> = self.not_installed.iter().collect();
         why.sort();
         for (w, n) in why {
             out.push((format!("kernel_not_installed_{w}"), *n));
         }
         out
+    }
+}
+
+impl Kernel {
+    /// A walk flow by flow could not finish: a new generation instead
+    /// (every flow a miss), under the new union mask if the change moved
+    /// it.
+    fn flush_after(&mut self, new_union: Option<FlowKey>) -> Result<(), String> {
+        self.new_generations += 1;
+        match new_union {
+            Some(m) => self.dp.revalidate(&m),
+            None => self.dp.new_generation(),
+        }
+        .map_err(|e| e.to_string())
     }
 }
 

@@ -359,8 +359,8 @@ pub struct SoakArgs {
     #[arg(long, default_value_t = 200)]
     pub stream_mbps: u32,
     /// The flow change every second: mask (a rule on UDP ports, added and
-    /// deleted: the megaflow mask changes, every cached flow misses) or
-    /// actions (a rule of the rules' own shape: revalidated flow by flow).
+    /// deleted: a rule of a new shape) or actions (a rule of the rules' own
+    /// shape). Both are revalidated flow by flow.
     #[arg(long, default_value = "mask")]
     pub change: String,
     /// The results folder (default tunlab-results/UNIX-TIME).

@@ -29,8 +29,9 @@ pub struct Plan {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlowChange {
     /// A rule matching one generator flow by its UDP ports, added and
-    /// taken away: the megaflow mask widens and narrows each time, so
-    /// every cached flow is a miss after each change.
+    /// taken away: a rule of a new shape each time (on the kernel
+    /// datapath, a mask of its own; the flows it cannot reach stay
+    /// cached).
     Mask,
     /// A rule of the shape the rules already have (in_port), with the
     /// same output as the rule under it: revalidated flow by flow, every

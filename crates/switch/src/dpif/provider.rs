@@ -79,7 +79,7 @@ pub trait Dpif: std::fmt::Debug + Send {
     /// delete the others.
     fn revalidate_each(
         &mut self,
-        _decide: &mut dyn FnMut(&FlowKey) -> (Result<Vec<Op>, DropReason>, FlowKey),
+        _decide: &mut Decide<'_>,
         _tlv: &TlvMap,
     ) -> Result<Walked, String> {
         Ok(Walked::default())
@@ -138,6 +138,10 @@ pub trait Dpif: std::fmt::Debug + Send {
         Vec::new()
     }
 }
+
+/// The slow path's decision for a cached flow's key, and the key bits it
+/// depended on (its megaflow mask).
+pub type Decide<'a> = dyn FnMut(&FlowKey) -> (Result<Vec<Op>, DropReason>, FlowKey) + 'a;
 
 /// What a walk of the cached flows ([`Dpif::revalidate_each`]) did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -15,7 +15,8 @@
 
 use crate::config::{Port, PortKind, TunnelPort};
 use crate::dpif::provider::{
-    Counted, Dpif, PortCounters, PortEnv, Revalidation, SweepCounts, Sweeper, Upcalls, Walked,
+    Counted, Decide, Dpif, PortCounters, PortEnv, Revalidation, SweepCounts, Sweeper, Upcalls,
+    Walked,
 };
 use crate::port::tenant_tap_options;
 use crate::port::{default_tenant_mtu, geneve_options, remote_and_key, StartError};
@@ -271,11 +272,7 @@ impl Dpif for Kernel {
         Ok(Revalidation::NewGeneration)
     }
 
-    fn revalidate_each(
-        &mut self,
-        decide: &mut dyn FnMut(&FlowKey) -> (Result<Vec<Op>, DropReason>, FlowKey),
-        tlv: &TlvMap,
-    ) -> Result<Walked, String> {
+    fn revalidate_each(&mut self, decide: &mut Decide<'_>, tlv: &TlvMap) -> Result<Walked, String> {
         let generation = self.dp.generation();
         let new_union = self.new_union.take();
         let (mut kept, mut deleted) = (0, 0);

@@ -244,6 +244,14 @@ impl Dpif for Kernel {
         // empty the cache. A large cache after a change is checked up to
         // a limit, then flushed (a new generation).
         let same_mask = self.dp.mask_layout().flow_key() == mask;
+        let union = km::Mask::of(&mask);
+        if union.too_wide() && cacheable && !same_mask {
+            eprintln!(
+                "tunlab switch: the rules' megaflow masks together keep {} flow key words, the kernel's flow cache key {}: a flow whose own mask keeps more stays in the slow path, and so does every flow once the 16 mask slots are taken (ctl stats: kernel_not_installed_mask_too_wide, kernel_slow_wide_mask)",
+                union.words(),
+                tunlab_ebpf::maps::CKEY_WORDS
+            );
+        }
         if cacheable && self.cacheable && self.dp.tlv().map_err(|e| e.to_string())? == entries {
             self.each_flow_limit = if first_after_adoption {
                 u64::MAX
@@ -260,14 +268,6 @@ impl Dpif for Kernel {
         self.new_generations += 1;
         self.dp.set_tlv(&entries).map_err(|e| e.to_string())?;
         self.dp.revalidate(&mask).map_err(|e| e.to_string())?;
-        let layout = self.dp.mask_layout();
-        if layout.too_wide() && cacheable && !same_mask {
-            eprintln!(
-                "tunlab switch: the rules' megaflow mask keeps {} flow key words, the kernel's flow cache key {}: every packet takes the slow path until the rules match fewer fields (ctl stats: kernel_slow_wide_mask)",
-                layout.words(),
-                tunlab_ebpf::maps::CKEY_WORDS
-            );
-        }
         self.cacheable = cacheable;
         Ok(Revalidation::NewGeneration)
     }

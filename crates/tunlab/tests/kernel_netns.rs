@@ -423,6 +423,11 @@ fn restart_after_kill_keeps_the_stream() {
         err.contains("adopting the kernel datapath pinned at"),
         "{err}"
     );
+    // The default configuration's datapath: auto, which said what it took.
+    assert!(
+        err.contains("datapath auto: ebpf (this kernel runs tunlab's TC programs)"),
+        "{err}"
+    );
     // The adopted flows were checked one by one against the same rules:
     // the stream's flows kept, none turned into misses.
     let kept = kept_every_adopted_flow(&err);

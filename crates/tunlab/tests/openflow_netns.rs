@@ -575,19 +575,12 @@ fn os_ken_programs_a_pair(ebpf: bool) {
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         loop {
             let (_, dump, _) = ctl(s.ctl_path(), &["dump-flows"]);
-            let busiest = dump
+            let ours: String = dump
                 .lines()
                 .filter(|l| l.contains("priority=1,in_port="))
-                .filter_map(|l| {
-                    l.split("n_packets=")
-                        .nth(1)?
-                        .split(',')
-                        .next()?
-                        .parse::<u64>()
-                        .ok()
-                })
-                .max()
-                .unwrap_or(0);
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let busiest = numbers_after(&ours, "n_packets=").max().unwrap_or(0);
             if busiest > 100 {
                 break;
             }

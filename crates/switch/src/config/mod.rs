@@ -14,10 +14,11 @@
 //!                      # this long (a reply is not kept waiting for a wake-up)
 //! offloads = true      # optional: TCP super-frames (TAP TSO, UDP GSO/GRO);
 //!                      # false: every frame at most one MTU, as before
-//! datapath = "ebpf"    # optional: "userspace" (default), "ebpf" (the kernel
-//!                      # datapath: TC programs forward cached flows, this
-//!                      # process is the slow path; one worker) or "auto"
-//!                      # (ebpf if this kernel runs it, said at start)
+//! datapath = "ebpf"    # optional: "auto" (default: ebpf when a port is a
+//!                      # veth or system port and this kernel runs it, else
+//!                      # userspace; said at start), "userspace" or "ebpf"
+//!                      # (the kernel datapath: TC programs forward cached
+//!                      # flows, this process is the slow path; one worker)
 //! flow_cache = 1000000 # optional: the kernel datapath's flow cache entries
 //! max_idle_ms = 10000  # optional (default 10000, as OVS's max-idle): a cached
 //!                      # flow no CPU used for this long is deleted
@@ -160,7 +161,10 @@ pub enum DatapathChoice {
     Userspace,
     /// TC eBPF programs forward cached flows; this process is the slow path.
     Ebpf,
-    /// Ebpf if this kernel runs tunlab's programs, else userspace.
+    /// The default: ebpf when a port is one the kernel delivers to (a
+    /// veth or system port) and this kernel runs tunlab's programs;
+    /// userspace when no port is (TAP tenants are the slow path's either
+    /// way) or the node runs several workers.
     Auto,
 }
 
@@ -419,7 +423,13 @@ fn check(mut raw: RawFile, file: &str) -> Result<Config, ConfigError> {
             });
         }
     }
-    if cfg.datapath != DatapathChoice::Userspace && cfg.workers > 1 {
+    let kernel_ports = cfg.ports.iter().any(|p| p.kind.needs_kernel());
+    let on_kernel = match cfg.datapath {
+        DatapathChoice::Userspace => false,
+        DatapathChoice::Ebpf => true,
+        DatapathChoice::Auto => kernel_ports,
+    };
+    if on_kernel && cfg.workers > 1 {
         return Err(ConfigError::Syntax {
             file: file.to_string(),
             msg: format!(
@@ -464,9 +474,9 @@ fn settings(sw: RawSwitch, file: &str) -> Result<Config, ConfigError> {
             }
         },
         datapath: match sw.datapath.as_deref() {
-            None | Some("userspace") => DatapathChoice::Userspace,
+            Some("userspace") => DatapathChoice::Userspace,
             Some("ebpf") => DatapathChoice::Ebpf,
-            Some("auto") => DatapathChoice::Auto,
+            None | Some("auto") => DatapathChoice::Auto,
             Some(other) => {
                 return Err(ConfigError::Syntax {
                     file: file.to_string(),
@@ -596,6 +606,28 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("workers"), "{e}");
+    }
+
+    /// `datapath` defaults to auto; auto takes the kernel only for veth
+    /// and system ports, and then holds one worker as ebpf does.
+    #[test]
+    fn the_datapath_defaults_to_auto() {
+        let cfg = |sw: &str, kind: &str| {
+            format!("[switch]\nname = \"n\"\n{sw}\n[[port]]\nname = \"p\"\nofport = 1\ntype = \"{kind}\"\n")
+        };
+        let c = parse(&cfg("", "system"), "n.toml").unwrap();
+        assert_eq!(c.datapath, DatapathChoice::Auto);
+        // TAP tenants only: several workers are fine (auto is userspace).
+        let c = parse(&cfg("workers = 2", "tap"), "n.toml").unwrap();
+        assert_eq!((c.datapath, c.workers), (DatapathChoice::Auto, 2));
+        for sw in ["workers = 2", "workers = 2\ndatapath = \"auto\""] {
+            let e = parse(&cfg(sw, "system"), "n.toml").unwrap_err().to_string();
+            assert!(e.contains("slow path runs one worker"), "{sw}: {e}");
+        }
+        let e = parse(&cfg("datapath = \"kernel\"", "tap"), "n.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"userspace\", \"ebpf\" or \"auto\""), "{e}");
     }
 
     #[test]

@@ -441,14 +441,12 @@ pub fn start_pair(l: &Lab, n1: &str, n2: &str) -> (Switch, Switch) {
 
 /// A userspace node configuration turned into the kernel datapath's: the
 /// TAP tenant port becomes a veth port (its peer in the tenant namespace
-/// has the same name), the flow cache small.
+/// has the same name), the flow cache small. The datapath is left to its
+/// default, auto, which takes the kernel for a veth port: every kernel
+/// test runs the switch as the README starts it.
 pub fn on_kernel(cfg: &str) -> String {
-    cfg.replacen(
-        "[switch]\n",
-        "[switch]\ndatapath = \"ebpf\"\nflow_cache = 4096\n",
-        1,
-    )
-    .replace("type = \"tap\"", "type = \"veth\"")
+    cfg.replacen("[switch]\n", "[switch]\nflow_cache = 4096\n", 1)
+        .replace("type = \"tap\"", "type = \"veth\"")
 }
 
 /// A counter of a node's statistics (`kernel_hits`, `dropped REASON`; 0
@@ -480,6 +478,19 @@ pub fn assert_kernel_carried(dir: &std::path::Path, node: &str, what: &str) {
     );
 }
 
+/// The number after `label` (up to the next comma) on each line of a dump
+/// that has one: `n_packets=` of `dump-flows`, `packets:` of a datapath's.
+pub fn numbers_after<'a>(dump: &'a str, label: &'a str) -> impl Iterator<Item = u64> + 'a {
+    dump.lines().filter_map(move |l| {
+        l.split(label)
+            .nth(1)?
+            .split(',')
+            .next()?
+            .parse::<u64>()
+            .ok()
+    })
+}
+
 /// The userspace datapath's flow cache carried traffic on this node: most
 /// packets hit a cached flow, the flows are listed with their counters,
 /// and the rules were credited with what the cached flows carried (a
@@ -501,32 +512,12 @@ pub fn assert_netdev_cached(dir: &std::path::Path, node: &str, what: &str) {
         ok && dump.contains("in_port(") && dump.contains("actions:"),
         "{what} {node}: {dump}{err}"
     );
-    let cached: u64 = dump
-        .lines()
-        .filter_map(|l| {
-            l.split("packets:")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum();
+    let cached: u64 = numbers_after(&dump, "packets:").sum();
     assert!(cached > 0, "{what} {node}: {dump}");
     // Every packet the rules decided or a cached flow carried is on the
     // rules' counters.
     let (ok, rules, err) = ctl(&sock, &["dump-flows"]);
-    let credited: u64 = rules
-        .lines()
-        .filter_map(|l| {
-            l.split("n_packets=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum();
+    let credited: u64 = numbers_after(&rules, "n_packets=").sum();
     assert!(ok, "{err}");
     assert!(
         credited >= hits,
@@ -549,10 +540,11 @@ pub fn attached_programs(ns: &Netns, args: &[&str]) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Datapath {
     Userspace,
-    /// `datapath = "ebpf"`, tenants on veth ports; the test also checks
-    /// that the kernel carried the traffic.
+    /// The default datapath (auto, which takes the kernel for them),
+    /// tenants on veth ports; the test also checks that the kernel carried
+    /// the traffic.
     Kernel,
-    /// `datapath = "ebpf"`, tenants on veths the test made beforehand (as
+    /// The default datapath, tenants on veths the test made beforehand (as
     /// a container runtime would), attached as `type = "system"` ports.
     KernelSystem,
 }

@@ -572,6 +572,13 @@ pub fn choose(cfg: &crate::config::Config) -> Result<Option<Box<dyn Dpif>>, Star
     match cfg.datapath {
         DatapathChoice::Userspace => Ok(None),
         DatapathChoice::Ebpf => Ok(Some(Box::new(Kernel::load(cfg)?))),
+        DatapathChoice::Auto if !cfg.ports.iter().any(|p| p.kind.needs_kernel()) => {
+            eprintln!(
+                "tunlab switch {}: datapath auto: userspace (no veth or system port for the kernel to deliver to; datapath = \"ebpf\" takes them at run time)",
+                cfg.name
+            );
+            Ok(None)
+        }
         DatapathChoice::Auto => {
             match Kernel::load(cfg) {
                 Ok(k) => {

@@ -14,7 +14,7 @@
 
 use std::fmt::Write;
 use std::net::{Ipv4Addr, Ipv6Addr};
-use tunlab_dp::key::f;
+use tunlab_dp::key::{f, FieldPos};
 use tunlab_dp::{FlowKey, Op};
 
 /// Slots per worker: as many as OVS's EMC has.
@@ -193,13 +193,12 @@ pub fn format_key(k: &FlowKey) -> String {
             );
         }
         6 => {
-            let v6 = |hi, lo| Ipv6Addr::from(((k.get(hi) as u128) << 64) | k.get(lo) as u128);
             let _ = write!(
                 s,
                 ",tunnel(tun_id={:#x},ipv6_src={},ipv6_dst={})",
                 k.get(f::TUN_ID),
-                v6(f::TUN_IPV6_SRC_HI, f::TUN_IPV6_SRC_LO),
-                v6(f::TUN_IPV6_DST_HI, f::TUN_IPV6_DST_LO)
+                v6(k, f::TUN_IPV6_SRC_HI, f::TUN_IPV6_SRC_LO),
+                v6(k, f::TUN_IPV6_DST_HI, f::TUN_IPV6_DST_LO)
             );
         }
         _ => {}
@@ -233,12 +232,11 @@ pub fn format_key(k: &FlowKey) -> String {
             );
         }
         0x86dd => {
-            let v6 = |hi, lo| Ipv6Addr::from(((k.get(hi) as u128) << 64) | k.get(lo) as u128);
             let _ = write!(
                 s,
                 ",ipv6(src={},dst={},proto={proto})",
-                v6(f::IPV6_SRC_HI, f::IPV6_SRC_LO),
-                v6(f::IPV6_DST_HI, f::IPV6_DST_LO)
+                v6(k, f::IPV6_SRC_HI, f::IPV6_SRC_LO),
+                v6(k, f::IPV6_DST_HI, f::IPV6_DST_LO)
             );
         }
         _ => {}
@@ -258,6 +256,11 @@ pub fn format_key(k: &FlowKey) -> String {
         );
     }
     s
+}
+
+/// The IPv6 address a key keeps in two words.
+fn v6(k: &FlowKey, hi: FieldPos, lo: FieldPos) -> Ipv6Addr {
+    Ipv6Addr::from(((k.get(hi) as u128) << 64) | k.get(lo) as u128)
 }
 
 /// Cached steps in the datapath's notation.

@@ -50,6 +50,43 @@ pub fn run_tc(prog: BorrowedFd<'_>, packet: &[u8], ifindex: u32) -> std::io::Res
     run(prog, packet, (ifindex != 0).then_some(&ctx[..]))
 }
 
+/// Run a TC program `repeat` times on `packet` (as [`run_tc`]): the
+/// kernel's mean time per run in nanoseconds, and the last run's outcome.
+/// A program that changes the packet sees its own change on the next run:
+/// time the paths that leave it alone (a drop, a redirect as it is).
+pub fn time_tc(
+    prog: BorrowedFd<'_>,
+    packet: &[u8],
+    ifindex: u32,
+    repeat: u32,
+) -> std::io::Result<(u32, Outcome)> {
+    let mut ctx = [0u8; SKB_CTX_LEN];
+    ctx[SKB_IFINDEX_AT..SKB_IFINDEX_AT + 4].copy_from_slice(&ifindex.to_ne_bytes());
+    let mut out = vec![0u8; packet.len() + 512];
+    let mut attr = TestAttr {
+        prog_fd: prog.as_raw_fd() as u32,
+        data_size_in: packet.len() as u32,
+        data_size_out: out.len() as u32,
+        data_in: packet.as_ptr() as u64,
+        data_out: out.as_mut_ptr() as u64,
+        repeat: repeat.max(1),
+        ..TestAttr::default()
+    };
+    if ifindex != 0 {
+        attr.ctx_size_in = ctx.len() as u32;
+        attr.ctx_in = ctx.as_ptr() as u64;
+    }
+    test_run(&mut attr)?;
+    out.truncate(attr.data_size_out as usize);
+    Ok((
+        attr.duration,
+        Outcome {
+            verdict: attr.retval,
+            packet: out,
+        },
+    ))
+}
+
 /// XDP verdicts.
 pub const XDP_DROP: u32 = 1;
 pub const XDP_PASS: u32 = 2;

@@ -136,7 +136,7 @@ static __always_inline int extract_frame(struct __sk_buff *skb, __u32 off, __u32
 
 /* The entry for `k` under mask `id`, if one of generation `g` is cached
  * (an older one sets *stale). */
-static __always_inline struct tl_flow *probe_mask(const struct tl_key *k, __u32 id, __u64 g,
+static __always_inline struct tl_flow *probe_mask(struct tl_key *k, __u32 id, __u64 g,
 						  int *stale)
 {
 	struct tl_mask *m = bpf_map_lookup_elem(&tl_mask, &id);
@@ -146,12 +146,12 @@ static __always_inline struct tl_flow *probe_mask(const struct tl_key *k, __u32 
 	if (n == 0 || n > TL_CKEY_WORDS)
 		return NULL;
 	/* k is the per-CPU key buffer: 32 words, so any index modulo 32 is
-	 * in it (idx < TL_KEY_WORDS always; past n, pm is 0). */
-	const __u64 *kw = (const __u64 *)k;
-	__u32 zero = 0;
-	struct tl_ckey *ck = bpf_map_lookup_elem(&tl_ckeybuf, &zero);
-	if (!ck)
-		return NULL;
+	 * in it (idx < TL_KEY_WORDS always; past n, pm is 0). The cache key
+	 * is packed into the buffer's spare words, past the flow key (the
+	 * stack, with the mask search's callback on top, has no room for it,
+	 * and another map lookup per packet would cost more). */
+	__u64 *kw = (__u64 *)k;
+	struct tl_ckey *ck = (struct tl_ckey *)(kw + TL_CKEY_AT);
 #pragma unroll
 	for (int i = 0; i < TL_CKEY_WORDS; i++)
 		ck->w[i] = kw[m->idx[i] & (TL_KEYBUF_WORDS - 1)] & m->pm[i];
@@ -166,10 +166,12 @@ static __always_inline struct tl_flow *probe_mask(const struct tl_key *k, __u32 
 	return f;
 }
 
-/* A hit under mask `id`: counted, and remembered for this hash. */
-static __always_inline struct tl_flow *hit(struct tl_flow *f, __u32 id, __u32 *hint)
+/* A hit under mask `id` after the hint missed: remembered for this hash,
+ * and counted for the mask's place in the order (a hit through the hint
+ * does not depend on the order, and costs no count). */
+static __always_inline struct tl_flow *hit_searched(struct tl_flow *f, __u32 id, __u32 *hint)
 {
-	if (hint && *hint != id)
+	if (hint)
 		*hint = id;
 	__u64 *h = bpf_map_lookup_elem(&tl_mask_hits, &id);
 	if (h)
@@ -196,7 +198,7 @@ static long probe_nth(__u32 i, void *data)
 	struct tl_probe_ctx *c = data;
 	__u32 zero = 0;
 	struct tl_mask_order *order = bpf_map_lookup_elem(&tl_mask_order, &zero);
-	const struct tl_key *k = bpf_map_lookup_elem(&tl_keybuf, &zero);
+	struct tl_key *k = bpf_map_lookup_elem(&tl_keybuf, &zero);
 	if (!order || !k || i >= order->count || i >= TL_MAX_MASKS)
 		return 1;
 	/* The same i, masked where clang cannot fold the mask away (it knows
@@ -218,7 +220,7 @@ static long probe_nth(__u32 i, void *data)
 
 /* Look the key (this CPU's key buffer) up under each mask in use, the one
  * this hash last matched first; NULL on a miss or a stale entry. */
-static __always_inline struct tl_flow *lookup_flow(const struct tl_key *k, __u32 hash)
+static __always_inline struct tl_flow *lookup_flow(struct tl_key *k, __u32 hash)
 {
 	__u32 zero = 0;
 	/* The generation before the masks: the switch writes them the other
@@ -237,8 +239,10 @@ static __always_inline struct tl_flow *lookup_flow(const struct tl_key *k, __u32
 	struct tl_flow *f;
 	if (first < TL_MAX_MASKS && (first == 0 || numbered)) {
 		f = probe_mask(k, first, g, &stale);
-		if (f)
-			return hit(f, first, hint);
+		if (f) {
+			count(TL_STAT_HIT);
+			return f;
+		}
 	}
 	struct tl_probe_ctx c = {
 		.g = g,
@@ -253,7 +257,7 @@ static __always_inline struct tl_flow *lookup_flow(const struct tl_key *k, __u32
 	if (id < TL_MAX_MASKS) {
 		f = probe_mask(k, id, g, &stale);
 		if (f)
-			return hit(f, id, hint);
+			return hit_searched(f, id, hint);
 	}
 	struct tl_mask *union_ = bpf_map_lookup_elem(&tl_mask, &zero);
 	if (union_ && union_->n > TL_CKEY_WORDS)

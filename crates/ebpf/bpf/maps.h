@@ -124,10 +124,12 @@ struct {
 
 /* The packet's flow key, built here rather than on the 512-byte BPF
  * stack (152 bytes; programs never nest on a CPU, their softirq or
- * bottom-half context sees to that). Room for 32 words, the last 13
- * always 0: a mask's word index, taken modulo 32, is in bounds without a
- * check (see probe_mask). */
+ * bottom-half context sees to that). Room for 32 words: a mask's word
+ * index, taken modulo 32, is in bounds without a check (see probe_mask),
+ * and the cache key is packed in the spare words. */
 #define TL_KEYBUF_WORDS 32
+/* Where in the buffer a cache key is packed (words 20 to 29). */
+#define TL_CKEY_AT 20
 struct tl_keybuf {
 	__u64 w[TL_KEYBUF_WORDS];
 };
@@ -137,15 +139,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct tl_keybuf);
 } tl_keybuf SEC(".maps");
-
-/* A cache key being packed, off the stack (the programs' stack, with
- * the mask search's callback on top, must stay within 512 bytes). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct tl_ckey);
-} tl_ckeybuf SEC(".maps");
 
 /* This CPU's key, cleared. */
 static __always_inline struct tl_key *key_buf(void)

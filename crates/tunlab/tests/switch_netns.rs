@@ -616,7 +616,7 @@ fn too_big_on(kind: &str, fits: usize, kernel: bool) {
             assert_eq!(
                 got,
                 Some(fits + 1 - 28),
-                "{kind}: the outer packet is fragmented"
+                "{kind}: the outer packet is fragmented\n{e1}"
             );
             assert!(
                 e1.contains(&format!("sent in fragmented outer packets ({kind}): 1")),
@@ -966,11 +966,13 @@ fn qinq_article(kernel: bool) {
     traffic_both_ways(&l, "qinq S-VLAN 1");
     assert!(
         udp_echo(&l.ta, &l.tb, "192.168.8.2", 10, 6),
-        "S-VLAN 5 a->b"
+        "S-VLAN 5 a->b\n{}",
+        both_datapaths(&l)
     );
     assert!(
         udp_echo(&l.tb, &l.ta, "192.168.8.1", 10, 6),
-        "S-VLAN 5 b->a"
+        "S-VLAN 5 b->a\n{}",
+        both_datapaths(&l)
     );
     let (s, r) = tcp_transfer(&l.ta, &l.tb, "192.168.8.2");
     assert_eq!(s, r, "S-VLAN 5 TCP bytes differ");
@@ -1589,4 +1591,18 @@ fn gre_and_stt_ports_differing_only_in_key() {
         traffic_both_ways(&l, &format!("{kind}: key 6 tenant beside key 9"));
         drop((s1.stop(), s2.stop()));
     }
+}
+
+/// Both nodes' statistics and cached flows, for a failure's message: what
+/// each datapath did with the traffic that did not arrive.
+fn both_datapaths(l: &Lab) -> String {
+    ["n1", "n2"]
+        .iter()
+        .map(|n| {
+            let sock = l.dir.join(format!("{n}.ctl"));
+            let (_, st, _) = ctl(&sock, &["stats"]);
+            let (_, dp, _) = ctl(&sock, &["dump-flows", "--datapath"]);
+            format!("== {n} stats\n{st}== {n} cached flows\n{dp}")
+        })
+        .collect()
 }

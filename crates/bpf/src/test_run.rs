@@ -45,9 +45,7 @@ pub const TC_ACT_REDIRECT: u32 = 7;
 /// Run a TC program on `packet` as if it arrived on device `ifindex`
 /// (0: the loopback device).
 pub fn run_tc(prog: BorrowedFd<'_>, packet: &[u8], ifindex: u32) -> std::io::Result<Outcome> {
-    let mut ctx = [0u8; SKB_CTX_LEN];
-    ctx[SKB_IFINDEX_AT..SKB_IFINDEX_AT + 4].copy_from_slice(&ifindex.to_ne_bytes());
-    run(prog, packet, (ifindex != 0).then_some(&ctx[..]))
+    time_tc(prog, packet, ifindex, 1).map(|(_, o)| o)
 }
 
 /// Run a TC program `repeat` times on `packet` (as [`run_tc`]): the
@@ -62,6 +60,26 @@ pub fn time_tc(
 ) -> std::io::Result<(u32, Outcome)> {
     let mut ctx = [0u8; SKB_CTX_LEN];
     ctx[SKB_IFINDEX_AT..SKB_IFINDEX_AT + 4].copy_from_slice(&ifindex.to_ne_bytes());
+    run(prog, packet, (ifindex != 0).then_some(&ctx[..]), repeat)
+}
+
+/// XDP verdicts.
+pub const XDP_DROP: u32 = 1;
+pub const XDP_PASS: u32 = 2;
+
+/// Run an XDP program on `packet` (on the loopback device); its verdict.
+pub fn run_xdp(prog: BorrowedFd<'_>, packet: &[u8]) -> std::io::Result<u32> {
+    run(prog, packet, None, 1).map(|(_, o)| o.verdict)
+}
+
+/// Run `prog` `repeat` times on `packet` with context `ctx` (the kernel's
+/// default if none): the mean ns per run and the last run's outcome.
+fn run(
+    prog: BorrowedFd<'_>,
+    packet: &[u8],
+    ctx: Option<&[u8]>,
+    repeat: u32,
+) -> std::io::Result<(u32, Outcome)> {
     let mut out = vec![0u8; packet.len() + 512];
     let mut attr = TestAttr {
         prog_fd: prog.as_raw_fd() as u32,
@@ -72,7 +90,7 @@ pub fn time_tc(
         repeat: repeat.max(1),
         ..TestAttr::default()
     };
-    if ifindex != 0 {
+    if let Some(ctx) = ctx {
         attr.ctx_size_in = ctx.len() as u32;
         attr.ctx_in = ctx.as_ptr() as u64;
     }
@@ -85,40 +103,6 @@ pub fn time_tc(
             packet: out,
         },
     ))
-}
-
-/// XDP verdicts.
-pub const XDP_DROP: u32 = 1;
-pub const XDP_PASS: u32 = 2;
-
-/// Run an XDP program on `packet` (on the loopback device); its verdict.
-pub fn run_xdp(prog: BorrowedFd<'_>, packet: &[u8]) -> std::io::Result<u32> {
-    run(prog, packet, None).map(|o| o.verdict)
-}
-
-/// Run `prog` on `packet` with context `ctx` (the kernel's default if
-/// none).
-fn run(prog: BorrowedFd<'_>, packet: &[u8], ctx: Option<&[u8]>) -> std::io::Result<Outcome> {
-    let mut out = vec![0u8; packet.len() + 512];
-    let mut attr = TestAttr {
-        prog_fd: prog.as_raw_fd() as u32,
-        data_size_in: packet.len() as u32,
-        data_size_out: out.len() as u32,
-        data_in: packet.as_ptr() as u64,
-        data_out: out.as_mut_ptr() as u64,
-        repeat: 1,
-        ..TestAttr::default()
-    };
-    if let Some(ctx) = ctx {
-        attr.ctx_size_in = ctx.len() as u32;
-        attr.ctx_in = ctx.as_ptr() as u64;
-    }
-    test_run(&mut attr)?;
-    out.truncate(attr.data_size_out as usize);
-    Ok(Outcome {
-        verdict: attr.retval,
-        packet: out,
-    })
 }
 
 /// The BPF_PROG_TEST_RUN call itself. The caller's `attr` points at

@@ -494,6 +494,11 @@ impl Classifier {
         all.into_iter()
     }
 
+    /// Whether some rule has an action for which `pred` holds.
+    pub fn any_action(&self, pred: impl Fn(&Action) -> bool) -> bool {
+        self.iter().any(|r| r.flow.actions.iter().any(&pred))
+    }
+
     /// Every rule, in no particular order (cheaper than [`Self::rules`]).
     pub fn iter(&self) -> impl Iterator<Item = &Rule> {
         self.slots.iter().flatten()

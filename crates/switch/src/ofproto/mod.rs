@@ -277,9 +277,7 @@ impl Ofproto {
 /// key alone: not when a rule uses `normal`, whose MAC learning makes
 /// every packet count.
 fn decided_by_key(rules: &Classifier) -> bool {
-    !rules
-        .iter()
-        .any(|r| r.flow.actions.iter().any(|a| matches!(a, Action::Normal)))
+    !rules.any_action(|a| matches!(a, Action::Normal))
 }
 
 impl Upcall for Ofproto {

@@ -226,9 +226,7 @@ impl Dpif for Kernel {
             self.adoption_swept = true;
         }
         let mask = cache_mask(rules);
-        let cacheable = !rules
-            .iter()
-            .any(|r| r.flow.actions.iter().any(|a| matches!(a, Action::Normal)));
+        let cacheable = !rules.any_action(|a| matches!(a, Action::Normal));
         let mut entries: Vec<(u16, u8, u32)> = (0..tunlab_dp::key::TUN_METADATA_FIELDS)
             .filter_map(|n| tlv.option(n).map(|(c, t, _)| (c, t, n as u32)))
             .collect();
@@ -634,7 +632,7 @@ fn cache_mask(rules: &Classifier) -> FlowKey {
             Action::PushVlan(_) | Action::PopVlan | Action::ModVlanVid(_) | Action::ModVlanPcp(_)
         )
     };
-    if rules.iter().any(|r| r.flow.actions.iter().any(reads_tag)) {
+    if rules.any_action(reads_tag) {
         mask.set(f::VLAN_TCI, f::VLAN_TCI.max());
     }
     mask

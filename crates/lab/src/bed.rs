@@ -181,6 +181,11 @@ fn every_offload(topo: &Topology) -> Vec<(String, String)> {
 
 /// Why a variant cannot run on these real hosts, if it cannot.
 pub fn missing_remote(v: Variant, r: &Remote) -> Option<String> {
+    if v == Variant::KernelVxlanSw {
+        return Some(
+            "it turns the underlay NIC's tunnel segmentation offload off; not done to real hosts' NICs".into(),
+        );
+    }
     if matches!(v, Variant::OvsBridge | Variant::OvsQinq) {
         return Some(
             "Open vSwitch would need the host's underlay NIC itself as its port; not taken on real hosts".into(),

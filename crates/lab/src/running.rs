@@ -186,7 +186,9 @@ pub fn setup(
             r.notes
                 .push("on real hosts the tenant sits on a macvlan of the underlay NIC".into());
         }
-        Variant::None | Variant::KernelVxlan => setup_kernel(v, topo, &mut r)?,
+        Variant::None | Variant::KernelVxlan | Variant::KernelVxlanSw => {
+            setup_kernel(v, topo, &mut r)?
+        }
         v if v.is_ovs() => setup_ovs_pair(v, topo, dir, &mut r)?,
         _ => setup_tunlab(v, topo, tunlab, dir, (workers, spin_us), &mut r)?,
     }
@@ -237,9 +239,28 @@ fn setup_kernel(v: Variant, topo: &Topology, r: &mut Running) -> Result<(), LabE
         h.ip(&["link", "set", &nm.ten, "master", &nm.bridge, "up"])?;
         h.ip(&["link", "set", &nm.bridge, "up"])?;
     }
-    if v == Variant::KernelVxlan {
+    if v != Variant::None {
         r.notes
             .push("kernel VXLAN sends an outer UDP checksum by default on this kernel".into());
+    }
+    if v == Variant::KernelVxlanSw {
+        // The veth underlay passes a tunnelled TSO frame to its peer
+        // whole, as a NIC with tunnel segmentation offload takes it;
+        // with the feature off the kernel segments it first, in software.
+        for (i, h) in topo.h.iter().enumerate() {
+            h.run(&[
+                "ethtool",
+                "-K",
+                &topo.under[i],
+                "tx-udp_tnl-segmentation",
+                "off",
+                "tx-udp_tnl-csum-segmentation",
+                "off",
+            ])?;
+        }
+        r.notes.push(
+            "underlay: tx-udp_tnl-segmentation and tx-udp_tnl-csum-segmentation off (the kernel segments tunnelled TSO frames in software)".into(),
+        );
     }
     Ok(())
 }

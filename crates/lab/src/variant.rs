@@ -17,6 +17,11 @@ pub const UNDERLAY_MTU: u16 = 1500;
 pub enum Variant {
     None,
     KernelVxlan,
+    /// The kernel's VXLAN with the underlay's UDP-tunnel segmentation
+    /// offload off: the kernel cuts each tunnelled TSO frame into
+    /// segments before the underlay (the articles' "VXLAN-SW", or
+    /// `ethtool -K tx-udp_tnl-segmentation off`).
+    KernelVxlanSw,
     TunlabGeneve,
     TunlabGeneveOvn,
     TunlabVxlan,
@@ -39,9 +44,10 @@ pub enum Variant {
 }
 
 impl Variant {
-    pub const ALL: [Variant; 21] = [
+    pub const ALL: [Variant; 22] = [
         Variant::None,
         Variant::KernelVxlan,
+        Variant::KernelVxlanSw,
         Variant::TunlabGeneve,
         Variant::TunlabGeneveOvn,
         Variant::TunlabVxlan,
@@ -67,6 +73,7 @@ impl Variant {
         match self {
             Variant::None => "none",
             Variant::KernelVxlan => "kernel-vxlan",
+            Variant::KernelVxlanSw => "kernel-vxlan-sw",
             Variant::TunlabGeneve => "tunlab-geneve",
             Variant::TunlabGeneveOvn => "tunlab-geneve-ovn",
             Variant::TunlabVxlan => "tunlab-vxlan",
@@ -121,6 +128,7 @@ impl Variant {
         match self {
             Variant::None | Variant::OvsBridge => 0,
             Variant::KernelVxlan
+            | Variant::KernelVxlanSw
             | Variant::TunlabVxlan
             | Variant::TunlabGeneve
             | Variant::TunlabEbpfVxlan
@@ -155,6 +163,7 @@ impl Variant {
     pub fn missing(self) -> Option<String> {
         let need: &[(&str, &str)] = match self {
             Variant::TunlabStt => &[("nft", "nftables")],
+            Variant::KernelVxlanSw => &[("ethtool", "ethtool")],
             v if v.is_ovs() => &[
                 ("ovs-vswitchd", "openvswitch-switch"),
                 ("ethtool", "ethtool"),

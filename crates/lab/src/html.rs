@@ -239,7 +239,7 @@ fn html_table(t: &Table, out: &mut String) {
     out.push_str("</tbody></table>");
 }
 
-const STYLE: &str = "body{font-family:'DejaVu Sans',Arial,sans-serif;margin:2em;color:#222;max-width:1200px}\
+pub(crate) const STYLE: &str = "body{font-family:'DejaVu Sans',Arial,sans-serif;margin:2em;color:#222;max-width:1200px}\
 table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;font-size:13px}\
 th{background:#f0f0f0}td.name{text-align:left;font-family:monospace}td.bad{color:#c0392b}\
 pre{background:#f7f7f7;padding:0.8em;overflow-x:auto}h2{border-bottom:1px solid #ddd;padding-bottom:0.2em}\

@@ -18,8 +18,11 @@
 //! (`results.json`) → [`report`], [`chart`], [`html`] (tables, forest
 //! plots, the page) and [`compare`] (two runs). [`run`] strings them
 //! together. [`remote`] reaches real hosts; [`pvp`], [`setup_rate`] and
-//! [`soak`] are the other experiments on the same hosts and datapaths.
+//! [`soak`] are the other experiments on the same hosts and datapaths;
+//! [`article`] runs a reference article's experiment by name and checks
+//! its findings against what was measured.
 
+pub mod article;
 pub mod bed;
 pub mod chart;
 pub mod compare;

@@ -39,7 +39,7 @@ extern "C" fn on_interrupt(_: nix::libc::c_int) {
 /// What every lab command does first: find the tunlab binary (the
 /// switch and the generator it starts) and make Ctrl-C and SIGTERM stop
 /// the run cleanly instead of killing it.
-fn start(cmd: &str) -> Result<PathBuf, ExitCode> {
+pub(crate) fn start(cmd: &str) -> Result<PathBuf, ExitCode> {
     use nix::sys::signal::{signal, SigHandler, Signal};
     let tunlab = std::env::current_exe().map_err(|e| {
         eprintln!("tunlab {cmd}: cannot find the tunlab binary: {e}");

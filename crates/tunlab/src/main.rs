@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tunlab::{capture, decode};
 
+mod article;
 mod bench;
 mod gen;
 
@@ -121,6 +122,20 @@ enum Command {
         /// OUT/pvp-ebpf.json and OUT/pvp-userspace.json.
         #[arg(long, conflicts_with_all = ["variants", "tests", "rounds", "budget", "seconds"])]
         pvp: bool,
+        /// Rebuild a reference article's experiment and check its
+        /// findings here: geneve-vs-vxlan, vxlan-offload, trex-geneve-pvp,
+        /// qinq, stt-gre, or all (comma-separated). Each finding gets a
+        /// verdict: holds here, does not hold here (with the figure),
+        /// undecided, or cannot be tested here (and what would test it).
+        /// OUT/NAME/article.html shows the article's setup beside this
+        /// one's; --profile quick (the default) takes a few minutes an
+        /// article, full the article's whole matrix; --rounds and --budget
+        /// apply to each article's lab run.
+        #[arg(long, value_name = "NAME", conflicts_with_all = ["variants", "tests", "seconds", "pvp", "baseline", "tenant_cpus", "workers", "spin_us"])]
+        article: Option<String>,
+        /// The same as --profile quick.
+        #[arg(long, conflicts_with = "profile")]
+        quick: bool,
         /// Measure the flow set-up rate instead: the highest rate of new
         /// flows (each one's first frame a cache miss) a caching datapath
         /// takes with no frame lost, by binary search, caches emptied
@@ -134,7 +149,7 @@ enum Command {
         /// a tenant namespace on each, the datapath on the real underlay,
         /// CPU measured on each host. tunlab is copied over unless the
         /// host has this version. Not built over SSH yet: the first-packet
-        /// test, --pvp and --setup-rate.
+        /// test, --pvp, --setup-rate and --article.
         #[arg(long, value_delimiter = ',', requires = "underlay")]
         hosts: Vec<String>,
         /// The hosts' underlay addresses (IP1,IP2), each checked to be on
@@ -296,6 +311,8 @@ fn main() -> ExitCode {
             out,
             cleanup,
             pvp,
+            article,
+            quick,
             setup_rate,
             hosts,
             underlay,
@@ -317,8 +334,8 @@ fn main() -> ExitCode {
                 if cleanup {
                     return bench::cleanup_hosts(h);
                 }
-                if pvp || setup_rate {
-                    eprintln!("tunlab bench --hosts: --pvp and --setup-rate on real hosts are not built yet");
+                if pvp || setup_rate || article.is_some() {
+                    eprintln!("tunlab bench --hosts: --pvp, --setup-rate and --article on real hosts are not built yet");
                     return ExitCode::from(2);
                 }
             }
@@ -326,6 +343,19 @@ fn main() -> ExitCode {
                 let n = tunlab_lab::host::cleanup();
                 println!("tunlab bench: removed {n} namespaces left by killed runs");
                 return ExitCode::SUCCESS;
+            }
+            let profile = if quick { "quick".to_string() } else { profile };
+            if let Some(names) = article {
+                return article::run(
+                    &names,
+                    &profile,
+                    out,
+                    article::Rounds {
+                        rounds,
+                        budget,
+                        seed,
+                    },
+                );
             }
             if pvp {
                 return gen::bench_pvp(&profile, out);

@@ -75,7 +75,7 @@ fn run(args: &[&str], dir: &Path) -> (Output, u32) {
 fn every_variant_is_built_measured_and_torn_down() {
     let _one = serial();
     let dir = out_dir("all");
-    let all = "none,kernel-vxlan,tunlab-geneve,tunlab-geneve-ovn,tunlab-vxlan,tunlab-gre,tunlab-nvgre,tunlab-stt,tunlab-qinq,\
+    let all = "none,kernel-vxlan,kernel-vxlan-sw,tunlab-geneve,tunlab-geneve-ovn,tunlab-vxlan,tunlab-gre,tunlab-nvgre,tunlab-stt,tunlab-qinq,\
                tunlab-ebpf-geneve,tunlab-ebpf-geneve-ovn,tunlab-ebpf-vxlan,tunlab-ebpf-gre,tunlab-ebpf-nvgre,tunlab-ebpf-qinq,\
                ovs-bridge,ovs-vxlan,ovs-geneve,ovs-geneve-ovn,ovs-gre,ovs-qinq";
     let (o, pid) = run(
@@ -98,7 +98,7 @@ fn every_variant_is_built_measured_and_torn_down() {
     );
     let r = results(&dir);
     let variants = r["variants"].as_array().unwrap();
-    assert_eq!(variants.len(), 21, "{text}");
+    assert_eq!(variants.len(), 22, "{text}");
     for v in variants {
         let name = v["variant"].as_str().unwrap();
         assert_eq!(v["status"], "ok", "{name}: {}", v["reason"]);
@@ -129,9 +129,22 @@ fn every_variant_is_built_measured_and_torn_down() {
         for ns in ["t1:", "t2:"] {
             assert!(ifs.iter().any(|i| i.starts_with(ns)), "{name}: {ifs:?}");
         }
-        if name == "kernel-vxlan" {
+        if name.starts_with("kernel-vxlan") {
             assert!(ifs.len() > 4, "{name}: the VXLAN devices too: {ifs:?}");
         }
+        // The software path's underlay segments tunnelled frames itself.
+        let under = v["offloads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x[0] == "h1:under")
+            .map(|x| x[1].as_str().unwrap().split(',').collect::<Vec<_>>())
+            .unwrap();
+        assert_eq!(
+            under.contains(&"tx-udp_tnl-segmentation"),
+            name != "kernel-vxlan-sw",
+            "{name}: {under:?}"
+        );
         if name.starts_with("tunlab-ebpf-") {
             // The kernel carries these: its work shows in the machine's
             // CPU, the switch (the slow path) may well be idle.
@@ -680,6 +693,93 @@ fn rounds_are_shuffled_paired_and_reported() {
         leftovers(pid, &dir).is_empty(),
         "{:?}",
         leftovers(pid, &dir)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `tunlab bench --article stt-gre --quick` as the README shows it (with
+/// three rounds to keep CI short): the article's four variants and two
+/// tests, every finding judged, the pages written.
+#[test]
+fn an_article_is_run_and_its_findings_judged() {
+    let _one = serial();
+    let dir = out_dir("article");
+    let (o, pid) = run(&["--article", "stt-gre", "--quick", "--rounds", "3"], &dir);
+    let text = succeeded(&o, "--article stt-gre");
+    let art = dir.join("stt-gre");
+    let r = results(&art);
+    let variants: Vec<&str> = r["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        variants,
+        ["none", "tunlab-stt", "tunlab-gre", "tunlab-ebpf-gre"]
+    );
+    for v in r["variants"].as_array().unwrap() {
+        assert_eq!(v["status"], "ok", "{v}");
+        for t in v["tests"].as_array().unwrap() {
+            assert_eq!(t["samples"].as_array().unwrap().len(), 3, "{t}");
+        }
+    }
+    let f: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(art.join("findings.json")).unwrap()).unwrap();
+    let checked = f["checked"].as_array().unwrap();
+    let ids: std::collections::BTreeSet<&str> = checked
+        .iter()
+        .map(|c| c["finding"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids.into_iter().collect::<Vec<_>>(),
+        ["sg1", "sg2", "sg3", "sg4", "sg5"]
+    );
+    for c in checked {
+        // Every check measured: a ratio with its interval and a verdict.
+        let outcome = c["outcome"].as_str().unwrap();
+        assert!(
+            ["holds", "does_not_hold", "undecided"].contains(&outcome),
+            "{c}"
+        );
+        let x = &c["ratio"];
+        assert!(
+            x["lo"].as_f64().unwrap() <= x["ratio"].as_f64().unwrap(),
+            "{c}"
+        );
+        assert!(
+            x["ratio"].as_f64().unwrap() <= x["hi"].as_f64().unwrap(),
+            "{c}"
+        );
+        assert_eq!(x["rounds"].as_u64().unwrap() % 3, 0, "{c}");
+        assert!(text.contains(c["here"].as_str().unwrap()), "{c}\n{text}");
+    }
+    assert!(
+        text.contains("stt-gre: \"The Overhead of Software Tunneling\""),
+        "{text}"
+    );
+    assert!(text.contains("every article:"), "{text}");
+    let page = std::fs::read_to_string(art.join("article.html")).unwrap();
+    assert!(
+        page.contains("Broadcom") && page.contains("<svg"),
+        "article.html"
+    );
+    assert!(std::fs::read_to_string(dir.join("findings.md"))
+        .unwrap()
+        .contains("| sg1 |"));
+    assert!(dir.join("articles.html").is_file());
+    assert!(
+        leftovers(pid, &dir).is_empty(),
+        "{:?}",
+        leftovers(pid, &dir)
+    );
+    // A name that is not an article is refused before anything runs.
+    let (o, _) = run(&["--article", "stt"], &out_dir("article-bad"));
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("'stt' is not an article; valid: geneve-vs-vxlan"),
+        "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -175,7 +175,7 @@ fn every_variant_is_built_measured_and_torn_down() {
 /// doubled figure.
 fn check_report_and_compare(dir: &Path, bench_stdout: &str) {
     let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
-    // One test: its throughput chart and its CPU chart, 21 variants each.
+    // One test: its throughput chart and its CPU chart, 22 variants each.
     assert_eq!(html.matches("<svg").count(), 2, "{html}");
     assert!(html.contains("tcp_stream-16384B-1i: throughput"));
     for v in ["none", "kernel-vxlan", "tunlab-stt", "ovs-qinq"] {
@@ -223,7 +223,7 @@ fn check_report_and_compare(dir: &Path, bench_stdout: &str) {
     let o = tunlab().arg("compare").arg(&a).arg(&a).output().unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
-        o.status.success() && text.contains("0 of 21 changed"),
+        o.status.success() && text.contains("0 of 22 changed"),
         "{text}"
     );
     // tunlab-vxlan's figure as if from 3 samples with a 1 % spread, and
@@ -256,7 +256,7 @@ fn check_report_and_compare(dir: &Path, bench_stdout: &str) {
         .find(|l| l.starts_with("tunlab-vxlan"))
         .unwrap_or("");
     assert!(row.contains("+100.0%") && row.contains("CHANGED"), "{text}");
-    assert!(text.contains("1 of 21 changed"), "{text}");
+    assert!(text.contains("1 of 22 changed"), "{text}");
     // Against the real run (one sample each): no spread to judge by.
     let o = tunlab().arg("compare").arg(&a).arg(&two).output().unwrap();
     let text = String::from_utf8_lossy(&o.stdout);

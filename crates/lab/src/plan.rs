@@ -129,7 +129,7 @@ impl Plan {
 
     /// What every profile shares: against kernel VXLAN, the guard's
     /// default limits, the switch's own settings.
-    fn base(name: &str) -> Plan {
+    pub(crate) fn base(name: &str) -> Plan {
         Plan {
             profile: name.into(),
             variants: Vec::new(),

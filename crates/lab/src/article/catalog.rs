@@ -42,8 +42,7 @@ fn plan(
     full: &[&str],
     full_seconds: u32,
 ) -> Plan {
-    let mut p = Plan::profile("quick").unwrap_or_else(|_| unreachable!("quick is a profile"));
-    p.profile = format!("{name} {profile}");
+    let mut p = Plan::base(&format!("{name} {profile}"));
     p.baseline = Some(baseline);
     p.variants = variants;
     if profile == "full" {

@@ -113,18 +113,21 @@ pub fn deciding_gaps<'a>(spec: &'a Spec, checked: &[Checked]) -> Vec<(&'a str, &
         .collect()
 }
 
+/// "qinq: "QinQ Performance" (2017)".
+fn headline(spec: &Spec) -> String {
+    format!(
+        "{}: \"{}\" ({})",
+        spec.article.name(),
+        spec.title,
+        spec.date
+    )
+}
+
 /// The findings for the terminal: each finding's sentence, then one row
 /// per check.
 pub fn text(spec: &Spec, checked: &[Checked]) -> String {
     let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "{}: \"{}\" ({})\n{}\n",
-        spec.article.name(),
-        spec.title,
-        spec.date,
-        spec.question
-    );
+    let _ = writeln!(o, "{}\n{}\n", headline(spec), spec.question);
     for f in &spec.findings {
         let _ = writeln!(o, "  {}  {}", f.id, f.says);
     }
@@ -189,10 +192,8 @@ pub fn markdown(spec: &Spec, checked: &[Checked], here: &Here, command: &str) ->
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "## {} — \"{}\" ({})\n\n{}\n\n`{command}`\n",
-        spec.article.name(),
-        spec.title,
-        spec.date,
+        "## {}\n\n{}\n\n`{command}`\n",
+        headline(spec),
         spec.question
     );
     let _ = writeln!(o, "| | the article | here |\n|---|---|---|");

@@ -132,12 +132,15 @@ impl Spec {
                 let per_round: u64 = p.tests.iter().map(|t| u64::from(p.seconds_of(t))).sum();
                 let s = per_round * p.variants.len() as u64 * p.rule.min_rounds as u64;
                 format!(
-                    "at least {} min of samples ({} variants × {} tests, {} s a sample, {} rounds)",
+                    "at least {} min of samples ({} variants × {} tests, {} s a sample, {} rounds), up to {} min at {} rounds while an interval is wider than ±{} % (--budget caps it)",
                     s.div_ceil(60),
                     p.variants.len(),
                     p.tests.len(),
                     p.seconds,
-                    p.rule.min_rounds
+                    p.rule.min_rounds,
+                    (s * p.rule.max_rounds as u64 / p.rule.min_rounds.max(1) as u64).div_ceil(60),
+                    p.rule.max_rounds,
+                    p.rule.max_ci_pct
                 )
             }
             // `tunlab bench --pvp --profile full`: six sizes, each a 30-s
@@ -409,6 +412,12 @@ fn tests_of(r: &Results, v: Variant) -> Option<&[TestResult]> {
         .map(|x| x.tests.as_slice())
 }
 
+/// A cell whose samples a check may read: one without an error, or one
+/// whose rounds Ctrl-C ended (the samples taken before it stand).
+fn usable(t: &TestResult) -> bool {
+    t.error.as_deref().is_none_or(|e| e == "interrupted")
+}
+
 /// A ratio check: per-round ratios of every selected test, pooled.
 pub fn judge_ratio(finding: &'static str, c: &RatioCheck, r: &Results) -> Checked {
     let mut compared = format!("{} / {}", c.a.name(), c.b.name());
@@ -431,9 +440,9 @@ pub fn judge_ratio(finding: &'static str, c: &RatioCheck, r: &Results) -> Checke
     let mut by_test: Vec<std::collections::BTreeMap<usize, f64>> = Vec::new();
     let mut names = Vec::new();
     let mut unit = "";
-    for t in at.iter().filter(|t| c.tests.takes(t) && t.error.is_none()) {
+    for t in at.iter().filter(|t| c.tests.takes(t) && usable(t)) {
         let other = c.b_test.unwrap_or(&t.test);
-        let Some(b) = bt.iter().find(|b| b.test == other && b.error.is_none()) else {
+        let Some(b) = bt.iter().find(|b| b.test == other && usable(b)) else {
             continue;
         };
         // a's sample against b's of the same round, each read with its

@@ -361,6 +361,27 @@ fn a_variant_that_did_not_run_is_said_not_judged() {
     let sg1 = c.iter().find(|x| x.finding == "sg1").unwrap();
     assert_eq!(sg1.outcome, Outcome::NotRun);
     assert!(sg1.here.contains("did not run"));
+    // A cell Ctrl-C ended keeps the samples it took; a failed one is out.
+    let gre = r
+        .variants
+        .iter_mut()
+        .find(|v| v.variant == "tunlab-gre")
+        .unwrap();
+    gre.tests[0].error = Some("interrupted".into());
+    let sg2 = |r: &Results| {
+        judge(&spec, Measured::Lab(r))
+            .into_iter()
+            .find(|x| x.finding == "sg2")
+            .unwrap()
+    };
+    assert_eq!(sg2(&r).outcome, Outcome::DoesNotHold);
+    let gre = r
+        .variants
+        .iter_mut()
+        .find(|v| v.variant == "tunlab-gre")
+        .unwrap();
+    gre.tests[0].error = Some("iperf3: connection refused".into());
+    assert_eq!(sg2(&r).outcome, Outcome::NotRun);
     // A variant the profile leaves out says so.
     let quick = judge(
         &Article::GeneveVsVxlan.spec(),

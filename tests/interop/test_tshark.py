@@ -308,3 +308,27 @@ def test_super_frames_and_odd_arp_read_as_tshark_reads_them(tmp_path):
     _, psrc, pdst = theirs[2].split("\t")
     assert (field(ours[2], "ARP", "psrc"), field(ours[2], "ARP", "pdst")) == (psrc, pdst)
     assert field(ours[2], "ARP", "hwlen") == 8
+
+
+def test_udp_in_a_jumbogram_reads_its_length_from_ip(tmp_path):
+    """UDP in an IPv6 jumbogram has length 0 (RFC 2675, section 4): its
+    length is the jumbo payload's. tshark reads the whole payload; so does
+    tunlab decode, and it checks the checksum over it."""
+    from scapy.all import Ether, IPv6, IPv6ExtHdrHopByHop, Jumbo, UDP, raw, wrpcap
+
+    payload = b"j" * 70000
+    frame = raw(Ether() / IPv6(src="fd00::1", dst="fd00::2", plen=0)
+                / IPv6ExtHdrHopByHop(options=[Jumbo(jumboplen=8 + 8 + len(payload))])
+                / UDP(sport=40007, dport=9, len=0) / payload)
+    pcap = tmp_path / "udp-jumbo.pcap"
+    wrpcap(str(pcap), [Ether(frame)])
+    out = subprocess.run([tunlab_bin(), "decode", "--json", str(pcap)], capture_output=True, text=True)
+    assert out.returncode == 0, (out.stdout[-3000:], out.stderr)
+    (ours,) = json.loads(out.stdout)
+    (theirs,) = tshark("-r", str(pcap), "-T", "fields", "-e", "udp.length", "-e", "data.len").splitlines()
+    udp_len, data_len = (int(v) for v in theirs.split("\t"))
+    udp = {f["name"]: f for l in ours["layers"] if l["name"] == "UDP" for f in l["fields"]}
+    load = next(f["value"] for l in ours["layers"] if l["name"] == "Raw" for f in l["fields"] if f["name"] == "load")
+    assert udp["len"]["value"] == udp_len == 0
+    assert len(load) // 2 == data_len == len(payload)
+    assert udp["chksum"].get("note") == "correct", udp["chksum"]

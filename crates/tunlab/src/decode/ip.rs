@@ -3,7 +3,6 @@
 //! port.
 
 use super::{hex, icmp_note, ip_flags_note, tcp_flags_note, Layer, Step, Tunnel, Walk};
-use std::net::IpAddr;
 use tunlab_wire::ipv4::IpProtocol;
 use tunlab_wire::{checksum, icmp, ipv4, ipv6, stt, tcp, udp};
 
@@ -78,14 +77,7 @@ impl Walk<'_> {
             self.raw(l4, end);
             Ok(())
         } else {
-            self.l4(
-                p.protocol(),
-                l4,
-                end,
-                pseudo,
-                IpAddr::V4(p.src()),
-                IpAddr::V4(p.dst()),
-            )
+            self.l4(p.protocol(), l4, end, pseudo, super_frame)
         };
         self.padding(end);
         r
@@ -107,7 +99,8 @@ impl Walk<'_> {
         // length's note is known only once that is read.
         let this = self.layers.len();
         self.layers.push(l);
-        let (next, l4, end) = if p.payload_len() == 0 && self.frame.len() > at + ipv6::HEADER_LEN {
+        let oversize = p.payload_len() == 0 && self.frame.len() > at + ipv6::HEADER_LEN;
+        let (next, l4, end) = if oversize && self.frame.len() > at + ipv6::HEADER_LEN {
             // A jumbogram (RFC 2675: its length in a hop-by-hop option) or
             // a GSO super-frame (the capture's length).
             let (next, l4, jumbo) =
@@ -136,45 +129,63 @@ impl Walk<'_> {
             (p.next_header(), at + ipv6::HEADER_LEN, end)
         };
         let pseudo = checksum::pseudo_v6(p.src().octets(), p.dst().octets(), u8::from(next), 0);
-        let r = self.l4(
-            next,
-            l4,
-            end,
-            pseudo,
-            IpAddr::V6(p.src()),
-            IpAddr::V6(p.dst()),
-        );
+        let r = self.l4(next, l4, end, pseudo, oversize);
         self.padding(end);
         r
     }
 
+    /// `oversize`: the IP layer is a super-frame or a jumbogram, whose
+    /// length is not in its length field.
     fn l4(
         &mut self,
         proto: IpProtocol,
         at: usize,
         end: usize,
         pseudo: u64,
-        _src: IpAddr,
-        _dst: IpAddr,
+        oversize: bool,
     ) -> Step {
         let b = &self.frame[at..end];
         match proto {
             IpProtocol::Udp => {
-                let u = udp::Packet::new_checked(b).map_err(|x| x.at(at))?;
+                // UDP in a jumbogram (RFC 2675, section 4) or a UDP GSO
+                // super-frame has length 0: its length is the IP layer's.
+                // The header is read with its own length patched in, as
+                // IPv4's super-frames are.
+                let from_ip = oversize && b.len() >= udp::HEADER_LEN && b[4..6] == [0, 0];
+                let patched;
+                let view = if from_ip {
+                    let mut h = b[..udp::HEADER_LEN].to_vec();
+                    h[4..6].copy_from_slice(&(udp::HEADER_LEN as u16).to_be_bytes());
+                    patched = h;
+                    &patched[..]
+                } else {
+                    b
+                };
+                let u = udp::Packet::new_checked(view).map_err(|x| x.at(at))?;
+                let len = if from_ip {
+                    b.len()
+                } else {
+                    usize::from(u.len())
+                };
                 let mut l = Layer::new("UDP", at);
-                let ok = (u.checksum() != 0).then(|| u.verify_checksum(pseudo + u.len() as u64));
+                let ok = (u.checksum() != 0).then(|| {
+                    checksum::fold(checksum::sum(pseudo + len as u64, &b[..len])) == 0xffff
+                });
                 let tunnel = self.ports.udp(u.dst_port(), u.src_port());
                 l.int("sport", u.src_port())
                     .int("dport", u.dst_port())
                     .note(tunnel.map_or("", Tunnel::name))
-                    .int("len", u.len())
-                    .checksum("chksum", u.checksum(), ok);
+                    .int("len", if from_ip { 0 } else { u.len() });
+                if from_ip {
+                    l.note(format!("{len} bytes, the IP layer's (RFC 2675)"));
+                }
+                l.checksum("chksum", u.checksum(), ok);
                 if u.checksum() == 0 {
                     l.note("none");
                 }
                 self.layers.push(l);
                 let t = at + udp::HEADER_LEN;
-                let end = at + u.len() as usize;
+                let end = at + len;
                 match tunnel {
                     Some(Tunnel::Geneve) => self.geneve(t, end),
                     Some(Tunnel::Vxlan) => self.vxlan(t, end),

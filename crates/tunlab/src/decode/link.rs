@@ -265,6 +265,41 @@ mod tests {
     }
 
     #[test]
+    fn udp_of_length_0_in_a_jumbogram_takes_the_jumbo_length() {
+        // IPv6 with a jumbo payload of 8 (hop-by-hop) + 8 (UDP) + 4 bytes,
+        // UDP length 0 and no checksum (RFC 2675, section 4).
+        let jumbo = |len: u8| {
+            let mut p = vec![0x60, 0, 0, 0, 0, 0, 0, 64];
+            p.extend([0u8; 32]);
+            p.extend([17, 0, 0xc2, 4, 0, 0, 0, len]);
+            p.extend([0x9c, 0x40, 0, 9, 0, 0, 0, 0, 1, 2, 3, 4]);
+            p
+        };
+        let f = decode(Link::RawIp, &jumbo(20));
+        assert_eq!(
+            names(&f),
+            ["IPv6", "IPv6 Hop-by-Hop", "UDP", "Raw"],
+            "{:?}",
+            f.error
+        );
+        let udp = &f.layers[2].fields;
+        let len = udp.iter().find(|x| x.name == "len").unwrap();
+        assert_eq!(
+            len.note.as_deref(),
+            Some("12 bytes, the IP layer's (RFC 2675)")
+        );
+        // Length 0 outside a jumbogram is still an error.
+        let mut plain = jumbo(20);
+        plain[6] = 17;
+        plain[5] = 12;
+        plain.drain(40..48);
+        assert!(decode(Link::RawIp, &plain)
+            .error
+            .unwrap()
+            .contains("udp: length"));
+    }
+
+    #[test]
     fn short_or_strange_link_headers_are_errors_that_say_so() {
         let e = |link, data: &[u8]| decode(link, data).error.unwrap_or_default();
         assert!(

@@ -648,6 +648,47 @@ fn pins_of_a_deleted_namespace_are_removed_at_start() {
     s2.stop();
 }
 
+/// A normal stop leaves no folder of its own on the host's bpffs: the
+/// node's, the namespace's and the base folder go once the last switch
+/// using them has stopped. Both switches started as the README shows
+/// (`ip netns exec`), their base a folder under /sys/fs/bpf of this test's
+/// own, as the default `/sys/fs/bpf/tunlab` is.
+#[test]
+fn a_normal_stop_leaves_no_folder_behind() {
+    let l = lab();
+    let base = format!("/sys/fs/bpf/{}", l.hv1.name());
+    let pin = |c: &str| {
+        on_kernel(c).replacen(
+            "[switch]\n",
+            &format!("[switch]\nbpf_pin_dir = \"{base}\"\n"),
+            1,
+        )
+    };
+    // Whatever this test leaves, should it fail, goes with it.
+    struct Left(std::path::PathBuf);
+    impl Drop for Left {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let left = Left(base.clone().into());
+    let (c1, c2) = pair_configs(&l, "geneve");
+    let (s1, s2) = start_pair(&l, &pin(&c1), &pin(&c2));
+    traffic_both_ways(&l, "pinned under a base of its own");
+    // Seen from this process: the switches' bpffs is the host's, which
+    // they mounted at /sys/fs/bpf if nothing was.
+    let base = &left.0;
+    assert!(pins_of(&base, &l.hv1, "n1").join("tl_flows").exists());
+    s1.stop();
+    assert!(
+        !pins_of(&base, &l.hv1, "n1").parent().unwrap().exists(),
+        "n1's namespace folder stayed after its last switch stopped"
+    );
+    assert!(base.exists(), "the base went while n2 still pins under it");
+    s2.stop();
+    assert!(!base.exists(), "{} left behind", base.display());
+}
+
 /// While n1 is down: packets that reached tb's tenant device in 300 ms
 /// (carried by n1's pinned kernel datapath; n1 itself cannot be asked).
 fn counter_while_down(l: &Lab) -> u64 {

@@ -15,7 +15,11 @@
 //! reuses) and each node its own within it: two switches named alike in
 //! two namespaces keep apart. The pins of a namespace that no longer
 //! exists (a killed switch whose namespace was then deleted) are removed
-//! by the next switch that starts.
+//! by the next switch that starts. A normal stop removes its node's
+//! folder, then the namespace's and the base folder when they are empty:
+//! a host where no switch runs keeps no tunlab folder on its bpffs. The
+//! folders are made and removed under one lock, so that a stop never
+//! removes a folder a starting switch is about to fill.
 
 use crate::port::StartError;
 use std::os::unix::fs::MetadataExt;
@@ -25,6 +29,10 @@ use tunlab_netio::netns;
 /// The conventional mount point of the bpf filesystem.
 const BPFFS: &str = "/sys/fs/bpf";
 
+/// Held while a switch mounts the bpffs or makes or removes the pins'
+/// folders.
+const LAYOUT_LOCK: &str = "/run/tunlab/bpffs-mount.lock";
+
 /// The lock on a node's pins: held while the descriptor is open, its file
 /// removed on a normal stop (a killed switch's stays, unlocked); the
 /// namespace's folder goes too once its last node's pins have.
@@ -32,10 +40,15 @@ const BPFFS: &str = "/sys/fs/bpf";
 pub(super) struct PinLock {
     _file: std::fs::File,
     path: PathBuf,
+    /// The node's folder, and its network namespace's.
+    node_dir: PathBuf,
     netns_dir: PathBuf,
-    /// The pins' base folder in an outer mount namespace, which the
-    /// pins' paths go through (`/proc/self/fd/N/…`).
-    _outer: Option<std::fs::File>,
+    /// The base folder, as it can be removed (through its parent when it
+    /// is another mount namespace's).
+    base_dir: PathBuf,
+    /// The pins' base folder and its parent in an outer mount namespace,
+    /// which the pins' paths go through (`/proc/self/fd/N/…`).
+    _outer: Option<(std::fs::File, std::fs::File)>,
     /// The pins' folder as people find it (`bpf_pin_dir/netns-C/NODE`).
     shown: String,
 }
@@ -50,7 +63,12 @@ impl PinLock {
 impl Drop for PinLock {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+        // Folders still in use (another node's, another namespace's) are
+        // not empty and stay; a mount point stays too (EBUSY).
+        let _layout = lock_file(LAYOUT_LOCK, true);
+        let _ = std::fs::remove_dir(&self.node_dir);
         let _ = std::fs::remove_dir(&self.netns_dir);
+        let _ = std::fs::remove_dir(&self.base_dir);
     }
 }
 
@@ -95,16 +113,20 @@ fn outer_mount_ns() -> Option<u32> {
 /// and the warning to print.
 struct Base {
     path: PathBuf,
-    /// The folder in the other mount namespace, kept open so that the
-    /// path through it stays good whatever becomes of the process it was
-    /// found through.
-    held: Option<std::fs::File>,
+    /// `path` as it can be removed (`rmdir` of a `/proc/self/fd/N` link is
+    /// no `rmdir` of the folder): through its parent's descriptor.
+    removable: PathBuf,
+    /// The folder and its parent in the other mount namespace, kept open
+    /// so that paths through them stay good whatever becomes of the
+    /// process they were found through.
+    held: Option<(std::fs::File, std::fs::File)>,
     warning: Option<String>,
 }
 
 fn persistent_base(base: &Path) -> Result<Base, String> {
     let own = |warning| Base {
         path: base.to_path_buf(),
+        removable: base.to_path_buf(),
         held: None,
         warning,
     };
@@ -126,15 +148,19 @@ fn persistent_base(base: &Path) -> Result<Base, String> {
         return Ok(own(None));
     }
     let ns = format!("/proc/{pid}/ns/mnt");
+    let open = |p: &Path| std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()));
     let outer = mount_if_missing(base, Some((&ns, &root))).and_then(|()| {
-        std::fs::File::open(&outer_view).map_err(|e| format!("{}: {e}", outer_view.display()))
+        let parent = outer_view.parent().unwrap_or(&outer_view);
+        Ok((open(&outer_view)?, open(parent)?))
     });
     match outer {
-        Ok(dir) => {
+        Ok((dir, parent)) => {
             use std::os::fd::AsRawFd;
+            let name = base.file_name().unwrap_or_default();
             Ok(Base {
                 path: PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd())),
-                held: Some(dir),
+                removable: Path::new(&format!("/proc/self/fd/{}", parent.as_raw_fd())).join(name),
+                held: Some((dir, parent)),
                 warning: None,
             })
         }
@@ -159,8 +185,7 @@ fn mount_if_missing(base: &Path, outer: Option<(&str, &str)>) -> Result<(), Stri
     };
     let fs_root = Path::new(BPFFS);
     // Switches starting together would each mount one, stacked: one at a
-    // time looks and mounts.
-    let _one_at_a_time = lock_file("/run/tunlab/bpffs-mount.lock", true)?;
+    // time looks and mounts (the caller holds LAYOUT_LOCK).
     if base.starts_with(fs_root) && !is_bpffs(&view(fs_root)) {
         let mount = ["mount", "-t", "bpf", "bpf", BPFFS];
         let done = match outer {
@@ -267,8 +292,12 @@ pub(super) fn pin_dir(
         port: "-".into(),
         msg: format!("bpf_pin_dir {given}: {msg}"),
     };
+    // From the mount to the node's own folder, one switch at a time, and
+    // no stop removing folders meanwhile.
+    let _layout = lock_file(LAYOUT_LOCK, true).map_err(perr)?;
     let Base {
         path: base,
+        removable,
         held,
         warning,
     } = persistent_base(Path::new(given)).map_err(perr)?;
@@ -280,8 +309,7 @@ pub(super) fn pin_dir(
         netns::cookie().map_err(|e| perr(format!("the network namespace's cookie: {e}")))?;
     let netns_dir = base.join(format!("netns-{cookie}"));
     let dir = netns_dir.join(node);
-    std::fs::create_dir_all(&netns_dir)
-        .map_err(|e| perr(format!("{}: {e}", netns_dir.display())))?;
+    std::fs::create_dir_all(&dir).map_err(|e| perr(format!("{}: {e}", dir.display())))?;
     // Named by the bpf filesystem's device (each mount of bpffs is its
     // own instance), the namespace and the node.
     let fs_dev = std::fs::metadata(&base)
@@ -294,11 +322,13 @@ pub(super) fn pin_dir(
         ))
     })?;
     Ok(Some((
-        dir,
+        dir.clone(),
         PinLock {
             _file: lock,
             path: lock_path.into(),
+            node_dir: dir,
             netns_dir,
+            base_dir: removable,
             shown: match &held {
                 Some(_) => format!("{given}/netns-{cookie}/{node} (in an outer mount namespace)"),
                 None => format!("{given}/netns-{cookie}/{node}"),

@@ -967,12 +967,12 @@ fn qinq_article(kernel: bool) {
     assert!(
         udp_echo(&l.ta, &l.tb, "192.168.8.2", 10, 6),
         "S-VLAN 5 a->b\n{}",
-        both_datapaths(&l)
+        both_nodes(&l)
     );
     assert!(
         udp_echo(&l.tb, &l.ta, "192.168.8.1", 10, 6),
         "S-VLAN 5 b->a\n{}",
-        both_datapaths(&l)
+        both_nodes(&l)
     );
     let (s, r) = tcp_transfer(&l.ta, &l.tb, "192.168.8.2");
     assert_eq!(s, r, "S-VLAN 5 TCP bytes differ");
@@ -1591,18 +1591,4 @@ fn gre_and_stt_ports_differing_only_in_key() {
         traffic_both_ways(&l, &format!("{kind}: key 6 tenant beside key 9"));
         drop((s1.stop(), s2.stop()));
     }
-}
-
-/// Both nodes' statistics and cached flows, for a failure's message: what
-/// each datapath did with the traffic that did not arrive.
-fn both_datapaths(l: &Lab) -> String {
-    ["n1", "n2"]
-        .iter()
-        .map(|n| {
-            let sock = l.dir.join(format!("{n}.ctl"));
-            let (_, st, _) = ctl(&sock, &["stats"]);
-            let (_, dp, _) = ctl(&sock, &["dump-flows", "--datapath"]);
-            format!("== {n} stats\n{st}== {n} cached flows\n{dp}")
-        })
-        .collect()
 }

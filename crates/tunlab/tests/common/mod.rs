@@ -411,20 +411,43 @@ pub fn traffic_both_ways(l: &Lab, what: &str) {
                 .status()
                 .is_ok_and(|s| s.success())
         });
-        assert!(ok, "{what}: ping {to} from {}", from.name());
+        assert!(
+            ok,
+            "{what}: ping {to} from {}\n{}",
+            from.name(),
+            both_nodes(l)
+        );
     }
     assert!(
         udp_echo(&l.ta, &l.tb, "192.168.7.2", 10, 6),
-        "{what}: UDP a->b"
+        "{what}: UDP a->b\n{}",
+        both_nodes(l)
     );
     assert!(
         udp_echo(&l.tb, &l.ta, "192.168.7.1", 10, 6),
-        "{what}: UDP b->a"
+        "{what}: UDP b->a\n{}",
+        both_nodes(l)
     );
     let (s, r) = tcp_transfer(&l.ta, &l.tb, "192.168.7.2");
-    assert_eq!(s, r, "{what}: TCP a->b bytes differ");
+    assert_eq!(s, r, "{what}: TCP a->b bytes differ\n{}", both_nodes(l));
     let (s, r) = tcp_transfer(&l.tb, &l.ta, "192.168.7.1");
-    assert_eq!(s, r, "{what}: TCP b->a bytes differ");
+    assert_eq!(s, r, "{what}: TCP b->a bytes differ\n{}", both_nodes(l));
+}
+
+/// Both tunlab nodes' statistics, rules and cached flows (`tunlab ctl`
+/// on DIR/n1.ctl and DIR/n2.ctl), for a failure's message: what each
+/// switch did with the traffic that did not arrive.
+pub fn both_nodes(l: &Lab) -> String {
+    ["n1", "n2"]
+        .iter()
+        .map(|n| {
+            let sock = l.dir.join(format!("{n}.ctl"));
+            let (_, st, e1) = ctl(&sock, &["stats"]);
+            let (_, rules, e2) = ctl(&sock, &["dump-flows"]);
+            let (_, dp, e3) = ctl(&sock, &["dump-flows", "--datapath"]);
+            format!("== {n} stats\n{st}{e1}== {n} rules\n{rules}{e2}== {n} cached flows\n{dp}{e3}")
+        })
+        .collect()
 }
 
 /// Start node n1 in hv1 and n2 in hv2 with these configurations and wait

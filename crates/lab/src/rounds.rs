@@ -4,7 +4,9 @@
 //! each round yields one ratio per variant against the baseline. After
 //! the rule's first rounds, only the tests with a variant whose interval
 //! is still too wide go on (that variant and the baseline), until every
-//! interval is narrow enough, the rounds run out or the budget does.
+//! interval is narrow enough, the rounds run out or the budget does. A
+//! caller that compares other pairs than the baseline's (an article's
+//! findings) names instead which cells its open questions still need.
 //!
 //! The scheduler knows cells and figures only; what a measurement is
 //! (tools, namespaces) is the caller's closure, so its logic is tested on
@@ -136,14 +138,30 @@ impl Scheduler {
     }
 
     /// The cells of the next round, shuffled; None when the run is done.
-    /// The round counts as begun only with [`Scheduler::begin`].
-    pub fn next_round(&mut self) -> Option<Vec<Cell>> {
+    /// Past the rule's first rounds, `open` may name the cells still
+    /// needed (a caller's own rule; those of them still measured are
+    /// taken), or give None for the baseline rule. The round counts as
+    /// begun only with [`Scheduler::begin`].
+    pub fn next_round(&mut self, open: impl FnOnce() -> Option<Vec<Cell>>) -> Option<Vec<Cell>> {
         if self.round >= self.rule.max_rounds.max(self.rule.min_rounds) {
             return None;
         }
         let live = |c: &&Cell| !self.failed(**c);
+        let wanted = if self.round < self.rule.min_rounds {
+            None
+        } else {
+            open()
+        };
         let mut cells: Vec<Cell> = if self.round < self.rule.min_rounds {
             self.cells.iter().filter(live).copied().collect()
+        } else if let Some(wanted) = wanted {
+            let wanted: HashSet<Cell> = wanted.into_iter().collect();
+            self.cells
+                .iter()
+                .filter(live)
+                .filter(|c| wanted.contains(c))
+                .copied()
+                .collect()
         } else if let Some(b) = self.base {
             let mut v: Vec<Cell> = self
                 .cells
@@ -177,14 +195,16 @@ impl Scheduler {
 /// round of `n` samples still fits the budget (asked only beyond the
 /// rule's first rounds, which are always taken), `measure(round, cell)`
 /// takes one sample and returns its primary figure (None: the cell
-/// failed and is measured no more).
+/// failed and is measured no more), `open()` names the cells still needed
+/// past the first rounds (None: the baseline rule decides).
 pub fn drive(
     s: &mut Scheduler,
     mut fits: impl FnMut(usize) -> bool,
     mut measure: impl FnMut(usize, Cell) -> Option<f64>,
     mut stop: impl FnMut() -> bool,
+    mut open: impl FnMut() -> Option<Vec<Cell>>,
 ) {
-    while let Some(cells) = s.next_round() {
+    while let Some(cells) = s.next_round(&mut open) {
         if s.round >= s.rule.min_rounds && !fits(cells.len()) {
             s.budget_spent = true;
             return;
@@ -228,6 +248,7 @@ mod tests {
                 Some(1.0)
             },
             || false,
+            || None,
         );
         assert_eq!(orders.len(), 3);
         for o in &orders {
@@ -244,7 +265,7 @@ mod tests {
         );
         // The same seed gives the same orders.
         let mut again = Scheduler::new(3, &[0, 1, 2], 2, Some(1), rule(3, 3), 7);
-        assert_eq!(again.next_round().unwrap(), orders[0]);
+        assert_eq!(again.next_round(|| None).unwrap(), orders[0]);
     }
 
     /// Each test's figure: the variant's true value, times a drift of the
@@ -272,7 +293,13 @@ mod tests {
         assert!((seq / 1.10 - 1.0).abs() > 0.05, "sequential {seq}");
         // In shuffled rounds each pair is one or two samples apart.
         let mut s = Scheduler::new(2, &[0, 1], 1, Some(0), rule(n, n), 3);
-        drive(&mut s, |_| true, synthetic(&truth, drift), || false);
+        drive(
+            &mut s,
+            |_| true,
+            synthetic(&truth, drift),
+            || false,
+            || None,
+        );
         let r = s.ratio(Cell { v: 1, t: 0 }).unwrap();
         assert!((r.ratio / 1.10 - 1.0).abs() < 0.01, "{r:?}");
         assert!(r.lo <= 1.10 && 1.10 <= r.hi, "{r:?}");
@@ -300,6 +327,7 @@ mod tests {
                 Some(100.0 * noise)
             },
             || false,
+            || None,
         );
         assert_eq!(per_round[0].len(), 6);
         // After the first four rounds: the noisy cell and its baseline.
@@ -332,6 +360,7 @@ mod tests {
                 Some(100.0 * (0.7 + 0.6 * rng.f64()))
             },
             || false,
+            || None,
         );
         assert!(s.failed(Cell { v: 1, t: 1 }));
         assert!(s.budget_spent);
@@ -356,7 +385,48 @@ mod tests {
                 Some(1.0)
             },
             || false,
+            || None,
         );
         assert_eq!((s.round, n), (3, 6));
+    }
+
+    #[test]
+    fn a_callers_open_cells_replace_the_baseline_rule() {
+        // Three variants, two tests; past the first 3 rounds the caller
+        // wants only (1, 0) against (2, 0), for two more rounds, then
+        // nothing: the run ends though every interval is wide.
+        let mut s = Scheduler::new(3, &[0, 1, 2], 2, Some(0), rule(3, 20), 4);
+        let mut rng = fastrand::Rng::with_seed(2);
+        let mut per_round: Vec<Vec<Cell>> = Vec::new();
+        let mut asked = 0;
+        let focus = [Cell { v: 1, t: 0 }, Cell { v: 2, t: 0 }];
+        drive(
+            &mut s,
+            |_| true,
+            |round, c| {
+                if per_round.len() <= round {
+                    per_round.push(Vec::new());
+                }
+                per_round[round].push(c);
+                Some(100.0 * (0.5 + rng.f64()))
+            },
+            || false,
+            || {
+                asked += 1;
+                Some(if asked <= 2 {
+                    focus.to_vec()
+                } else {
+                    Vec::new()
+                })
+            },
+        );
+        assert_eq!(per_round.len(), 5);
+        assert!(per_round[..3].iter().all(|r| r.len() == 6));
+        for r in &per_round[3..] {
+            let mut r = r.clone();
+            r.sort_by_key(|c| c.v);
+            assert_eq!(r, focus);
+        }
+        assert!(!s.settled(Cell { v: 1, t: 1 }));
     }
 }

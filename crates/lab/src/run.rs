@@ -81,15 +81,34 @@ struct Record {
     error: Option<String>,
 }
 
+/// A caller's own rule for the rounds past the first: given what they
+/// gathered so far (as results, not yet paired), the (variant, test name)
+/// cells its open questions still need. An empty list ends the rounds.
+/// An article's findings are such questions ([`crate::article`]).
+pub type Focus<'a> = &'a dyn Fn(&Results) -> Vec<(variant::Variant, String)>;
+
+/// The cells still needed, by a caller's rule, from the records so far.
+type Open<'a> = &'a dyn Fn(&[Vec<Record>]) -> Vec<Cell>;
+
+/// The rounds' records, and the caller's question of them.
+struct Gather<'a> {
+    records: &'a mut [Vec<Record>],
+    /// The cells still needed, by the caller's rule; None: the baseline
+    /// rule.
+    open: Option<Open<'a>>,
+}
+
 /// Run the plan; `tunlab` is the binary the switch variants run, `out` the
 /// results folder, `remote` the real hosts to run on (else namespaces
-/// here). A real host lost mid-run stops the run; what was measured is
-/// still written, with the reason in `stopped`.
+/// here), `focus` the caller's rule for rounds past the first (else the
+/// plan's baseline rule). A real host lost mid-run stops the run; what
+/// was measured is still written, with the reason in `stopped`.
 pub fn run(
     plan: &Plan,
     tunlab: &Path,
     out: &Path,
     remote: Option<&crate::remote::Remote>,
+    focus: Option<Focus>,
 ) -> Result<Results, LabError> {
     if remote.is_none() {
         if let Some(m) = results::missing_tools() {
@@ -147,6 +166,24 @@ pub fn run(
                 None => return Err(e),
             },
         };
+        // What the caller's rule reads: this run's variants as set up.
+        let skeleton = results.clone();
+        let open = |recs: &[Vec<Record>]| -> Vec<Cell> {
+            let Some(f) = focus else { return Vec::new() };
+            let so_far = snapshot(plan, &skeleton, recs);
+            f(&so_far)
+                .into_iter()
+                .filter_map(|(v, test)| {
+                    let v = plan.variants.iter().position(|x| *x == v)?;
+                    let t = plan.tests.iter().position(|x| x.name() == test)?;
+                    Some(Cell { v, t })
+                })
+                .collect()
+        };
+        let gather = Gather {
+            records: &mut records,
+            open: focus.map(|_| &open as Open),
+        };
         let done = rounds_on(
             plan,
             &bed,
@@ -154,7 +191,7 @@ pub fn run(
             &mut guard,
             &mut budget,
             &bar,
-            &mut records,
+            gather,
         );
         budget_spent |= done.budget_spent;
         if INTERRUPTED.load(Ordering::SeqCst) {
@@ -213,7 +250,7 @@ fn rounds_on(
     guard: &mut Guard,
     budget: &mut Budget,
     bar: &indicatif::ProgressBar,
-    records: &mut [Vec<Record>],
+    gather: Gather,
 ) -> Ended {
     let nt = plan.tests.len();
     let base = if paired { plan.baseline_index() } else { None };
@@ -228,6 +265,7 @@ fn rounds_on(
     let mut ended = Ended::default();
     let mut planned = (plan.rule.min_rounds * bed.up().len() * nt) as u64;
     let budget = std::cell::RefCell::new(budget);
+    let records = std::cell::RefCell::new(gather.records);
     rounds::drive(
         &mut s,
         |n| {
@@ -256,6 +294,7 @@ fn rounds_on(
             let taken = measure::take(st, test, how, guard, || budget.borrow().allows_one());
             budget.borrow_mut().spent(t0.elapsed().as_secs_f64());
             bar.inc(1);
+            let mut records = records.borrow_mut();
             let rec = &mut records[v][t];
             match taken {
                 Ok(x) => {
@@ -272,6 +311,7 @@ fn rounds_on(
             }
         },
         || INTERRUPTED.load(Ordering::SeqCst),
+        || gather.open.map(|f| f(&records.borrow())),
     );
     ended.budget_spent = s.budget_spent;
     ended
@@ -302,25 +342,55 @@ fn assemble(
             if let Some(e) = &rec.error {
                 let _ = std::fs::write(dir.join(failure_log(&plan.variants[n], &test.name())), e);
             }
-            let xs: Vec<f64> = rec.kept.iter().map(|s| test.primary(s)).collect();
-            vr.tests.push(TestResult {
-                test: test.name(),
-                spec: test,
-                unit: test.unit().into(),
-                summary: Summary::of(&xs),
-                attempts: rec.kept.len(),
-                samples: rec.kept,
-                settled: false,
-                budget_spent: false,
-                error: rec.error,
-                ratio: None,
-                demand_ratio: None,
-                retaken: rec.retaken,
-            });
+            vr.tests.push(test_result(test, rec));
         }
     }
     let base = plan.baseline.map(|b| b.name());
     results::pair_all(results, base, plan.rule, budget_spent);
+}
+
+/// A cell's result from its record, before pairing.
+fn test_result(test: crate::sample::Test, rec: Record) -> TestResult {
+    let xs: Vec<f64> = rec.kept.iter().map(|s| test.primary(s)).collect();
+    TestResult {
+        test: test.name(),
+        spec: test,
+        unit: test.unit().into(),
+        summary: Summary::of(&xs),
+        attempts: rec.kept.len(),
+        samples: rec.kept,
+        settled: false,
+        budget_spent: false,
+        error: rec.error,
+        ratio: None,
+        demand_ratio: None,
+        retaken: rec.retaken,
+    }
+}
+
+/// The results so far, mid-run, for a [`Focus`]: `skeleton`'s variants
+/// with the samples their cells kept (not paired, no retakes).
+fn snapshot(plan: &Plan, skeleton: &Results, records: &[Vec<Record>]) -> Results {
+    let mut r = skeleton.clone();
+    for (vr, recs) in r.variants.iter_mut().zip(records) {
+        if vr.status != "ok" {
+            continue;
+        }
+        vr.tests = plan
+            .tests
+            .iter()
+            .zip(recs)
+            .map(|(test, rec)| {
+                let copy = Record {
+                    kept: rec.kept.clone(),
+                    retaken: Vec::new(),
+                    error: rec.error.clone(),
+                };
+                test_result(*test, copy)
+            })
+            .collect();
+    }
+    r
 }
 
 pub const TOPOLOGY: &str = "\

@@ -55,6 +55,9 @@ pub fn run(names: &str, profile: &str, out: Option<PathBuf>, rounds: Rounds) -> 
     };
     let out = out.unwrap_or_else(tunlab_lab::run::default_out);
     let mut done = Vec::new();
+    // Seconds of budget an article's rounds left unused (its checks were
+    // decided early): the next article's rounds may take them.
+    let mut saved = 0;
     for (i, a) in articles.iter().enumerate() {
         let spec = a.spec();
         println!(
@@ -67,7 +70,9 @@ pub fn run(names: &str, profile: &str, out: Option<PathBuf>, rounds: Rounds) -> 
         );
         let dir = out.join(a.name());
         let measured = match &spec.experiment {
-            Experiment::Lab(plan_of) => lab(&spec, plan_of(profile), rounds, &tunlab, &dir),
+            Experiment::Lab(plan_of) => {
+                lab(&spec, plan_of(profile), rounds, &mut saved, &tunlab, &dir)
+            }
             Experiment::Pvp => pvp(&spec, profile, &dir),
         };
         let d = match measured {
@@ -115,11 +120,15 @@ pub fn run(names: &str, profile: &str, out: Option<PathBuf>, rounds: Rounds) -> 
 }
 
 /// The article's lab plan, run; its tables and report as `tunlab bench`
-/// writes them; its findings judged.
+/// writes them; its findings judged. Past the first rounds, the rounds
+/// go on only for the cells of checks still undecided; a budget left
+/// unused goes into `saved` for the next article, and this one's budget
+/// takes what the ones before it left.
 fn lab(
     spec: &Spec,
     mut plan: tunlab_lab::plan::Plan,
     rounds: Rounds,
+    saved: &mut u64,
     tunlab: &Path,
     dir: &Path,
 ) -> Result<Done, ExitCode> {
@@ -131,6 +140,9 @@ fn lab(
     if let Some(b) = rounds.budget {
         plan.rule.budget_s = (b > 0).then_some(b);
     }
+    if let Some(b) = &mut plan.rule.budget_s {
+        *b += std::mem::take(saved);
+    }
     plan.seed = rounds.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -138,7 +150,12 @@ fn lab(
     });
     println!("{}\n", tunlab_lab::run::TOPOLOGY);
     println!("profile {}: {}", plan.profile, plan.method());
-    let results = tunlab_lab::run::run(&plan, tunlab, dir, None).map_err(fail)?;
+    let started = std::time::Instant::now();
+    let open = |r: &tunlab_lab::results::Results| article::open_cells(spec, r);
+    let results = tunlab_lab::run::run(&plan, tunlab, dir, None, Some(&open)).map_err(fail)?;
+    if let Some(b) = plan.rule.budget_s {
+        *saved = b.saturating_sub(started.elapsed().as_secs());
+    }
     let base = plan.baseline.map(|b| b.name());
     println!("{}", tunlab_lab::report::tables(&results, base));
     if let Err(e) = tunlab_lab::html::write(&results, base, dir) {

@@ -216,7 +216,7 @@ pub fn run(a: Args) -> ExitCode {
             }
         };
     }
-    let results = match run::run(&plan, &tunlab, &out, remote.as_ref()) {
+    let results = match run::run(&plan, &tunlab, &out, remote.as_ref(), None) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("tunlab bench: {e}");

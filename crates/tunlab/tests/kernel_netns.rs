@@ -678,10 +678,10 @@ fn a_normal_stop_leaves_no_folder_behind() {
     // Seen from this process: the switches' bpffs is the host's, which
     // they mounted at /sys/fs/bpf if nothing was.
     let base = &left.0;
-    assert!(pins_of(&base, &l.hv1, "n1").join("tl_flows").exists());
+    assert!(pins_of(base, &l.hv1, "n1").join("tl_flows").exists());
     s1.stop();
     assert!(
-        !pins_of(&base, &l.hv1, "n1").parent().unwrap().exists(),
+        !pins_of(base, &l.hv1, "n1").parent().unwrap().exists(),
         "n1's namespace folder stayed after its last switch stopped"
     );
     assert!(base.exists(), "the base went while n2 still pins under it");

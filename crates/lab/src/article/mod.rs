@@ -132,7 +132,7 @@ impl Spec {
                 let per_round: u64 = p.tests.iter().map(|t| u64::from(p.seconds_of(t))).sum();
                 let s = per_round * p.variants.len() as u64 * p.rule.min_rounds as u64;
                 format!(
-                    "at least {} min of samples ({} variants × {} tests, {} s a sample, {} rounds), up to {} min at {} rounds while an interval is wider than ±{} % (--budget caps it)",
+                    "at least {} min of samples ({} variants × {} tests, {} s a sample, {} rounds), up to {} min at {} rounds while a check is undecided (its cells alone; --budget caps it)",
                     s.div_ceil(60),
                     p.variants.len(),
                     p.tests.len(),
@@ -140,7 +140,6 @@ impl Spec {
                     p.rule.min_rounds,
                     (s * p.rule.max_rounds as u64 / p.rule.min_rounds.max(1) as u64).div_ceil(60),
                     p.rule.max_rounds,
-                    p.rule.max_ci_pct
                 )
             }
             // `tunlab bench --pvp --profile full`: six sizes, each a 30-s
@@ -494,6 +493,36 @@ pub fn judge_ratio(finding: &'static str, c: &RatioCheck, r: &Results) -> Checke
         outcome: c.claim.judge(ratio.lo, ratio.hi),
         ratio: Some(ratio),
     }
+}
+
+/// The cells that the undecided ratio checks of `spec` read, by what the
+/// rounds have gathered so far (`r`): the run's rule past its first
+/// rounds ([`crate::run::Focus`]), so that the rounds go to the article's
+/// open questions rather than to ratios against the plan's baseline that
+/// no finding reads. Empty when every check is decided.
+pub fn open_cells(spec: &Spec, r: &Results) -> Vec<(Variant, String)> {
+    let mut open = Vec::new();
+    for f in &spec.findings {
+        for c in &f.checks {
+            let Check::Ratio(rc) = c else { continue };
+            if judge_ratio(f.id, rc, r).outcome != Outcome::Undecided {
+                continue;
+            }
+            let (Some(at), Some(bt)) = (tests_of(r, rc.a), tests_of(r, rc.b)) else {
+                continue;
+            };
+            for t in at.iter().filter(|t| rc.tests.takes(t) && usable(t)) {
+                let other = rc.b_test.unwrap_or(&t.test);
+                if bt.iter().any(|b| b.test == other && usable(b)) {
+                    open.push((rc.a, t.test.clone()));
+                    open.push((rc.b, other.to_string()));
+                }
+            }
+        }
+    }
+    open.sort_by(|x, y| (x.0.name(), &x.1).cmp(&(y.0.name(), &y.1)));
+    open.dedup();
+    open
 }
 
 /// One frame size of a PVP search, as `tunlab gen --json` writes it.

@@ -507,3 +507,29 @@ fn the_page_puts_the_setups_side_by_side_and_escapes_text() {
     assert!(!text.contains("sg1: here,"), "{text}");
     assert!(html.contains("What bears on the verdicts"));
 }
+
+#[test]
+fn the_rounds_go_on_only_for_the_cells_of_undecided_checks() {
+    use Variant as V;
+    let plan = lab_plan(Article::SttGre, "quick");
+    // Every check clear of its line but sg5's (eBPF GRE against no
+    // tunnel, > 0.9x), whose ratio swings ±5 % round to round about 0.9.
+    let figure = |gre_ebpf: f64| {
+        move |v: V, _: &Test, r: usize| {
+            let x = match v {
+                V::TunlabEbpfGre => gre_ebpf * [1.05, 0.95][r % 2],
+                V::TunlabGre => 2.0,
+                _ => 10.0,
+            };
+            x * wobble(r)
+        }
+    };
+    let spec = Article::SttGre.spec();
+    let r = synthetic(&plan, 5, figure(9.0));
+    let open = open_cells(&spec, &r);
+    let one = "tcp_stream-32768B-1i".to_string();
+    assert_eq!(open, vec![(V::None, one.clone()), (V::TunlabEbpfGre, one)]);
+    // Decided (clearly above the line): nothing is open, the rounds end.
+    let r = synthetic(&plan, 5, figure(10.0));
+    assert_eq!(open_cells(&spec, &r), Vec::new());
+}

@@ -150,6 +150,12 @@ fn lab(
     });
     println!("{}\n", tunlab_lab::run::TOPOLOGY);
     println!("profile {}: {}", plan.profile, plan.method());
+    if rounds.rounds.is_none() {
+        println!(
+            "the article's rule past round {}: only the cells of its checks still undecided go on (both sides of each, paired by round), not the ±{}% rule",
+            plan.rule.min_rounds, plan.rule.max_ci_pct
+        );
+    }
     let started = std::time::Instant::now();
     let open = |r: &tunlab_lab::results::Results| article::open_cells(spec, r);
     let results = tunlab_lab::run::run(&plan, tunlab, dir, None, Some(&open)).map_err(fail)?;

@@ -471,7 +471,7 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let mut sw = match tunlab_switch::workers::Switch::start(&cfg) {
+    let sw = match tunlab_switch::workers::Switch::start(&cfg) {
         Ok(n) => n,
         Err(e) => {
             eprintln!("tunlab switch: {}: {e}", path.display());
@@ -529,6 +529,18 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
         sw.stop();
         return ExitCode::FAILURE;
     }
+    let mut metrics = match cfg.metrics.map(tunlab_switch::metrics::MetricsServer::bind) {
+        None => None,
+        Some(Ok(m)) => Some(m),
+        Some(Err(e)) => {
+            eprintln!(
+                "tunlab switch: metrics at {}: {e}",
+                cfg.metrics.map(|a| a.to_string()).unwrap_or_default()
+            );
+            sw.stop();
+            return ExitCode::FAILURE;
+        }
+    };
     let (ports, flows) = sw
         .on(0, |n| {
             (n.netdev.ports().count(), n.ofproto.classifier.len())
@@ -542,23 +554,44 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
             tunlab_switch::config::Target::PTcp(a) => format!(", listening ptcp:{a}"),
         })
         .collect();
+    let scraped = metrics
+        .as_ref()
+        .and_then(|m| m.local_addr().ok())
+        .map(|a| format!(", metrics http://{a}/metrics"))
+        .unwrap_or_default();
     eprintln!(
-        "tunlab switch: node '{}' running ({ports} ports, {flows} flows, {} worker{}), control socket {}, OpenFlow punix:{}{controllers}",
+        "tunlab switch: node '{}' running ({ports} ports, {flows} flows, {} worker{}), control socket {}, OpenFlow punix:{}{controllers}{scraped}",
         sw.name,
         sw.workers(),
         if sw.workers() == 1 { "" } else { "s" },
         ctl_path.display(),
         mgmt.path().display()
     );
-    // This thread serves the control and management sockets; the
-    // workers move packets.
+    serve(sw, &ctl, &mut mgmt, metrics.as_mut())
+}
+
+/// Serve the control and management sockets (and the metrics endpoint)
+/// on this thread until a signal or a worker's failure; the workers move
+/// packets. Then stop the switch, its last statistics printed.
+fn serve(
+    mut sw: tunlab_switch::workers::Switch,
+    ctl: &tunlab_switch::ctl::CtlServer,
+    mgmt: &mut tunlab_switch::mgmt::MgmtServer,
+    mut metrics: Option<&mut tunlab_switch::metrics::MetricsServer>,
+) -> ExitCode {
     let mut code = ExitCode::SUCCESS;
     while !STOP.load(std::sync::atomic::Ordering::Relaxed) {
         use std::os::fd::AsFd;
-        if mgmt.poll(ctl.listener().as_fd(), 100, &mut sw) {
+        let mut others = vec![ctl.listener().as_fd()];
+        others.extend(metrics.as_ref().map(|m| m.listener().as_fd()));
+        let ready = mgmt.poll(&others, 100, &mut sw);
+        if ready.first() == Some(&true) {
             ctl.serve(&mut sw);
             // add-port and del-port come this way: controllers are told.
             mgmt.ports_changed(&mut sw);
+        }
+        if let (Some(m), Some(true)) = (metrics.as_deref_mut(), ready.get(1)) {
+            m.serve(&sw);
         }
         if let Some(e) = sw.failed() {
             eprintln!("tunlab switch: {e}");

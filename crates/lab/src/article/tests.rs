@@ -273,7 +273,10 @@ fn an_interval_holds_fails_or_leaves_the_claim_undecided() {
     assert_eq!(Claim::Saving(0.88).judge(0.8, 0.93), Outcome::Holds);
     assert_eq!(Claim::Saving(0.88).judge(0.95, 1.1), Outcome::DoesNotHold);
     assert_eq!(Claim::Saving(0.88).judge(0.9, 0.99), Outcome::Undecided);
-    assert_eq!(Claim::Gain(1.128).text(), "> 1.06x (half the article's 1.13x)");
+    assert_eq!(
+        Claim::Gain(1.128).text(),
+        "> 1.06x (half the article's 1.13x)"
+    );
 }
 
 #[test]

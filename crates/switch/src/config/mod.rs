@@ -38,6 +38,8 @@
 //!                      # all in before the adopted flows are checked
 //! control_group = "tunlab" # optional: this group may use the control socket
 //!                      # too (it is then 0660 and group-owned; else 0600, root)
+//! metrics = "127.0.0.1:9476" # optional (off by default): serve Prometheus
+//!                      # metrics over HTTP at this address (GET /metrics)
 //! workers = 2          # optional (default 1, at most 64): packet threads, each
 //!                      # pinned to a CPU, flows spread over them by hash
 //!
@@ -152,6 +154,8 @@ struct RawSwitch {
     bpf_pin_dir: Option<String>,
     #[serde(default)]
     tunnel_destinations: Option<u32>,
+    #[serde(default)]
+    metrics: Option<String>,
 }
 
 /// Which datapath moves the node's packets.
@@ -342,6 +346,9 @@ pub struct Config {
     /// Leave the kernel's cached flows alone until told (OVS's
     /// `flow-restore-wait`).
     pub flow_restore_wait: bool,
+    /// Where Prometheus scrapes the node's metrics (`GET /metrics`);
+    /// `None`: not served.
+    pub metrics: Option<std::net::SocketAddr>,
     /// Where the kernel datapath pins its maps and links (a directory of a
     /// bpf filesystem; the node's own under it), so that they outlive a
     /// killed switch; `None`: not pinned.
@@ -518,6 +525,19 @@ fn settings(sw: RawSwitch, file: &str) -> Result<Config, ConfigError> {
             }
         },
         flow_restore_wait: sw.flow_restore_wait,
+        metrics: match sw.metrics.as_deref().map(str::parse) {
+            None => None,
+            Some(Ok(a)) => Some(a),
+            Some(Err(e)) => {
+                return Err(ConfigError::Syntax {
+                    file: file.to_string(),
+                    msg: format!(
+                        "switch.metrics: \"{}\" is not an IP address and port, e.g. \"127.0.0.1:9476\" ({e})",
+                        sw.metrics.unwrap_or_default()
+                    ),
+                })
+            }
+        },
         max_idle: match sw.max_idle_ms {
             None => DEFAULT_MAX_IDLE,
             Some(ms @ 100..=86_400_000) => std::time::Duration::from_millis(ms),
@@ -606,6 +626,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("workers"), "{e}");
+    }
+
+    #[test]
+    fn metrics_are_off_unless_an_address_is_given() {
+        let cfg = |m: &str| format!("[switch]\nname = \"n\"\n{m}\n");
+        assert_eq!(parse(&cfg(""), "n.toml").unwrap().metrics, None);
+        let c = parse(&cfg("metrics = \"127.0.0.1:9476\""), "n.toml").unwrap();
+        assert_eq!(c.metrics, Some("127.0.0.1:9476".parse().unwrap()));
+        for bad in ["metrics = \"localhost:9476\"", "metrics = \"127.0.0.1\""] {
+            let e = parse(&cfg(bad), "n.toml").unwrap_err().to_string();
+            assert!(
+                e.contains("n.toml: switch.metrics:") && e.contains("e.g. \"127.0.0.1:9476\""),
+                "{e}"
+            );
+        }
     }
 
     /// `datapath` defaults to auto; auto takes the kernel only for veth

@@ -272,18 +272,23 @@ impl MgmtServer {
     }
 
     /// Wait up to `timeout_ms` for these sockets, the PACKET_IN queue, or
-    /// `other` (the control socket's listener); serve what is ready here,
-    /// keep the controller connections up, and say whether `other` is.
-    pub fn poll(&mut self, other: BorrowedFd<'_>, timeout_ms: u16, sw: &mut Switch) -> bool {
+    /// `others` (the control socket's listener, the metrics endpoint's);
+    /// serve what is ready here, keep the controller connections up, and
+    /// say which of `others` are ready.
+    pub fn poll(
+        &mut self,
+        others: &[BorrowedFd<'_>],
+        timeout_ms: u16,
+        sw: &mut Switch,
+    ) -> Vec<bool> {
         if self.ports.is_none() {
             self.ports_changed(sw);
         }
         self.connect_controllers();
-        let (other_ready, listeners_ready, packet_ins, ready) = {
-            let mut fds = vec![
-                PollFd::new(other, PollFlags::POLLIN),
-                PollFd::new(self.packet_in_rx.as_fd(), PollFlags::POLLIN),
-            ];
+        let (others_ready, listeners_ready, packet_ins, ready) = {
+            let mut fds = vec![PollFd::new(self.packet_in_rx.as_fd(), PollFlags::POLLIN)];
+            fds.extend(others.iter().map(|o| PollFd::new(*o, PollFlags::POLLIN)));
+            let no = others.len();
             fds.extend(self.listeners.iter().map(|l| {
                 let fd = match l {
                     Listener::Unix(l) => l.as_fd(),
@@ -299,9 +304,10 @@ impl MgmtServer {
             let n = poll(&mut fds, timeout_ms).unwrap_or(0);
             let is = |f: &PollFd| n > 0 && f.revents().is_some_and(|r| !r.is_empty());
             let nl = self.listeners.len();
-            let listeners: Vec<bool> = fds[2..2 + nl].iter().map(is).collect();
-            let ready: Vec<bool> = fds[2 + nl..].iter().map(is).collect();
-            (is(&fds[0]), listeners, is(&fds[1]), ready)
+            let others: Vec<bool> = fds[1..1 + no].iter().map(is).collect();
+            let listeners: Vec<bool> = fds[1 + no..1 + no + nl].iter().map(is).collect();
+            let ready: Vec<bool> = fds[1 + no + nl..].iter().map(is).collect();
+            (others, listeners, is(&fds[0]), ready)
         };
         // Newest last: serve the ready ones back to front so that closing
         // one does not shift the others' places.
@@ -329,7 +335,7 @@ impl MgmtServer {
             }
         }
         self.probe();
-        other_ready
+        others_ready
     }
 
     /// Take connection `i` away; a `tcp:` controller's is tried again

@@ -146,55 +146,7 @@ impl Walk<'_> {
     ) -> Step {
         let b = &self.frame[at..end];
         match proto {
-            IpProtocol::Udp => {
-                // UDP in a jumbogram (RFC 2675, section 4) or a UDP GSO
-                // super-frame has length 0: its length is the IP layer's.
-                // The header is read with its own length patched in, as
-                // IPv4's super-frames are.
-                let from_ip = oversize && b.len() >= udp::HEADER_LEN && b[4..6] == [0, 0];
-                let patched;
-                let view = if from_ip {
-                    let mut h = b[..udp::HEADER_LEN].to_vec();
-                    h[4..6].copy_from_slice(&(udp::HEADER_LEN as u16).to_be_bytes());
-                    patched = h;
-                    &patched[..]
-                } else {
-                    b
-                };
-                let u = udp::Packet::new_checked(view).map_err(|x| x.at(at))?;
-                let len = if from_ip {
-                    b.len()
-                } else {
-                    usize::from(u.len())
-                };
-                let mut l = Layer::new("UDP", at);
-                let ok = (u.checksum() != 0).then(|| {
-                    checksum::fold(checksum::sum(pseudo + len as u64, &b[..len])) == 0xffff
-                });
-                let tunnel = self.ports.udp(u.dst_port(), u.src_port());
-                l.int("sport", u.src_port())
-                    .int("dport", u.dst_port())
-                    .note(tunnel.map_or("", Tunnel::name))
-                    .int("len", if from_ip { 0 } else { u.len() });
-                if from_ip {
-                    l.note(format!("{len} bytes, the IP layer's (RFC 2675)"));
-                }
-                l.checksum("chksum", u.checksum(), ok);
-                if u.checksum() == 0 {
-                    l.note("none");
-                }
-                self.layers.push(l);
-                let t = at + udp::HEADER_LEN;
-                let end = at + len;
-                match tunnel {
-                    Some(Tunnel::Geneve) => self.geneve(t, end),
-                    Some(Tunnel::Vxlan) => self.vxlan(t, end),
-                    _ => {
-                        self.raw(t, end);
-                        Ok(())
-                    }
-                }
-            }
+            IpProtocol::Udp => self.udp(at, end, pseudo, oversize),
             IpProtocol::Tcp => {
                 let t = tcp::Packet::new_checked(b).map_err(|x| x.at(at))?;
                 let mut l = Layer::new("TCP", at);
@@ -269,6 +221,57 @@ impl Walk<'_> {
             }
             IpProtocol::Unknown(_) => {
                 self.raw(at, end);
+                Ok(())
+            }
+        }
+    }
+
+    /// UDP, and the tunnel its port names.
+    fn udp(&mut self, at: usize, end: usize, pseudo: u64, oversize: bool) -> Step {
+        let b = &self.frame[at..end];
+        // UDP in a jumbogram (RFC 2675, section 4) or a UDP GSO
+        // super-frame has length 0: its length is the IP layer's.
+        // The header is read with its own length patched in, as
+        // IPv4's super-frames are.
+        let from_ip = oversize && b.len() >= udp::HEADER_LEN && b[4..6] == [0, 0];
+        let patched;
+        let view = if from_ip {
+            let mut h = b[..udp::HEADER_LEN].to_vec();
+            h[4..6].copy_from_slice(&(udp::HEADER_LEN as u16).to_be_bytes());
+            patched = h;
+            &patched[..]
+        } else {
+            b
+        };
+        let u = udp::Packet::new_checked(view).map_err(|x| x.at(at))?;
+        let len = if from_ip {
+            b.len()
+        } else {
+            usize::from(u.len())
+        };
+        let mut l = Layer::new("UDP", at);
+        let ok = (u.checksum() != 0)
+            .then(|| checksum::fold(checksum::sum(pseudo + len as u64, &b[..len])) == 0xffff);
+        let tunnel = self.ports.udp(u.dst_port(), u.src_port());
+        l.int("sport", u.src_port())
+            .int("dport", u.dst_port())
+            .note(tunnel.map_or("", Tunnel::name))
+            .int("len", if from_ip { 0 } else { u.len() });
+        if from_ip {
+            l.note(format!("{len} bytes, the IP layer's (RFC 2675)"));
+        }
+        l.checksum("chksum", u.checksum(), ok);
+        if u.checksum() == 0 {
+            l.note("none");
+        }
+        self.layers.push(l);
+        let t = at + udp::HEADER_LEN;
+        let end = at + len;
+        match tunnel {
+            Some(Tunnel::Geneve) => self.geneve(t, end),
+            Some(Tunnel::Vxlan) => self.vxlan(t, end),
+            _ => {
+                self.raw(t, end);
                 Ok(())
             }
         }

@@ -233,17 +233,11 @@ pub enum Claim {
     Above(f64),
     /// Below this line ("a quarter": 0.35).
     Below(f64),
-    /// A gain of the article's size (its ratio, e.g. 12.8 % more:
-    /// 1.128), judged against one line: half of it in logs (the
-    /// geometric midpoint of 1 and the ratio, 1.062 here). It holds when
-    /// at least half the article's effect is measured, and does not when
-    /// less than half is (none, or the other way, included). One line
-    /// gives one verdict for a true ratio however many rounds measure it;
-    /// two lines (1 and the article's ratio) gave "holds" to a narrow
-    /// interval and "does not hold" to a wide one about the same truth
-    /// between them.
+    /// More than 1, by the article's ratio (e.g. 12.8 % more: 1.128).
+    /// Does not hold when the interval lies below 1, or below the
+    /// article's ratio: a gain of the article's size is ruled out here.
     Gain(f64),
-    /// A saving of the article's size (e.g. 0.88): the mirror of
+    /// Less than 1, by the article's ratio (e.g. 0.88): the mirror of
     /// [`Claim::Gain`].
     Saving(f64),
 }
@@ -253,8 +247,8 @@ impl Claim {
         match self {
             Claim::Above(x) => format!("> {x:.2}x"),
             Claim::Below(x) => format!("< {x:.2}x"),
-            Claim::Gain(a) => format!("> {:.2}x (half the article's {a:.2}x)", a.sqrt()),
-            Claim::Saving(a) => format!("< {:.2}x (half the article's {a:.2}x)", a.sqrt()),
+            Claim::Gain(a) => format!("> 1.00x (the article: {a:.2}x)"),
+            Claim::Saving(a) => format!("< 1.00x (the article: {a:.2}x)"),
         }
     }
 
@@ -263,8 +257,8 @@ impl Claim {
         let (yes, no) = match self {
             Claim::Above(x) => (lo > x, hi < x),
             Claim::Below(x) => (hi < x, lo > x),
-            Claim::Gain(a) => (lo > a.sqrt(), hi < a.sqrt()),
-            Claim::Saving(a) => (hi < a.sqrt(), lo > a.sqrt()),
+            Claim::Gain(a) => (lo > 1.0, hi < 1.0 || hi < a),
+            Claim::Saving(a) => (hi < 1.0, lo > 1.0 || lo > a),
         };
         if yes {
             Outcome::Holds

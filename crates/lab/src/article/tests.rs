@@ -261,22 +261,12 @@ fn an_interval_holds_fails_or_leaves_the_claim_undecided() {
     assert_eq!(Claim::Below(1.0).judge(0.95, 1.05), Outcome::Undecided);
     // Against the article's size of effect: a 12.8 % gain is ruled out
     // by [0.97, 1.08], not by [0.97, 1.15].
-    // Gain(1.128): one line, at its half in logs, 1.062.
-    assert_eq!(Claim::Gain(1.128).judge(1.07, 1.2), Outcome::Holds);
-    assert_eq!(Claim::Gain(1.128).judge(0.97, 1.05), Outcome::DoesNotHold);
-    assert_eq!(Claim::Gain(1.128).judge(1.02, 1.08), Outcome::Undecided);
-    // A true 1.04 is "does not hold" narrow or wide, where the two
-    // lines (1 and 1.128) said "holds" narrow and "does not hold" wide.
-    assert_eq!(Claim::Gain(1.128).judge(1.02, 1.06), Outcome::DoesNotHold);
-    assert_eq!(Claim::Gain(1.128).judge(0.97, 1.06), Outcome::DoesNotHold);
-    // Saving(0.88): the line at 0.938.
-    assert_eq!(Claim::Saving(0.88).judge(0.8, 0.93), Outcome::Holds);
-    assert_eq!(Claim::Saving(0.88).judge(0.95, 1.1), Outcome::DoesNotHold);
-    assert_eq!(Claim::Saving(0.88).judge(0.9, 0.99), Outcome::Undecided);
-    assert_eq!(
-        Claim::Gain(1.128).text(),
-        "> 1.06x (half the article's 1.13x)"
-    );
+    assert_eq!(Claim::Gain(1.128).judge(1.02, 1.2), Outcome::Holds);
+    assert_eq!(Claim::Gain(1.128).judge(0.97, 1.08), Outcome::DoesNotHold);
+    assert_eq!(Claim::Gain(1.128).judge(0.97, 1.15), Outcome::Undecided);
+    assert_eq!(Claim::Saving(0.88).judge(0.8, 0.95), Outcome::Holds);
+    assert_eq!(Claim::Saving(0.88).judge(0.9, 1.1), Outcome::DoesNotHold);
+    assert_eq!(Claim::Saving(0.88).judge(0.85, 1.1), Outcome::Undecided);
 }
 
 #[test]

@@ -9,6 +9,8 @@ machine to themselves run afterwards, alone:
 - the soak, which counts the whole system's BPF maps and frames lost;
 - the SSH agreement test, which compares ratios measured over SSH with
   the same ratios measured here.
+- the package test, which installs the Debian package into /usr and /etc
+  and purges it (and takes /run/tunlab's shared lock file with it).
 
 Each binary's output goes to a log; a failing binary's log is printed whole
 at the end (the logs are kept then, and removed when everything passed),
@@ -30,6 +32,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 # machine (see the module's text).
 ALONE = [
     ("soak", None),
+    # Installs the Debian package into /usr and /etc and purges it.
+    ("package", None),
     ("remote_netns", "the_quick_profile_over_ssh_agrees_with_the_same_run_here"),
 ]
 

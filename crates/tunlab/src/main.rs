@@ -8,6 +8,8 @@ use tunlab::{capture, decode};
 mod article;
 mod bench;
 mod gen;
+mod manpages;
+mod notify;
 
 /// tunlab: a tunnel switch (Geneve, VXLAN, GRE/NVGRE, STT, QinQ) with an
 /// eBPF datapath, the lab that measures it, and a traffic generator.
@@ -16,8 +18,7 @@ mod gen;
 /// lab (`bench`, `report`, `compare`, `soak`) with the kernel's VXLAN,
 /// Open vSwitch and tunlab side by side, the generator (`gen`: build,
 /// show, write, send and count, zero-loss search; `reflect`), and
-/// `decode`. Not built: Debian packaging, systemd units, Prometheus
-/// metrics, TLS for OpenFlow.
+/// `decode`. Not built: TLS for OpenFlow, a systemd unit's reload.
 #[derive(Debug, Parser)]
 #[command(name = "tunlab", version)]
 struct Cli {
@@ -254,11 +255,20 @@ enum Command {
     /// controllers listed in `[switch] openflow` (tcp:IP[:PORT] to connect,
     /// ptcp:[PORT][:IP] to listen) get PACKET_IN, FLOW_REMOVED and
     /// PORT_STATUS.
+    ///
+    /// `[switch] metrics = "127.0.0.1:9476"` serves Prometheus metrics
+    /// there. Under systemd (`tunlab-switch@NAME.service`, `Type=notify`)
+    /// the switch sends READY=1 once every port is open and the datapath
+    /// is loaded or adopted.
     Switch {
         /// The node's configuration (TOML; see crates/switch/src/config.rs).
         #[arg(long)]
         config: PathBuf,
     },
+    /// Write the man pages and the bash, zsh and fish completions into DIR
+    /// (what `scripts/package` puts in the Debian package).
+    #[command(hide = true)]
+    Manpages { dir: PathBuf },
     /// Talk to a running switch, like ovs-vsctl / ovs-ofctl: show,
     /// add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE,
     /// add-flows FILE (one rule per line, - for stdin), del-flows [--strict] [MATCH],
@@ -296,6 +306,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Switch { config } => run_switch(&config),
+        Command::Manpages { dir } => manpages::run(&dir),
         Command::Bench {
             profile,
             variants,
@@ -567,6 +578,12 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
         ctl_path.display(),
         mgmt.path().display()
     );
+    // Every port is open and the datapath loaded or adopted: a
+    // `Type=notify` unit is started.
+    let status = format!("READY=1\nSTATUS=node {} running, {ports} ports", sw.name);
+    if let Err(e) = notify::notify(&status) {
+        eprintln!("tunlab switch: cannot tell the service manager it is ready: {e}");
+    }
     serve(sw, &ctl, &mut mgmt, metrics.as_mut())
 }
 
@@ -599,6 +616,7 @@ fn serve(
             break;
         }
     }
+    let _ = notify::notify("STOPPING=1");
     // The last word is what `tunlab ctl stats` would have said.
     if let Ok(stats) = tunlab_switch::ctl::handle("stats", &mut sw) {
         eprint!("{stats}");

@@ -1,0 +1,218 @@
+//! The Debian package, as an operator meets it: built by
+//! `scripts/package`, installed with `dpkg -i`, a node started by the
+//! unit's own ExecStart the way systemd would (this machine kind runs no
+//! systemd: see docs/operations.md), checked (ready, `tunlab ctl show`,
+//! metrics), stopped, and purged, leaving nothing behind. Needs root and
+//! dpkg; runs alone (it installs into /usr and /etc).
+
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn run(args: &[&str]) -> (bool, String) {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", args[0]));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+fn installed() -> bool {
+    run(&["dpkg-query", "-W", "-f=${Status}", "tunlab"])
+        .1
+        .contains("install ok installed")
+}
+
+/// Whatever the test installed or made goes, should it fail midway.
+struct Cleanup {
+    config: PathBuf,
+    node: Option<std::process::Child>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if let Some(mut n) = self.node.take() {
+            let _ = n.kill();
+            let _ = n.wait();
+        }
+        let _ = std::fs::remove_file(&self.config);
+        if installed() {
+            let _ = run(&["dpkg", "--purge", "tunlab"]);
+        }
+    }
+}
+
+/// A `Key=` line of the unit file (the first).
+fn unit_value<'a>(unit: &'a str, key: &str) -> &'a str {
+    unit.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key}= in the unit"))
+}
+
+/// Wait for a datagram on the notify socket that holds `what`.
+fn wait_for(sock: &UnixDatagram, what: &str, node: &mut std::process::Child) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut buf = [0u8; 512];
+    while Instant::now() < deadline {
+        if let Ok(n) = sock.recv(&mut buf) {
+            let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+            if msg.contains(what) {
+                return msg;
+            }
+        }
+        if let Ok(Some(status)) = node.try_wait() {
+            let mut err = String::new();
+            if let Some(mut e) = node.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            panic!("the node exited ({status}) before {what}: {err}");
+        }
+    }
+    panic!("no {what} from the node in 20 s");
+}
+
+#[test]
+fn the_package_installs_runs_a_node_and_purges_clean() {
+    assert!(
+        !installed(),
+        "a tunlab package is already installed: this test needs a machine without it"
+    );
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let node = format!("tlpkg{}", std::process::id());
+    let config = PathBuf::from(format!("/etc/tunlab/{node}.toml"));
+    let mut cleanup = Cleanup {
+        config: config.clone(),
+        node: None,
+    };
+    let (ok, out) = run(&[
+        repo.join("scripts/package").to_str().unwrap(),
+        "--binary",
+        env!("CARGO_BIN_EXE_tunlab"),
+    ]);
+    assert!(ok, "scripts/package: {out}");
+    let deb = repo.join(out.lines().last().unwrap().trim());
+    let (ok, out) = run(&["dpkg", "-i", deb.to_str().unwrap()]);
+    assert!(ok, "dpkg -i: {out}");
+    for f in [
+        "/usr/bin/tunlab",
+        "/lib/systemd/system/tunlab-switch@.service",
+        "/etc/tunlab/demo.toml",
+        "/usr/share/man/man1/tunlab.1.gz",
+        "/usr/share/man/man1/tunlab-switch.1.gz",
+        "/usr/share/man/man1/tunlab-ctl.1.gz",
+        "/usr/share/man/man1/tunlab-bench.1.gz",
+        "/usr/share/man/man1/tunlab-gen.1.gz",
+        "/usr/share/man/man1/tunlab-decode.1.gz",
+        "/usr/share/bash-completion/completions/tunlab",
+        "/usr/share/zsh/vendor-completions/_tunlab",
+        "/usr/share/fish/vendor_completions.d/tunlab.fish",
+    ] {
+        assert!(Path::new(f).exists(), "{f} not installed");
+    }
+    // The man page says what --help says.
+    let (ok, page) = run(&["sh", "-c", "zcat /usr/share/man/man1/tunlab-switch.1.gz"]);
+    assert!(ok && page.contains("Run one overlay node"), "{page}");
+    let unit = std::fs::read_to_string("/lib/systemd/system/tunlab-switch@.service").unwrap();
+    // Without a running systemd, verify still reads the unit, its
+    // commands and its man pages; it exits 0 either way, so what it says
+    // is the verdict (the man pages are checked where `man` is installed).
+    let (_, out) = run(&[
+        "systemd-analyze",
+        "verify",
+        &format!("/lib/systemd/system/tunlab-switch@{node}.service"),
+    ]);
+    let no_man = !run(&["sh", "-c", "command -v man"]).0;
+    let complaints: Vec<&str> = out
+        .lines()
+        .filter(|l| !(l.trim().is_empty() || no_man && l.contains("Command 'man ")))
+        .collect();
+    assert!(complaints.is_empty(), "systemd-analyze verify: {out}");
+    assert_eq!(unit_value(&unit, "Type"), "notify");
+    assert_eq!(unit_value(&unit, "Restart"), "on-failure");
+
+    // An operator's node: the example, under its own name.
+    let demo = std::fs::read_to_string("/etc/tunlab/demo.toml").unwrap();
+    let port = 20000 + std::process::id() % 20000;
+    let mine = demo
+        .replace("name = \"demo\"", &format!("name = \"{node}\""))
+        .replace("tap-demo", &format!("tap-{node}"))
+        .replace(
+            "# metrics = \"127.0.0.1:9476\"",
+            &format!("metrics = \"127.0.0.1:{port}\""),
+        );
+    assert_ne!(mine, demo);
+    std::fs::write(&config, mine).unwrap();
+
+    // ExecStart as systemd runs it: %i filled in, the bounding set and
+    // no-new-privileges, a private mount namespace (ProtectHome makes
+    // one), readiness on $NOTIFY_SOCKET.
+    let exec = unit_value(&unit, "ExecStart").replace("%i", &node);
+    let caps: Vec<String> = unit_value(&unit, "CapabilityBoundingSet")
+        .split_whitespace()
+        .map(|c| format!("+{}", c.trim_start_matches("CAP_").to_lowercase()))
+        .collect();
+    let notify_path = std::env::temp_dir().join(format!("{node}.notify"));
+    let _ = std::fs::remove_file(&notify_path);
+    let notify = UnixDatagram::bind(&notify_path).unwrap();
+    notify
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "slave", "setpriv"])
+        .arg(format!("--bounding-set=-all,{}", caps.join(",")))
+        .args(["--no-new-privs", "--"])
+        .args(exec.split_whitespace())
+        .env("NOTIFY_SOCKET", &notify_path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let child = cleanup.node.insert(cmd.spawn().unwrap());
+    let ready = wait_for(&notify, "READY=1", child);
+    assert!(ready.contains(&format!("node {node} running")), "{ready}");
+
+    let (ok, show) = run(&["/usr/bin/tunlab", "ctl", "--node", &node, "show"]);
+    assert!(
+        ok && show.contains(&format!("tap-{node}")),
+        "ctl show: {show}"
+    );
+    let script = format!(
+        "import urllib.request\nfrom prometheus_client.openmetrics.parser import text_string_to_metric_families as p\n\
+         t = urllib.request.urlopen('http://127.0.0.1:{port}/metrics', timeout=5).read().decode()\n\
+         print(sorted(f.name for f in p(t)))"
+    );
+    let (ok, families) = run(&["python3", "-c", &script]);
+    assert!(
+        ok && families.contains("tunlab_port_receive_packets"),
+        "metrics: {families}"
+    );
+
+    // systemctl stop: SIGTERM, STOPPING=1, a normal exit.
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    wait_for(&notify, "STOPPING=1", child);
+    let status = child.wait().unwrap();
+    cleanup.node = None;
+    assert!(status.success(), "the node exited with {status}");
+    let _ = std::fs::remove_file(&notify_path);
+
+    std::fs::remove_file(&config).unwrap();
+    let (ok, out) = run(&["dpkg", "--purge", "tunlab"]);
+    assert!(ok, "dpkg --purge: {out}");
+    for gone in [
+        "/usr/bin/tunlab".to_string(),
+        "/etc/tunlab".to_string(),
+        "/lib/systemd/system/tunlab-switch@.service".to_string(),
+        format!("/run/tunlab/{node}.ctl"),
+        format!("/run/tunlab/{node}.mgmt"),
+        format!("/sys/class/net/tap-{node}"),
+    ] {
+        assert!(!Path::new(&gone).exists(), "{gone} left behind");
+    }
+    let (_, procs) = run(&["pgrep", "-f", &format!("/etc/tunlab/{node}.toml")]);
+    assert!(procs.trim().is_empty(), "a node process left: {procs}");
+}

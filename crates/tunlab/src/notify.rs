@@ -1,14 +1,14 @@
 //! systemd's readiness protocol (`sd_notify`), for `Type=notify` units:
 //! a datagram to the socket `$NOTIFY_SOCKET` names (a path, or an
-//! abstract name after `@`). Without that variable (not started by
-//! systemd) nothing is sent.
+//! abstract name after `@`). Without that variable, or with it empty
+//! (not started by systemd), nothing is sent.
 
 use std::os::unix::net::UnixDatagram;
 
 /// Send `state` (`READY=1`, `STOPPING=1`, `STATUS=...`, one per line) to
 /// the service manager; whether it was sent (false without one).
 pub fn notify(state: &str) -> std::io::Result<bool> {
-    let Some(target) = std::env::var_os("NOTIFY_SOCKET") else {
+    let Some(target) = std::env::var_os("NOTIFY_SOCKET").filter(|t| !t.is_empty()) else {
         return Ok(false);
     };
     let target = target.to_string_lossy().into_owned();
@@ -44,6 +44,9 @@ mod tests {
         assert_eq!(&buf[..n], b"READY=1\nSTATUS=up");
         std::env::remove_var("NOTIFY_SOCKET");
         assert!(!notify("READY=1").unwrap());
+        std::env::set_var("NOTIFY_SOCKET", "");
+        assert!(!notify("READY=1").unwrap());
+        std::env::remove_var("NOTIFY_SOCKET");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

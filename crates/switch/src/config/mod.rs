@@ -8,8 +8,9 @@
 //! flows = ["in_port=1 actions=output:10", "in_port=10 actions=output:1"]
 //! openflow = ["tcp:192.0.2.9:6653"] # optional: OpenFlow controllers, as
 //!                      # OVS's set-controller: tcp:IP[:PORT] (connect) or
-//!                      # ptcp:[PORT][:IP] (listen); ovs-ofctl always has
-//!                      # punix:/run/tunlab/NAME.mgmt
+//!                      # ptcp:[PORT][:IP] (listen; without IP on 127.0.0.1
+//!                      # only: OpenFlow over TCP is unauthenticated);
+//!                      # ovs-ofctl always has punix:/run/tunlab/NAME.mgmt
 //! spin_us = 50         # optional (default 50, 0: off): after traffic, poll without sleeping
 //!                      # this long (a reply is not kept waiting for a wake-up)
 //! offloads = true      # optional: TCP super-frames (TAP TSO, UDP GSO/GRO);
@@ -863,7 +864,7 @@ csum = true
         let e = err(&with("\"ptcp:70000\""));
         assert!(e.contains("port '70000'"), "{e}");
         let cfg = parse(
-            &with("\"tcp:10.0.0.1\", \"ptcp:6633:127.0.0.1\", \"tcp:[fd00::1]:16653\""),
+            &with("\"tcp:10.0.0.1\", \"ptcp:6633:127.0.0.1\", \"tcp:[fd00::1]:16653\", \"ptcp:\", \"ptcp:6653:0.0.0.0\""),
             "node.toml",
         )
         .unwrap();
@@ -874,6 +875,9 @@ csum = true
                 Target::Tcp("10.0.0.1:6653".parse().unwrap()),
                 Target::PTcp("127.0.0.1:6633".parse().unwrap()),
                 Target::Tcp("[fd00::1]:16653".parse().unwrap()),
+                // Without an address: the loopback only (unlike OVS).
+                Target::PTcp("127.0.0.1:6653".parse().unwrap()),
+                Target::PTcp("0.0.0.0:6653".parse().unwrap()),
             ]
         );
     }

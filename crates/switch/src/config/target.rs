@@ -15,8 +15,14 @@ pub enum Target {
 }
 
 /// Read an OpenFlow connection method as OVS writes it (`tcp:IP[:PORT]`,
-/// `ptcp:[PORT][:IP]`; the port defaults to 6653, ptcp's address to
-/// every one); the error names what is wrong.
+/// `ptcp:[PORT][:IP]`; the port defaults to 6653); the error names what
+/// is wrong.
+///
+/// `ptcp:` without an address listens on the loopback address only,
+/// where OVS listens on every address: an OpenFlow connection without
+/// TLS is unauthenticated, and whoever reaches it can rewrite every rule
+/// of the switch. Listening beyond this host takes an address written out
+/// (`ptcp:6653:0.0.0.0`).
 pub fn parse_target(s: &str) -> Result<Target, String> {
     let port = |p: &str| -> Result<u16, String> {
         if p.is_empty() {
@@ -48,7 +54,7 @@ pub fn parse_target(s: &str) -> Result<Target, String> {
     if let Some(rest) = s.strip_prefix("ptcp:") {
         let (p, a) = rest.split_once(':').unwrap_or((rest, ""));
         let addr = if a.is_empty() {
-            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
         } else {
             ip(a)?
         };

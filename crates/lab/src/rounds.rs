@@ -233,6 +233,14 @@ mod tests {
         Rule::rounds(min, max)
     }
 
+    /// Keep which cells each round measured.
+    fn note(rounds: &mut Vec<Vec<Cell>>, round: usize, c: Cell) {
+        if rounds.len() <= round {
+            rounds.push(Vec::new());
+        }
+        rounds[round].push(c);
+    }
+
     #[test]
     fn a_round_measures_every_cell_once_in_a_new_order() {
         let mut s = Scheduler::new(3, &[0, 1, 2], 2, Some(1), rule(3, 3), 7);
@@ -241,10 +249,7 @@ mod tests {
             &mut s,
             |_| true,
             |round, c| {
-                if orders.len() <= round {
-                    orders.push(Vec::new());
-                }
-                orders[round].push(c);
+                note(&mut orders, round, c);
                 Some(1.0)
             },
             || false,
@@ -315,10 +320,7 @@ mod tests {
             &mut s,
             |_| true,
             |round, c| {
-                if per_round.len() <= round {
-                    per_round.push(Vec::new());
-                }
-                per_round[round].push(c);
+                note(&mut per_round, round, c);
                 let noise = if c == (Cell { v: 2, t: 1 }) {
                     0.8 + 0.4 * rng.f64()
                 } else {
@@ -404,10 +406,7 @@ mod tests {
             &mut s,
             |_| true,
             |round, c| {
-                if per_round.len() <= round {
-                    per_round.push(Vec::new());
-                }
-                per_round[round].push(c);
+                note(&mut per_round, round, c);
                 Some(100.0 * (0.5 + rng.f64()))
             },
             || false,

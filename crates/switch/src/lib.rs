@@ -18,6 +18,7 @@ pub mod api;
 pub mod config;
 pub mod ctl;
 pub mod dpif;
+pub mod log;
 pub mod metrics;
 pub mod mgmt;
 pub mod node;

@@ -558,7 +558,12 @@ fn run(
     };
     if let Some(c) = cpu {
         if let Err(e) = tunlab_netio::cpu::pin_current_thread(c) {
-            eprintln!("tunlab switch: worker on CPU {c}: cannot pin: {e}");
+            crate::tl_log!(
+                Warning,
+                "worker_not_pinned",
+                format!("tunlab switch: worker on CPU {c}: cannot pin: {e}");
+                cpu = c
+            );
         }
     }
     let spin = Duration::from_micros(node.netdev.spin_us);

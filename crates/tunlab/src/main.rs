@@ -482,6 +482,7 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    tunlab_switch::log::set_level(cfg.log_level);
     let sw = match tunlab_switch::workers::Switch::start(&cfg) {
         Ok(n) => n,
         Err(e) => {
@@ -540,14 +541,10 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
         sw.stop();
         return ExitCode::FAILURE;
     }
-    let mut metrics = match cfg.metrics.map(tunlab_switch::metrics::MetricsServer::bind) {
-        None => None,
-        Some(Ok(m)) => Some(m),
-        Some(Err(e)) => {
-            eprintln!(
-                "tunlab switch: metrics at {}: {e}",
-                cfg.metrics.map(|a| a.to_string()).unwrap_or_default()
-            );
+    let mut metrics = match bind_metrics(cfg.metrics) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("tunlab switch: {e}");
             sw.stop();
             return ExitCode::FAILURE;
         }
@@ -557,26 +554,21 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
             (n.netdev.ports().count(), n.ofproto.classifier.len())
         })
         .unwrap_or_default();
-    let controllers: String = cfg
-        .openflow
-        .iter()
-        .map(|t| match t {
-            tunlab_switch::config::Target::Tcp(a) => format!(", controller tcp:{a}"),
-            tunlab_switch::config::Target::PTcp(a) => format!(", listening ptcp:{a}"),
-        })
-        .collect();
-    let scraped = metrics
-        .as_ref()
-        .and_then(|m| m.local_addr().ok())
-        .map(|a| format!(", metrics http://{a}/metrics"))
-        .unwrap_or_default();
-    eprintln!(
-        "tunlab switch: node '{}' running ({ports} ports, {flows} flows, {} worker{}), control socket {}, OpenFlow punix:{}{controllers}{scraped}",
-        sw.name,
-        sw.workers(),
-        if sw.workers() == 1 { "" } else { "s" },
-        ctl_path.display(),
-        mgmt.path().display()
+    let doors = other_doors(&cfg.openflow, metrics.as_ref());
+    tunlab_switch::tl_log!(
+        Info,
+        "node_running",
+        format!(
+            "tunlab switch: node '{}' running ({ports} ports, {flows} flows, {} worker{}), control socket {}, OpenFlow punix:{}{doors}",
+            sw.name,
+            sw.workers(),
+            if sw.workers() == 1 { "" } else { "s" },
+            ctl_path.display(),
+            mgmt.path().display()
+        );
+        node = sw.name,
+        ports = ports,
+        flows = flows
     );
     // Every port is open and the datapath loaded or adopted: a
     // `Type=notify` unit is started.
@@ -585,6 +577,34 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
         eprintln!("tunlab switch: cannot tell the service manager it is ready: {e}");
     }
     serve(sw, &ctl, &mut mgmt, metrics.as_mut())
+}
+
+/// The controllers and the metrics endpoint, for the start's log line.
+fn other_doors(
+    openflow: &[tunlab_switch::config::Target],
+    metrics: Option<&tunlab_switch::metrics::MetricsServer>,
+) -> String {
+    let mut s: String = openflow
+        .iter()
+        .map(|t| match t {
+            tunlab_switch::config::Target::Tcp(a) => format!(", controller tcp:{a}"),
+            tunlab_switch::config::Target::PTcp(a) => format!(", listening ptcp:{a}"),
+        })
+        .collect();
+    if let Some(a) = metrics.and_then(|m| m.local_addr().ok()) {
+        s += &format!(", metrics http://{a}/metrics");
+    }
+    s
+}
+
+/// The metrics endpoint at `addr`, if the configuration names one.
+fn bind_metrics(
+    addr: Option<std::net::SocketAddr>,
+) -> Result<Option<tunlab_switch::metrics::MetricsServer>, String> {
+    addr.map(|a| {
+        tunlab_switch::metrics::MetricsServer::bind(a).map_err(|e| format!("metrics at {a}: {e}"))
+    })
+    .transpose()
 }
 
 /// Serve the control and management sockets (and the metrics endpoint)
@@ -617,9 +637,20 @@ fn serve(
         }
     }
     let _ = notify::notify("STOPPING=1");
-    // The last word is what `tunlab ctl stats` would have said.
+    // The last word is what `tunlab ctl stats` would have said: as it
+    // prints it on a terminal, in one line (one event) for journald.
     if let Ok(stats) = tunlab_switch::ctl::handle("stats", &mut sw) {
-        eprint!("{stats}");
+        if std::env::var_os("JOURNAL_STREAM").is_some() {
+            let one: Vec<&str> = stats.lines().map(str::trim).collect();
+            tunlab_switch::tl_log!(
+                Info,
+                "node_stopped",
+                format!("tunlab switch: node '{}' stopping: {}", sw.name, one.join("; "));
+                node = sw.name
+            );
+        } else {
+            eprint!("{stats}");
+        }
     }
     sw.stop();
     code

@@ -352,15 +352,20 @@ fn empty_intervals(intervals: &[u64]) -> Vec<usize> {
 /// The restarted switch's word on its adopted flows (`N, deleted M`),
 /// asserting that some were kept and none deleted.
 fn kept_every_adopted_flow(err: &str) -> String {
-    let kept = err
+    // The log line's fields: `... event=adopted_flows_revalidated node=n1
+    // kept=N replaced=R deleted=D`.
+    let line = err
         .lines()
-        .find_map(|l| l.split("revalidated the adopted flows: kept ").nth(1))
+        .find(|l| l.contains("event=adopted_flows_revalidated"))
         .unwrap_or_else(|| panic!("no per-flow revalidation: {err}"));
-    assert!(
-        kept.ends_with("deleted 0") && !kept.starts_with("0,"),
-        "{kept}"
-    );
-    kept.to_string()
+    let field = |k: &str| -> u64 {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{k}="))?.parse().ok())
+            .unwrap_or_else(|| panic!("no {k}= in {line}"))
+    };
+    let (kept, deleted) = (field("kept"), field("deleted"));
+    assert!(kept > 0 && deleted == 0, "{line}");
+    format!("{kept}, replaced {}, deleted {deleted}", field("replaced"))
 }
 
 /// Where a switch in namespace `ns` named `node` pins under `base`.

@@ -169,6 +169,9 @@ fn the_package_installs_runs_a_node_and_purges_clean() {
         .args(["--no-new-privs", "--"])
         .args(exec.split_whitespace())
         .env("NOTIFY_SOCKET", &notify_path)
+        // systemd's StandardError=journal says so: the switch then starts
+        // each line with its priority.
+        .env("JOURNAL_STREAM", "0:0")
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let child = cleanup.node.insert(cmd.spawn().unwrap());
@@ -195,9 +198,26 @@ fn the_package_installs_runs_a_node_and_purges_clean() {
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
     wait_for(&notify, "STOPPING=1", child);
+    let mut log = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        std::io::Read::read_to_string(&mut e, &mut log).unwrap();
+    }
     let status = child.wait().unwrap();
     cleanup.node = None;
-    assert!(status.success(), "the node exited with {status}");
+    assert!(status.success(), "the node exited with {status}: {log}");
+    // One line per event, each with its priority and its event's name,
+    // the start's and the stop's among them.
+    for line in log.lines() {
+        let prio = line.strip_prefix('<').and_then(|l| l.split_once('>'));
+        assert!(
+            prio.is_some_and(|(p, _)| ["3", "4", "6", "7"].contains(&p))
+                && line.contains(" event="),
+            "not a journald line: {line:?}"
+        );
+    }
+    for event in ["event=node_running", "event=node_stopped"] {
+        assert!(log.contains(event), "no {event} in: {log}");
+    }
     let _ = std::fs::remove_file(&notify_path);
 
     std::fs::remove_file(&config).unwrap();

@@ -41,6 +41,8 @@
 //!                      # too (it is then 0660 and group-owned; else 0600, root)
 //! metrics = "127.0.0.1:9476" # optional (off by default): serve Prometheus
 //!                      # metrics over HTTP at this address (GET /metrics)
+//! log_level = "info"   # optional: "error", "warning", "info" (default) or
+//!                      # "debug": log lines below it are dropped
 //! workers = 2          # optional (default 1, at most 64): packet threads, each
 //!                      # pinned to a CPU, flows spread over them by hash
 //!
@@ -157,6 +159,8 @@ struct RawSwitch {
     tunnel_destinations: Option<u32>,
     #[serde(default)]
     metrics: Option<String>,
+    #[serde(default)]
+    log_level: Option<String>,
 }
 
 /// Which datapath moves the node's packets.
@@ -350,6 +354,8 @@ pub struct Config {
     /// Where Prometheus scrapes the node's metrics (`GET /metrics`);
     /// `None`: not served.
     pub metrics: Option<std::net::SocketAddr>,
+    /// Log lines below this level are dropped ([`crate::log`]).
+    pub log_level: crate::log::Level,
     /// Where the kernel datapath pins its maps and links (a directory of a
     /// bpf filesystem; the node's own under it), so that they outlive a
     /// killed switch; `None`: not pinned.
@@ -526,6 +532,16 @@ fn settings(sw: RawSwitch, file: &str) -> Result<Config, ConfigError> {
             }
         },
         flow_restore_wait: sw.flow_restore_wait,
+        log_level: match sw.log_level.as_deref().map(crate::log::Level::parse) {
+            None => crate::log::Level::Info,
+            Some(Ok(l)) => l,
+            Some(Err(e)) => {
+                return Err(ConfigError::Syntax {
+                    file: file.to_string(),
+                    msg: format!("switch.log_level: {e}"),
+                })
+            }
+        },
         metrics: match sw.metrics.as_deref().map(str::parse) {
             None => None,
             Some(Ok(a)) => Some(a),
@@ -635,6 +651,17 @@ mod tests {
         assert_eq!(parse(&cfg(""), "n.toml").unwrap().metrics, None);
         let c = parse(&cfg("metrics = \"127.0.0.1:9476\""), "n.toml").unwrap();
         assert_eq!(c.metrics, Some("127.0.0.1:9476".parse().unwrap()));
+        assert_eq!(
+            parse(&cfg(""), "n.toml").unwrap().log_level,
+            crate::log::Level::Info
+        );
+        let e = parse(&cfg("log_level = \"loud\""), "n.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("n.toml: switch.log_level: \"loud\" is not a log level"),
+            "{e}"
+        );
         for bad in ["metrics = \"localhost:9476\"", "metrics = \"127.0.0.1\""] {
             let e = parse(&cfg(bad), "n.toml").unwrap_err().to_string();
             assert!(

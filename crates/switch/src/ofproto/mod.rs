@@ -196,9 +196,17 @@ impl Ofproto {
                 match r {
                     Ok(w) => {
                         if adopted {
-                            eprintln!(
-                                "tunlab switch {}: revalidated the adopted flows: kept {}, replaced {}, deleted {}",
-                                self.name, w.kept, w.replaced, w.deleted
+                            crate::tl_log!(
+                                Info,
+                                "adopted_flows_revalidated",
+                                format!(
+                                    "tunlab switch {}: revalidated the adopted flows: kept {}, replaced {}, deleted {}",
+                                    self.name, w.kept, w.replaced, w.deleted
+                                );
+                                node = self.name,
+                                kept = w.kept,
+                                replaced = w.replaced,
+                                deleted = w.deleted
                             );
                         }
                         return;
@@ -211,9 +219,11 @@ impl Ofproto {
         if let Err(e) = checked {
             // Stale entries must not forward: without a new generation
             // the cache cannot be trusted.
-            eprintln!(
-                "tunlab switch: {} datapath revalidation failed: {e}",
-                d.kind()
+            crate::tl_log!(
+                Error,
+                "revalidation_failed",
+                format!("tunlab switch: {} datapath revalidation failed: {e}", d.kind());
+                datapath = d.kind()
             );
             self.drop("kernel_revalidation_failed");
         }

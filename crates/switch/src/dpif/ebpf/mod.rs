@@ -122,13 +122,21 @@ impl Kernel {
             })?;
         let shown = lock.as_ref().map_or("", |l| l.shown());
         if let (Some(why), true) = (dp.stale_pins(), dir.is_some()) {
-            eprintln!(
-                "tunlab switch {node}: the maps pinned at {shown} are another build's ({why}): not adopted, this run starts with an empty flow cache"
+            crate::tl_log!(
+                Warning,
+                "pins_not_adopted",
+                format!("tunlab switch {node}: the maps pinned at {shown} are another build's ({why}): not adopted, this run starts with an empty flow cache");
+                node = node,
+                dir = shown
             );
         }
         if dp.adopted() && dir.is_some() {
-            eprintln!(
-                "tunlab switch {node}: adopting the kernel datapath pinned at {shown} (its cached flows forward until revalidated)"
+            crate::tl_log!(
+                Info,
+                "pins_adopted",
+                format!("tunlab switch {node}: adopting the kernel datapath pinned at {shown} (its cached flows forward until revalidated)");
+                node = node,
+                dir = shown
             );
         }
         Ok(Kernel {
@@ -221,7 +229,12 @@ impl Dpif for Kernel {
                 .collect();
             let gone = self.dp.retain_ports(&keep).map_err(|e| e.to_string())?;
             if gone > 0 {
-                eprintln!("tunlab switch: forgot {gone} port entries of the previous run");
+                crate::tl_log!(
+                    Info,
+                    "ports_forgotten",
+                    format!("tunlab switch: forgot {gone} port entries of the previous run");
+                    count = gone
+                );
             }
             self.adoption_swept = true;
         }
@@ -244,10 +257,15 @@ impl Dpif for Kernel {
         let same_mask = self.dp.mask_layout().flow_key() == mask;
         let union = km::Mask::of(&mask);
         if union.too_wide() && cacheable && !same_mask {
-            eprintln!(
-                "tunlab switch: the rules' megaflow masks together keep {} flow key words, the kernel's flow cache key {}: a flow whose own mask keeps more stays in the slow path, and so does every flow once the 16 mask slots are taken (ctl stats: kernel_not_installed_mask_too_wide, kernel_slow_wide_mask)",
-                union.words(),
-                tunlab_ebpf::maps::CKEY_WORDS
+            crate::tl_log!(
+                Warning,
+                "masks_too_wide",
+                format!(
+                    "tunlab switch: the rules' megaflow masks together keep {} flow key words, the kernel's flow cache key {}: a flow whose own mask keeps more stays in the slow path, and so does every flow once the 16 mask slots are taken (ctl stats: kernel_not_installed_mask_too_wide, kernel_slow_wide_mask)",
+                    union.words(),
+                    tunlab_ebpf::maps::CKEY_WORDS
+                );
+                words = union.words()
             );
         }
         if cacheable && self.cacheable && self.dp.tlv().map_err(|e| e.to_string())? == entries {
@@ -468,7 +486,12 @@ impl Dpif for Kernel {
         changed.dedup();
         for (ifindex, mtu) in changed {
             if let Err(e) = self.dp.set_device_mtu(ifindex, mtu) {
-                eprintln!("tunlab switch: underlay MTU change to {mtu}: {e}");
+                crate::tl_log!(
+                    Error,
+                    "underlay_mtu_failed",
+                    format!("tunlab switch: underlay MTU change to {mtu}: {e}");
+                    mtu = mtu
+                );
             }
         }
         smallest
@@ -571,27 +594,40 @@ pub fn choose(cfg: &crate::config::Config) -> Result<Option<Box<dyn Dpif>>, Star
         DatapathChoice::Userspace => Ok(None),
         DatapathChoice::Ebpf => Ok(Some(Box::new(Kernel::load(cfg)?))),
         DatapathChoice::Auto if !cfg.ports.iter().any(|p| p.kind.needs_kernel()) => {
-            eprintln!(
-                "tunlab switch {}: datapath auto: userspace (no veth or system port for the kernel to deliver to; datapath = \"ebpf\" takes them at run time)",
-                cfg.name
+            crate::tl_log!(
+                Info,
+                "datapath_chosen",
+                format!("tunlab switch {}: datapath auto: userspace (no veth or system port for the kernel to deliver to; datapath = \"ebpf\" takes them at run time)", cfg.name);
+                node = cfg.name,
+                datapath = "userspace"
             );
             Ok(None)
         }
-        DatapathChoice::Auto => {
-            match Kernel::load(cfg) {
-                Ok(k) => {
-                    eprintln!("tunlab switch {}: datapath auto: ebpf (this kernel runs tunlab's TC programs)", cfg.name);
-                    Ok(Some(Box::new(k)))
-                }
-                Err(e) => {
-                    if cfg.ports.iter().any(|p| p.kind.needs_kernel()) {
-                        return Err(e);
-                    }
-                    eprintln!("tunlab switch {}: datapath auto: userspace ({e})", cfg.name);
-                    Ok(None)
-                }
+        DatapathChoice::Auto => match Kernel::load(cfg) {
+            Ok(k) => {
+                crate::tl_log!(
+                    Info,
+                    "datapath_chosen",
+                    format!("tunlab switch {}: datapath auto: ebpf (this kernel runs tunlab's TC programs)", cfg.name);
+                    node = cfg.name,
+                    datapath = "ebpf"
+                );
+                Ok(Some(Box::new(k)))
             }
-        }
+            Err(e) => {
+                if cfg.ports.iter().any(|p| p.kind.needs_kernel()) {
+                    return Err(e);
+                }
+                crate::tl_log!(
+                    Warning,
+                    "datapath_chosen",
+                    format!("tunlab switch {}: datapath auto: userspace ({e})", cfg.name);
+                    node = cfg.name,
+                    datapath = "userspace"
+                );
+                Ok(None)
+            }
+        },
     }
 }
 /// The revalidator's handle on the kernel's flow cache.

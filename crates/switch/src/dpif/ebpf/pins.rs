@@ -265,9 +265,12 @@ fn sweep_dead_namespaces(base: &Path, node_for_messages: &str) {
             let _ = std::fs::remove_dir(node.path());
         }
         if std::fs::remove_dir(dir).is_ok() {
-            eprintln!(
-                "tunlab switch {node_for_messages}: removed {}: the pins of a network namespace that no longer exists",
-                dir.display()
+            crate::tl_log!(
+                Info,
+                "dead_pins_removed",
+                format!("tunlab switch {node_for_messages}: removed {}: the pins of a network namespace that no longer exists", dir.display());
+                node = node_for_messages,
+                dir = dir.display()
             );
         }
     }
@@ -302,7 +305,7 @@ pub(super) fn pin_dir(
         warning,
     } = persistent_base(Path::new(given)).map_err(perr)?;
     if let Some(w) = warning {
-        eprintln!("tunlab switch {node}: {w}");
+        crate::tl_log!(Warning, "pins_not_persistent", format!("tunlab switch {node}: {w}"); node = node);
     }
     sweep_dead_namespaces(&base, node);
     let cookie =

@@ -120,9 +120,12 @@ impl Netdev {
     pub fn set_underlay_mtu(&mut self, mtu: u16) {
         let mtu = (mtu as usize).min(self.configured_mtu);
         if mtu != self.underlay_mtu {
-            eprintln!(
-                "tunlab switch {}: underlay MTU now {mtu} (was {})",
-                self.name, self.underlay_mtu
+            crate::tl_log!(
+                Info,
+                "underlay_mtu",
+                format!("tunlab switch {}: underlay MTU now {mtu} (was {})", self.name, self.underlay_mtu);
+                node = self.name,
+                mtu = mtu
             );
             self.underlay_mtu = mtu;
         }

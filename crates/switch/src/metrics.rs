@@ -108,12 +108,12 @@ fn answer(stream: TcpStream, sw: &Switch) -> std::io::Result<bool> {
             false,
         ),
     };
-    let mut w = &stream;
-    write!(
-        w,
+    // One write: a formatted write would go out piece by piece.
+    let reply = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
-    )?;
+    );
+    (&stream).write_all(reply.as_bytes())?;
     Ok(scrape)
 }
 

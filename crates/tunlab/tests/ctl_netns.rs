@@ -275,7 +275,7 @@ fn metrics_are_scraped_and_parsed_by_prometheus_client() {
     ] {
         let hex: String = req.bytes().map(|b| format!("{b:02x}")).collect();
         let script = format!(
-            "import socket; s=socket.create_connection(('127.0.0.1', 9476)); s.sendall(bytes.fromhex('{hex}')); print(s.recv(100).decode('latin-1'))"
+            "import socket; s=socket.create_connection(('127.0.0.1', 9476)); s.sendall(bytes.fromhex('{hex}')); r=b''.join(iter(lambda: s.recv(4096), b'')); print(r.decode('latin-1'))"
         );
         let out = std::process::Command::new("ip")
             .args(["netns", "exec", l.hv1.name(), "python3", "-c", &script])

@@ -594,42 +594,30 @@ pub fn choose(cfg: &crate::config::Config) -> Result<Option<Box<dyn Dpif>>, Star
         DatapathChoice::Userspace => Ok(None),
         DatapathChoice::Ebpf => Ok(Some(Box::new(Kernel::load(cfg)?))),
         DatapathChoice::Auto if !cfg.ports.iter().any(|p| p.kind.needs_kernel()) => {
-            crate::tl_log!(
-                Info,
-                "datapath_chosen",
-                format!("tunlab switch {}: datapath auto: userspace (no veth or system port for the kernel to deliver to; datapath = \"ebpf\" takes them at run time)", cfg.name);
-                node = cfg.name,
-                datapath = "userspace"
-            );
+            chose(&cfg.name, "userspace", "no veth or system port for the kernel to deliver to; datapath = \"ebpf\" takes them at run time");
             Ok(None)
         }
-        DatapathChoice::Auto => match Kernel::load(cfg) {
-            Ok(k) => {
-                crate::tl_log!(
-                    Info,
-                    "datapath_chosen",
-                    format!("tunlab switch {}: datapath auto: ebpf (this kernel runs tunlab's TC programs)", cfg.name);
-                    node = cfg.name,
-                    datapath = "ebpf"
-                );
-                Ok(Some(Box::new(k)))
-            }
-            Err(e) => {
-                if cfg.ports.iter().any(|p| p.kind.needs_kernel()) {
-                    return Err(e);
-                }
-                crate::tl_log!(
-                    Warning,
-                    "datapath_chosen",
-                    format!("tunlab switch {}: datapath auto: userspace ({e})", cfg.name);
-                    node = cfg.name,
-                    datapath = "userspace"
-                );
-                Ok(None)
-            }
-        },
+        // A veth or system port needs the kernel: if it cannot load, the
+        // start fails, with why.
+        DatapathChoice::Auto => {
+            let k = Kernel::load(cfg)?;
+            chose(&cfg.name, "ebpf", "this kernel runs tunlab's TC programs");
+            Ok(Some(Box::new(k)))
+        }
     }
 }
+
+/// `datapath = "auto"` says what it took, and why.
+fn chose(node: &str, datapath: &str, why: &str) {
+    crate::tl_log!(
+        Info,
+        "datapath_chosen",
+        format!("tunlab switch {node}: datapath auto: {datapath} ({why})");
+        node = node,
+        datapath = datapath
+    );
+}
+
 /// The revalidator's handle on the kernel's flow cache.
 struct EbpfSweeper(tunlab_ebpf::datapath::FlowSweeper);
 

@@ -31,22 +31,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_state_reaches_the_socket_named_by_notify_socket() {
+    fn the_state_reaches_the_socket_named_by_notify_socket() -> std::io::Result<()> {
         let dir = std::env::temp_dir().join(format!("tunlab-notify-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&dir)?;
         let path = dir.join("notify");
-        let listener = UnixDatagram::bind(&path).unwrap();
+        let listener = UnixDatagram::bind(&path)?;
         // The only test of this binary that sets NOTIFY_SOCKET.
         std::env::set_var("NOTIFY_SOCKET", &path);
-        assert!(notify("READY=1\nSTATUS=up").unwrap());
+        assert!(notify("READY=1\nSTATUS=up")?);
         let mut buf = [0u8; 64];
-        let n = listener.recv(&mut buf).unwrap();
+        let n = listener.recv(&mut buf)?;
         assert_eq!(&buf[..n], b"READY=1\nSTATUS=up");
         std::env::remove_var("NOTIFY_SOCKET");
-        assert!(!notify("READY=1").unwrap());
+        assert!(!notify("READY=1")?);
         std::env::set_var("NOTIFY_SOCKET", "");
-        assert!(!notify("READY=1").unwrap());
+        assert!(!notify("READY=1")?);
         std::env::remove_var("NOTIFY_SOCKET");
-        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::remove_dir_all(&dir)
     }
 }

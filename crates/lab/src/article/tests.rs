@@ -353,35 +353,35 @@ fn a_check_across_tests_pairs_each_round_with_the_other_tests_sample() {
 }
 
 #[test]
-fn a_variant_that_did_not_run_is_said_not_judged() {
+fn a_variant_that_did_not_run_is_said_not_judged() -> Result<(), &'static str> {
     let spec = Article::SttGre.spec();
     let mut r = synthetic(&lab_plan(Article::SttGre, "quick"), 5, |_, _, r| wobble(r));
     r.variants.retain(|v| v.variant != "tunlab-stt");
     let c = judge(&spec, Measured::Lab(&r));
-    let sg1 = c.iter().find(|x| x.finding == "sg1").unwrap();
+    let sg1 = c
+        .iter()
+        .find(|x| x.finding == "sg1")
+        .ok_or("no sg1 check")?;
     assert_eq!(sg1.outcome, Outcome::NotRun);
     assert!(sg1.here.contains("did not run"));
     // A cell Ctrl-C ended keeps the samples it took; a failed one is out.
-    let gre = r
-        .variants
-        .iter_mut()
-        .find(|v| v.variant == "tunlab-gre")
-        .unwrap();
-    gre.tests[0].error = Some("interrupted".into());
-    let sg2 = |r: &Results| {
+    let sg2_with_gre_error = |r: &mut Results, e: &str| {
+        let gre = r.variants.iter_mut().find(|v| v.variant == "tunlab-gre");
+        gre.ok_or("no tunlab-gre in the run")?.tests[0].error = Some(e.into());
         judge(&spec, Measured::Lab(r))
             .into_iter()
             .find(|x| x.finding == "sg2")
-            .unwrap()
+            .map(|c| c.outcome)
+            .ok_or("no sg2 check")
     };
-    assert_eq!(sg2(&r).outcome, Outcome::DoesNotHold);
-    let gre = r
-        .variants
-        .iter_mut()
-        .find(|v| v.variant == "tunlab-gre")
-        .unwrap();
-    gre.tests[0].error = Some("iperf3: connection refused".into());
-    assert_eq!(sg2(&r).outcome, Outcome::NotRun);
+    assert_eq!(
+        sg2_with_gre_error(&mut r, "interrupted")?,
+        Outcome::DoesNotHold
+    );
+    assert_eq!(
+        sg2_with_gre_error(&mut r, "iperf3: connection refused")?,
+        Outcome::NotRun
+    );
     // A variant the profile leaves out says so.
     let quick = judge(
         &Article::GeneveVsVxlan.spec(),
@@ -394,13 +394,14 @@ fn a_variant_that_did_not_run_is_said_not_judged() {
     let ovs = quick
         .iter()
         .find(|c| c.compared.starts_with("ovs-geneve-ovn"))
-        .unwrap();
+        .ok_or("no check of ovs-geneve-ovn")?;
     assert_eq!(ovs.outcome, Outcome::NotRun);
     assert!(
         ovs.here.contains("not in this profile's plan"),
         "{}",
         ovs.here
     );
+    Ok(())
 }
 
 fn pvp_rows_of(rows: &[(u32, Option<f64>, bool)]) -> Vec<PvpRow> {

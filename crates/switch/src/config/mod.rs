@@ -646,15 +646,13 @@ mod tests {
     }
 
     #[test]
-    fn metrics_are_off_unless_an_address_is_given() {
+    fn metrics_are_off_unless_an_address_is_given() -> Result<(), Box<dyn std::error::Error>> {
         let cfg = |m: &str| format!("[switch]\nname = \"n\"\n{m}\n");
-        assert_eq!(parse(&cfg(""), "n.toml").unwrap().metrics, None);
-        let c = parse(&cfg("metrics = \"127.0.0.1:9476\""), "n.toml").unwrap();
-        assert_eq!(c.metrics, Some("127.0.0.1:9476".parse().unwrap()));
-        assert_eq!(
-            parse(&cfg(""), "n.toml").unwrap().log_level,
-            crate::log::Level::Info
-        );
+        let default = parse(&cfg(""), "n.toml")?;
+        assert_eq!(default.metrics, None);
+        assert_eq!(default.log_level, crate::log::Level::Info);
+        let c = parse(&cfg("metrics = \"127.0.0.1:9476\""), "n.toml")?;
+        assert_eq!(c.metrics, Some("127.0.0.1:9476".parse()?));
         let e = parse(&cfg("log_level = \"loud\""), "n.toml")
             .unwrap_err()
             .to_string();
@@ -669,6 +667,7 @@ mod tests {
                 "{e}"
             );
         }
+        Ok(())
     }
 
     /// `datapath` defaults to auto; auto takes the kernel only for veth
@@ -903,8 +902,8 @@ csum = true
                 Target::PTcp("127.0.0.1:6633".parse().unwrap()),
                 Target::Tcp("[fd00::1]:16653".parse().unwrap()),
                 // Without an address: the loopback only (unlike OVS).
-                Target::PTcp("127.0.0.1:6653".parse().unwrap()),
-                Target::PTcp("0.0.0.0:6653".parse().unwrap()),
+                Target::PTcp(std::net::SocketAddr::from(([127, 0, 0, 1], 6653))),
+                Target::PTcp(std::net::SocketAddr::from(([0, 0, 0, 0], 6653))),
             ]
         );
     }

@@ -19,7 +19,7 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::{Registry, Unit};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 use tunlab_ctl::{PortRow, Stats};
@@ -73,16 +73,9 @@ impl MetricsServer {
 /// Read one request and answer it; whether it was a scrape.
 fn answer(stream: TcpStream, sw: &Switch) -> std::io::Result<bool> {
     stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(REQUEST_DEADLINE))?;
     stream.set_write_timeout(Some(REQUEST_DEADLINE))?;
-    let mut reader = BufReader::new(&stream);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    // The headers, up to the blank line (their content does not matter).
-    let mut header = String::new();
-    while reader.read_line(&mut header)? > 2 {
-        header.clear();
-    }
+    let request = read_head(&stream)?;
+    let line = String::from_utf8_lossy(request.split(|&b| b == b'\n').next().unwrap_or(&[]));
     let mut parts = line.split_whitespace();
     let (method, path) = (parts.next(), parts.next());
     let (status, kind, body, scrape) = match (method, path) {
@@ -116,6 +109,34 @@ fn answer(stream: TcpStream, sw: &Switch) -> std::io::Result<bool> {
     (&stream).write_all(reply.as_bytes())?;
     Ok(scrape)
 }
+
+/// The request's head (its line and headers, whose content does not
+/// matter), up to the blank line, [`MAX_HEAD`] bytes or the end of the
+/// stream, whichever comes first, all within [`REQUEST_DEADLINE`]: a
+/// client that trickles bytes holds the control thread no longer than one
+/// that sends nothing.
+fn read_head(mut stream: &TcpStream) -> std::io::Result<Vec<u8>> {
+    let deadline = std::time::Instant::now() + REQUEST_DEADLINE;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    let ended =
+        |h: &[u8]| h.windows(4).any(|w| w == b"\r\n\r\n") || h.windows(2).any(|w| w == b"\n\n");
+    while head.len() < MAX_HEAD && !ended(&head) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        stream.set_read_timeout(Some(left))?;
+        match stream.read(&mut buf)? {
+            0 => break,
+            n => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    Ok(head)
+}
+
+/// The most of a request's head read.
+const MAX_HEAD: usize = 8192;
 
 /// This process's resident memory (`/proc/self/statm`), in bytes.
 fn resident_bytes() -> Option<u64> {

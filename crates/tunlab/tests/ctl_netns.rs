@@ -300,10 +300,21 @@ fn metrics_are_scraped_and_parsed_by_prometheus_client() {
         ])
         .spawn()
         .unwrap();
+    // And one that trickles a byte every 0.2 s for 10 s: it too is cut off
+    // after half a second, so the scrape below (5-s timeout) is answered.
+    let trickle = std::process::Command::new("ip")
+        .args(["netns", "exec", l.hv1.name(), "python3", "-c",
+            "import socket,time\ns=socket.create_connection(('127.0.0.1', 9476))\ntry:\n  for _ in range(50): s.send(b'G'); time.sleep(0.2)\nexcept OSError: pass"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    scrape_and_parse(l.hv1.name(), addr)
+        .unwrap_or_else(|e| panic!("scrape beside a trickling client: {e}"));
     traffic_both_ways(&l, "beside a silent metrics client");
     let again = scrape_and_parse(l.hv1.name(), addr).unwrap_or_else(|e| panic!("scrape: {e}"));
     let rx2 = sample(&again, "tunlab_port_receive_bytes", &tenant).unwrap_or_default();
     assert!(rx2 > rx, "counters did not move: {rx} then {rx2}");
     let _ = silent.wait_with_output();
+    let _ = trickle.wait_with_output();
     drop((s1.stop(), s2.stop()));
 }

@@ -48,7 +48,7 @@ fn read_msg(s: &mut UnixStream) -> Option<Vec<u8>> {
             buf.truncate(n);
             return Some(buf);
         }
-        match s.read(&mut chunk) {
+        match retry_eintr(|| s.read(&mut chunk)) {
             Ok(0) | Err(_) => return None,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
@@ -852,7 +852,7 @@ fn a_controller_hears_of_expiry_deletion_and_ports_and_a_silent_one_is_dropped()
     let mut buf = [0u8; 4096];
     let mut closed = false;
     for _ in 0..64 {
-        match s.read(&mut buf) {
+        match retry_eintr(|| s.read(&mut buf)) {
             Ok(0) => {
                 closed = true;
                 break;

@@ -516,7 +516,7 @@ fn too_big_on(kind: &str, fits: usize, kernel: bool) {
         let s = UdpSocket::bind("192.168.7.2:7004").unwrap();
         s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let mut buf = [0u8; 2000];
-        s.recv(&mut buf).ok()
+        retry_eintr(|| s.recv(&mut buf)).ok()
     });
     std::thread::sleep(Duration::from_millis(100));
     in_ns(l.ta.name(), move || {
@@ -544,7 +544,7 @@ fn too_big_on(kind: &str, fits: usize, kernel: bool) {
         s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
         let mut sizes = Vec::new();
         let mut buf = [0u8; 2000];
-        while let Ok(n) = s.recv(&mut buf) {
+        while let Ok(n) = retry_eintr(|| s.recv(&mut buf)) {
             sizes.push(n);
         }
         sizes
@@ -835,7 +835,7 @@ fn stt_segments_frames_larger_than_the_underlay() {
         s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
         let mut got = Vec::new();
         let mut buf = [0u8; 9000];
-        while let Ok(n) = s.recv(&mut buf) {
+        while let Ok(n) = retry_eintr(|| s.recv(&mut buf)) {
             got.push(buf[..n].to_vec());
         }
         got

@@ -17,7 +17,7 @@ fn tcp_stream_bins(l: &Lab, secs: f64) -> std::thread::JoinHandle<Vec<u64>> {
         let mut bins = vec![0u64; (secs * 10.0) as usize + 20];
         let mut buf = vec![0u8; 1 << 16];
         loop {
-            let n = c.read(&mut buf).expect("the stream broke (receiver)");
+            let n = retry_eintr(|| c.read(&mut buf)).expect("the stream broke (receiver)");
             if n == 0 {
                 break;
             }

@@ -229,6 +229,18 @@ pub fn pair_configs(l: &Lab, kind: &str) -> (String, String) {
 }
 
 /// Run `f` in a thread inside namespace `ns`.
+/// Retries a socket call that the kernel interrupted. A socket with a
+/// read timeout is never restarted after a stop and continue (signal(7)),
+/// even with no handler installed: CI saw a test's reader fail with EINTR.
+pub fn retry_eintr<T>(mut call: impl FnMut() -> std::io::Result<T>) -> std::io::Result<T> {
+    loop {
+        match call() {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
 pub fn in_ns<T: Send + 'static>(
     ns: &str,
     f: impl FnOnce() -> T + Send + 'static,
@@ -280,7 +292,7 @@ pub fn udp_echo(a: &Netns, b: &Netns, b_ip: &str, count: u8, tries: usize) -> bo
             let mut n = 0;
             // Stop when the client has gone quiet.
             s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
-            while let Ok((len, from)) = s.recv_from(&mut buf) {
+            while let Ok((len, from)) = retry_eintr(|| s.recv_from(&mut buf)) {
                 s.send_to(&buf[..len], from).unwrap();
                 n += 1;
             }

@@ -149,6 +149,9 @@ pub struct Stats {
     /// The caching datapath's counters (`kernel_hits`, ...), in its order.
     pub datapath: Vec<(String, u64)>,
     pub revalidator: Option<Revalidator>,
+    /// OpenFlow connections refused, by reason (`tls`).
+    #[serde(default)]
+    pub openflow_refused: BTreeMap<String, u64>,
 }
 
 impl Stats {
@@ -198,6 +201,9 @@ impl Stats {
         for (name, v) in &self.datapath {
             m.insert(name.clone(), *v);
         }
+        for (why, n) in &self.openflow_refused {
+            m.insert(format!("openflow refused {why}"), *n);
+        }
         m
     }
 
@@ -245,6 +251,9 @@ impl Stats {
                 "revalidator: {} sweeps, deleted {} idle and {} stale flows, evicted {} (cache nearly full); last sweep saw {} flows in {:.1} ms\n",
                 r.sweeps, r.idle_deleted, r.stale_deleted, r.evicted, r.last_seen, r.last_sweep_ms
             ));
+        }
+        for (why, n) in &self.openflow_refused {
+            s.push_str(&format!("OpenFlow connections refused ({why}): {n}\n"));
         }
         s
     }

@@ -181,6 +181,11 @@ impl Switch {
             cache_misses: st.cache.1,
             datapath,
             revalidator,
+            openflow_refused: self
+                .openflow_refused
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), *v))
+                .collect(),
         })
     }
 

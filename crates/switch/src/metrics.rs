@@ -374,6 +374,18 @@ impl Collector for Snapshot {
                 (vec![("result", "miss")], st.cache_misses),
             ],
         )?;
+        let refused: Rows = st
+            .openflow_refused
+            .iter()
+            .map(|(r, v)| (vec![("reason", r.as_str())], *v))
+            .collect();
+        counters(
+            &mut enc,
+            "openflow_connections_refused",
+            "OpenFlow connections refused, by reason (tls: no certificate the CA signed, or no handshake in time).",
+            None,
+            &refused,
+        )?;
         self.gauges(&mut enc)
     }
 }
@@ -532,6 +544,7 @@ mod tests {
                 last_seen: 3,
                 last_sweep_ms: 0.25,
             }),
+            openflow_refused: [("tls".to_string(), 2)].into(),
         }
     }
 
@@ -545,6 +558,7 @@ mod tests {
             "tunlab_dropped_packets_total{datapath=\"kernel\",reason=\"policed\"} 9",
             "tunlab_flow_lookups_total{datapath=\"kernel\",result=\"hit\"} 100",
             "tunlab_upcalls_total{datapath=\"kernel\"} 4",
+            "tunlab_openflow_connections_refused_total{reason=\"tls\"} 2",
             "tunlab_flows_not_installed_total{datapath=\"kernel\",reason=\"controller\"} 1",
             "tunlab_slow_path_packets_total{datapath=\"kernel\",reason=\"no_route\"} 1",
             "tunlab_kernel_masks 2",

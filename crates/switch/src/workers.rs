@@ -57,6 +57,9 @@ pub struct Switch {
     revalidator: Option<Revalidator>,
     /// OVS's flow-restore-wait (see `Node::restore_wait`).
     restore_wait: Arc<AtomicBool>,
+    /// OpenFlow connections refused, by reason (`tls`: the handshake
+    /// failed, e.g. no certificate the CA signed).
+    pub(crate) openflow_refused: std::collections::BTreeMap<&'static str, u64>,
 }
 
 /// The revalidator's totals, for `tunlab ctl stats`.
@@ -301,6 +304,7 @@ impl Switch {
             failed,
             revalidator,
             restore_wait,
+            openflow_refused: Default::default(),
         })
     }
 

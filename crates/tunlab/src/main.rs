@@ -518,6 +518,7 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
         cfg.control_group.as_deref(),
         &cfg.name,
         &cfg.openflow,
+        cfg.ssl.as_ref(),
     ) {
         Ok(m) => m,
         Err(e) => {
@@ -587,8 +588,10 @@ fn other_doors(
     let mut s: String = openflow
         .iter()
         .map(|t| match t {
-            tunlab_switch::config::Target::Tcp(a) => format!(", controller tcp:{a}"),
-            tunlab_switch::config::Target::PTcp(a) => format!(", listening ptcp:{a}"),
+            tunlab_switch::config::Target::Tcp(_) | tunlab_switch::config::Target::Ssl(_) => {
+                format!(", controller {t}")
+            }
+            _ => format!(", listening {t}"),
         })
         .collect();
     if let Some(a) = metrics.and_then(|m| m.local_addr().ok()) {

@@ -953,3 +953,238 @@ fn a_controller_hears_of_expiry_deletion_and_ports_and_a_silent_one_is_dropped()
     s1.stop();
     s2.stop();
 }
+
+/// PEM files for the TLS test, made by the openssl command line: a CA,
+/// the switch's and a controller's certificates it signed, and a rogue
+/// CA with a certificate of its own. Returns the directory.
+fn tls_files(dir: &std::path::Path) -> std::path::PathBuf {
+    let d = dir.join("pki");
+    std::fs::create_dir_all(&d).unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(&d)
+            .output()
+            .expect("openssl (scripts/install-deps installs it)");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    std::fs::write(
+        d.join("leaf.cnf"),
+        "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\n",
+    )
+    .unwrap();
+    for ca in ["ca", "rogueca"] {
+        run(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-keyout",
+            &format!("{ca}-privkey.pem"),
+            "-out",
+            &format!("{ca}-cert.pem"),
+            "-subj",
+            &format!("/CN=tunlab test {ca}"),
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ]);
+    }
+    for (leaf, ca) in [("sc", "ca"), ("ctl", "ca"), ("rogue", "rogueca")] {
+        run(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            &format!("{leaf}-privkey.pem"),
+            "-out",
+            &format!("{leaf}.csr"),
+            "-subj",
+            &format!("/CN={leaf}"),
+        ]);
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            &format!("{leaf}.csr"),
+            "-days",
+            "2",
+            "-CA",
+            &format!("{ca}-cert.pem"),
+            "-CAkey",
+            &format!("{ca}-privkey.pem"),
+            "-CAcreateserial",
+            "-out",
+            &format!("{leaf}-cert.pem"),
+            "-extfile",
+            "leaf.cnf",
+        ]);
+    }
+    d
+}
+
+/// A TLS controller in `ns` for the `ssl:` side: it accepts one
+/// connection with `cert` (asking for the switch's certificate, signed by
+/// `ca`), and prints the first message's header in hex, or the error.
+fn tls_controller(
+    ns: &tunlab_netio::netns::Netns,
+    pki: &std::path::Path,
+    cert: &str,
+    port: u16,
+) -> std::process::Child {
+    let script = format!(
+        r#"
+import socket, ssl, sys
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain("{d}/{cert}-cert.pem", "{d}/{cert}-privkey.pem")
+ctx.load_verify_locations("{d}/ca-cert.pem")
+ctx.verify_mode = ssl.CERT_REQUIRED
+ls = socket.create_server(("127.0.0.1", {port}))
+print("listening", flush=True)
+ls.settimeout(10)
+c, _ = ls.accept()
+c.settimeout(5)
+try:
+    s = ctx.wrap_socket(c, server_side=True)
+    print("hello", s.recv(8).hex(), s.getpeercert()["subject"], flush=True)
+except Exception as e:
+    print("error", e, flush=True)
+"#,
+        d = pki.display()
+    );
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns.name(), "python3", "-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until it listens, so the switch's first try reaches it.
+    let mut line = String::new();
+    let out = child.stdout.take().unwrap();
+    let mut out = std::io::BufReader::new(out);
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line.trim(), "listening");
+    child.stdout = Some(out.into_inner());
+    child
+}
+
+/// Controllers over TLS, as OVS offers them: `ovs-ofctl` over `ssl:`
+/// with a certificate the CA signed programs the node through `pssl:`;
+/// one with a rogue CA's certificate, and a client with none, are
+/// refused, counted and logged. Over `ssl:` the switch shows its
+/// certificate to a controller that asks for it and says HELLO inside
+/// TLS, and it refuses a controller whose certificate the CA did not
+/// sign.
+#[test]
+fn controllers_over_tls_need_a_certificate_the_ca_signed() {
+    let l = lab();
+    let pki = tls_files(&l.dir);
+    let good = tls_controller(&l.hv1, &pki, "ctl", 16654);
+    let rogue = tls_controller(&l.hv1, &pki, "rogue", 16655);
+    let (c1, c2) = pair_configs(&l, "geneve");
+    let c1 = c1.replacen(
+        "[switch]\n",
+        "[switch]\nopenflow = [\"pssl:16653:127.0.0.1\", \"ssl:127.0.0.1:16654\", \"ssl:127.0.0.1:16655\"]\n",
+        1,
+    ) + &format!(
+        "\n[ssl]\nprivate_key = \"{d}/sc-privkey.pem\"\ncertificate = \"{d}/sc-cert.pem\"\nca_cert = \"{d}/ca-cert.pem\"\n",
+        d = pki.display()
+    );
+    let (s1, s2) = start_pair(&l, &c1, &c2);
+
+    let ofctl_as = |who: &str, args: &[&str]| {
+        let key = format!("--private-key={}/{who}-privkey.pem", pki.display());
+        let cert = format!("--certificate={}/{who}-cert.pem", pki.display());
+        let ca = format!("--ca-cert={}/ca-cert.pem", pki.display());
+        let mut a = vec!["netns", "exec", l.hv1.name(), "timeout", "10", "ovs-ofctl"];
+        a.extend([key.as_str(), cert.as_str(), ca.as_str()]);
+        a.extend(args);
+        let out = Command::new("ip").args(&a).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    };
+    let target = "ssl:127.0.0.1:16653";
+    let (ok, out) = ofctl_as("ctl", &["-O", "OpenFlow13", "show", target]);
+    assert!(ok && out.contains("FEATURES_REPLY"), "{out}");
+    let (ok, out) = ofctl_as(
+        "ctl",
+        &["add-flow", target, "priority=77,udp,tp_dst=9,actions=drop"],
+    );
+    assert!(ok, "{out}");
+    let (ok, out) = ofctl_as("ctl", &["dump-flows", target]);
+    assert!(
+        ok && out.contains("priority=77,udp,tp_dst=9 actions=drop"),
+        "{out}"
+    );
+    traffic_both_ways(&l, "with the TLS controllers");
+    // By now the switch has tried the rogue `ssl:` controller (below).
+    let refused = |st: &tunlab_ctl::Stats| st.openflow_refused.get("tls").copied().unwrap_or(0);
+    let before = refused(&node_stats(&l.dir, "n1"));
+    assert!(before >= 1, "the rogue controller was not refused");
+
+    // A certificate another CA signed, then no certificate at all.
+    let (ok, out) = ofctl_as("rogue", &["show", target]);
+    assert!(!ok, "a rogue certificate was let in: {out}");
+    let (ok, out) = ofctl_as("rogue", &["add-flow", target, "actions=drop"]);
+    assert!(!ok, "a rogue certificate changed the rules: {out}");
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            l.hv1.name(),
+            "timeout",
+            "10",
+            "openssl",
+            "s_client",
+        ])
+        .args(["-connect", "127.0.0.1:16653", "-CAfile"])
+        .arg(pki.join("ca-cert.pem"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("certificate required"), "{text}");
+    let (ok, out) = ofctl_as("ctl", &["dump-flows", target]);
+    // Only the good controller's drop rule, beside the pair's own two.
+    assert!(ok && out.matches("actions=drop").count() == 1, "{out}");
+
+    // The `ssl:` side: HELLO (version 4, type 0) inside TLS to the good
+    // controller; the rogue one is refused by the switch.
+    let good = good.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&good.stdout);
+    assert!(
+        said.contains("hello 0400") && said.contains("'sc'"),
+        "{said}"
+    );
+    let rogue = rogue.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&rogue.stdout);
+    assert!(
+        said.contains("error") && said.contains("UNKNOWN_CA"),
+        "{said}"
+    );
+
+    // Two rogue ovs-ofctl runs and the bare client, besides the rogue
+    // controller's tries.
+    let st = node_stats(&l.dir, "n1");
+    assert!(refused(&st) >= before + 3, "{st}");
+    assert!(
+        st.text().contains("OpenFlow connections refused (tls): "),
+        "{st}"
+    );
+    let log = s1.stop();
+    assert!(
+        log.contains("event=openflow_refused") && log.contains("reason=tls"),
+        "{log}"
+    );
+    drop(s2.stop());
+}

@@ -9,8 +9,10 @@
 //! openflow = ["tcp:192.0.2.9:6653"] # optional: OpenFlow controllers, as
 //!                      # OVS's set-controller: tcp:IP[:PORT] (connect) or
 //!                      # ptcp:[PORT][:IP] (listen; without IP on 127.0.0.1
-//!                      # only: OpenFlow over TCP is unauthenticated);
-//!                      # ovs-ofctl always has punix:/run/tunlab/NAME.mgmt
+//!                      # only: OpenFlow over TCP is unauthenticated), and
+//!                      # over TLS ssl:IP[:PORT], pssl:[PORT][:IP] (they
+//!                      # need [ssl]); ovs-ofctl always has
+//!                      # punix:/run/tunlab/NAME.mgmt
 //! spin_us = 50         # optional (default 50, 0: off): after traffic, poll without sleeping
 //!                      # this long (a reply is not kept waiting for a wake-up)
 //! offloads = true      # optional: TCP super-frames (TAP TSO, UDP GSO/GRO);
@@ -75,6 +77,17 @@
 //! csum = true
 //! ```
 //!
+//! `ssl:` and `pssl:` controllers need a key and certificates, as OVS's
+//! `set-ssl` gives (PEM files; both ends must hold a certificate the CA
+//! signed):
+//!
+//! ```toml
+//! [ssl]
+//! private_key = "/etc/tunlab/sc-privkey.pem"
+//! certificate = "/etc/tunlab/sc-cert.pem"
+//! ca_cert = "/etc/tunlab/cacert.pem"
+//! ```
+//!
 //! Errors name the port and the field, and say what is allowed.
 
 mod port;
@@ -121,6 +134,21 @@ struct RawFile {
     switch: RawSwitch,
     #[serde(default)]
     port: Vec<RawPort>,
+    #[serde(default)]
+    ssl: Option<SslFiles>,
+}
+
+/// The `[ssl]` table: PEM files for `ssl:` and `pssl:` controllers (read
+/// when the switch starts).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SslFiles {
+    /// The switch's private key.
+    pub private_key: String,
+    /// The switch's certificate (and any intermediates after it).
+    pub certificate: String,
+    /// The CA whose signature a controller's certificate must carry.
+    pub ca_cert: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -331,9 +359,11 @@ pub struct Config {
     /// A group whose members may use the control socket besides root
     /// (the socket is then 0660 and owned by it).
     pub control_group: Option<String>,
-    /// OpenFlow controllers to connect to (`tcp:`) and to listen for
-    /// (`ptcp:`), besides the management socket.
+    /// OpenFlow controllers to connect to (`tcp:`, `ssl:`) and to listen
+    /// for (`ptcp:`, `pssl:`), besides the management socket.
     pub openflow: Vec<Target>,
+    /// The key and certificates for `ssl:` and `pssl:` (the `[ssl]` table).
+    pub ssl: Option<SslFiles>,
     /// Let tenants hand over TCP super-frames, and keep them whole to
     /// Geneve/VXLAN ports (UDP GSO) and back (software GRO).
     pub offloads: bool,
@@ -423,8 +453,21 @@ fn check(mut raw: RawFile, file: &str) -> Result<Config, ConfigError> {
             msg,
         })?);
     }
+    if let Some(index) = openflow.iter().position(Target::is_tls) {
+        if raw.ssl.is_none() {
+            return Err(ConfigError::OpenFlow {
+                file: file.to_string(),
+                index,
+                msg: format!(
+                    "'{}' needs the [ssl] table (private_key, certificate, ca_cert: PEM files)",
+                    raw.switch.openflow[index]
+                ),
+            });
+        }
+    }
     let flows = std::mem::take(&mut raw.switch.flows);
     let mut cfg = settings(raw.switch, file)?;
+    cfg.ssl = raw.ssl.take();
     cfg.ports = ports;
     cfg.tlv = tlv;
     cfg.openflow = openflow;
@@ -469,6 +512,7 @@ fn settings(sw: RawSwitch, file: &str) -> Result<Config, ConfigError> {
     Ok(Config {
         name: sw.name,
         openflow: Vec::new(),
+        ssl: None,
         underlay_mtu: sw.underlay_mtu,
         ports: Vec::new(),
         tlv: TlvMap::default(),
@@ -889,12 +933,37 @@ csum = true
         );
         let e = err(&with("\"ptcp:70000\""));
         assert!(e.contains("port '70000'"), "{e}");
+        let tls = parse(
+            &(with("\"ssl:10.0.0.1\", \"pssl:\", \"pssl:6634:127.0.0.1\"")
+                + "[ssl]\nprivate_key = \"k.pem\"\ncertificate = \"c.pem\"\nca_cert = \"ca.pem\"\n"),
+            "node.toml",
+        )
+        .map_err(|e| e.to_string());
+        let tls = tls
+            .as_ref()
+            .map(|c| (&c.openflow, c.ssl.as_ref().map(|s| s.ca_cert.as_str())));
+        assert_eq!(
+            tls,
+            Ok((
+                &vec![
+                    Target::Ssl(std::net::SocketAddr::from(([10, 0, 0, 1], 6653))),
+                    // Authenticated: every address, as OVS.
+                    Target::PSsl(std::net::SocketAddr::from(([0, 0, 0, 0], 6653))),
+                    Target::PSsl(std::net::SocketAddr::from(([127, 0, 0, 1], 6634))),
+                ],
+                Some("ca.pem")
+            ))
+        );
+        let e = err(&with("\"ptcp:\", \"pssl:6653\""));
+        assert!(
+            e.contains("openflow[1]: 'pssl:6653' needs the [ssl] table"),
+            "{e}"
+        );
         let cfg = parse(
             &with("\"tcp:10.0.0.1\", \"ptcp:6633:127.0.0.1\", \"tcp:[fd00::1]:16653\", \"ptcp:\", \"ptcp:6653:0.0.0.0\""),
             "node.toml",
         )
         .unwrap();
-        use super::Target;
         assert_eq!(
             cfg.openflow,
             vec![

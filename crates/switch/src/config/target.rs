@@ -12,11 +12,36 @@ pub enum Target {
     Tcp(SocketAddr),
     /// `ptcp:[PORT][:IP]`: listen for controllers there.
     PTcp(SocketAddr),
+    /// `ssl:IP[:PORT]`: connect to a controller there over TLS.
+    Ssl(SocketAddr),
+    /// `pssl:[PORT][:IP]`: listen for controllers over TLS (every address
+    /// when none is given, as OVS: a controller must hold a certificate
+    /// the configured CA signed).
+    PSsl(SocketAddr),
+}
+
+impl Target {
+    /// Whether it needs the `[ssl]` table's key and certificates.
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Target::Ssl(_) | Target::PSsl(_))
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (method, a) = match self {
+            Target::Tcp(a) => ("tcp", a),
+            Target::Ssl(a) => ("ssl", a),
+            Target::PTcp(a) => return write!(f, "ptcp:{}:{}", a.port(), a.ip()),
+            Target::PSsl(a) => return write!(f, "pssl:{}:{}", a.port(), a.ip()),
+        };
+        write!(f, "{method}:{a}")
+    }
 }
 
 /// Read an OpenFlow connection method as OVS writes it (`tcp:IP[:PORT]`,
-/// `ptcp:[PORT][:IP]`; the port defaults to 6653); the error names what
-/// is wrong.
+/// `ptcp:[PORT][:IP]`, and over TLS `ssl:IP[:PORT]`, `pssl:[PORT][:IP]`;
+/// the port defaults to 6653); the error names what is wrong.
 ///
 /// `ptcp:` without an address listens on the loopback address only,
 /// where OVS listens on every address: an OpenFlow connection without
@@ -37,7 +62,8 @@ pub fn parse_target(s: &str) -> Result<Target, String> {
             .parse::<IpAddr>()
             .map_err(|_| format!("'{s}': '{a}' is not an IP address"))
     };
-    if let Some(rest) = s.strip_prefix("tcp:") {
+    let active = s.strip_prefix("tcp:").map(|r| (r, false));
+    if let Some((rest, tls)) = active.or_else(|| s.strip_prefix("ssl:").map(|r| (r, true))) {
         // The last colon splits off the port unless the address is a bare
         // IPv6 one.
         let (a, p) = match rest.rsplit_once(':') {
@@ -46,21 +72,32 @@ pub fn parse_target(s: &str) -> Result<Target, String> {
         };
         if a.is_empty() {
             return Err(format!(
-                "'{s}': tcp: needs the controller's address (tcp:IP[:PORT])"
+                "'{s}': needs the controller's address (tcp:IP[:PORT] or ssl:IP[:PORT])"
             ));
         }
-        return Ok(Target::Tcp(SocketAddr::new(ip(a)?, port(p)?)));
-    }
-    if let Some(rest) = s.strip_prefix("ptcp:") {
-        let (p, a) = rest.split_once(':').unwrap_or((rest, ""));
-        let addr = if a.is_empty() {
-            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        let addr = SocketAddr::new(ip(a)?, port(p)?);
+        return Ok(if tls {
+            Target::Ssl(addr)
         } else {
-            ip(a)?
+            Target::Tcp(addr)
+        });
+    }
+    let passive = s.strip_prefix("ptcp:").map(|r| (r, false));
+    if let Some((rest, tls)) = passive.or_else(|| s.strip_prefix("pssl:").map(|r| (r, true))) {
+        let (p, a) = rest.split_once(':').unwrap_or((rest, ""));
+        let addr = match (a.is_empty(), tls) {
+            (false, _) => ip(a)?,
+            (true, false) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            (true, true) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         };
-        return Ok(Target::PTcp(SocketAddr::new(addr, port(p)?)));
+        let addr = SocketAddr::new(addr, port(p)?);
+        return Ok(if tls {
+            Target::PSsl(addr)
+        } else {
+            Target::PTcp(addr)
+        });
     }
     Err(format!(
-        "'{s}': not an OpenFlow connection method (tcp:IP[:PORT] or ptcp:[PORT][:IP]; the management socket punix: is always there)"
+        "'{s}': not an OpenFlow connection method (tcp:IP[:PORT], ptcp:[PORT][:IP], ssl:IP[:PORT] or pssl:[PORT][:IP]; the management socket punix: is always there)"
     ))
 }

@@ -24,19 +24,21 @@
 
 mod handle;
 mod stats;
+mod stream;
 
 use crate::access::{bind_socket, check_peer};
-use crate::config::Target;
+use crate::config::{SslFiles, Target};
 use crate::workers::Switch;
 use handle::handle;
 use nix::poll::{poll, PollFd, PollFlags};
 use nix::unistd::Gid;
-use std::io::{ErrorKind, Read, Write};
+use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::net::{UnixDatagram, UnixListener, UnixStream};
+use std::os::unix::net::{UnixDatagram, UnixListener};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use stream::{Stream, Tls};
 use tunlab_wire::openflow::{self as of, Message};
 
 /// Bytes a connection may have sent and not yet been answered for.
@@ -59,45 +61,6 @@ fn ours() -> u32 {
     of::version_bitmap(&[of::OF10, of::OF13])
 }
 
-/// A connection's byte stream.
-enum Stream {
-    Unix(UnixStream),
-    Tcp(TcpStream),
-}
-
-impl Stream {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        match self {
-            Stream::Unix(s) => s.as_fd(),
-            Stream::Tcp(s) => s.as_fd(),
-        }
-    }
-    fn set_nonblocking(&self, on: bool) -> std::io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.set_nonblocking(on),
-            Stream::Tcp(s) => s.set_nonblocking(on),
-        }
-    }
-    fn set_write_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.set_write_timeout(t),
-            Stream::Tcp(s) => s.set_write_timeout(t),
-        }
-    }
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.read(buf),
-            Stream::Tcp(s) => s.read(buf),
-        }
-    }
-    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.write_all(buf),
-            Stream::Tcp(s) => s.write_all(buf),
-        }
-    }
-}
-
 /// One OpenFlow connection.
 struct Conn {
     stream: Stream,
@@ -115,11 +78,17 @@ struct Conn {
     /// When the peer last said anything, and whether it was asked since.
     heard: Instant,
     probed: bool,
+    /// Our HELLO went out (on TLS, once the handshake is done).
+    hello_sent: bool,
+    /// The controller's address, for the log.
+    peer: Option<SocketAddr>,
 }
 
 impl Conn {
     fn new(stream: Stream, controller: bool, active: Option<usize>) -> Conn {
         Conn {
+            hello_sent: false,
+            peer: None,
             stream,
             rx: Vec::new(),
             version: None,
@@ -138,15 +107,17 @@ enum Next {
     Close,
 }
 
-/// A listening socket: the management socket, or a `ptcp:` one.
+/// A listening socket: the management socket, a `ptcp:` or a `pssl:` one.
 enum Listener {
     Unix(UnixListener),
     Tcp(TcpListener),
+    Tls(TcpListener),
 }
 
-/// A `tcp:` controller and when to try it next.
+/// A `tcp:` or `ssl:` controller and when to try it next.
 struct Active {
     addr: SocketAddr,
+    tls: bool,
     connected: bool,
     next_try: Instant,
     backoff: Duration,
@@ -155,6 +126,8 @@ struct Active {
 /// The listening sockets, the `tcp:` controllers and every connection.
 pub struct MgmtServer {
     listeners: Vec<Listener>,
+    /// The `[ssl]` key and certificates, when a controller uses TLS.
+    tls: Option<Tls>,
     active: Vec<Active>,
     path: PathBuf,
     group: Option<Gid>,
@@ -205,32 +178,45 @@ pub fn datapath_id(name: &str) -> u64 {
 
 impl MgmtServer {
     /// Listen at `path` for node `name` (access as the control socket's:
-    /// 0600, or 0660 for `group`), on every `ptcp:` target, and get ready
-    /// to connect to every `tcp:` one.
+    /// 0600, or 0660 for `group`), on every `ptcp:` and `pssl:` target,
+    /// and get ready to connect to every `tcp:` and `ssl:` one; `ssl`
+    /// (the `[ssl]` table) is read when a target needs it.
     pub fn bind(
         path: &Path,
         group: Option<&str>,
         name: &str,
         targets: &[Target],
+        ssl: Option<&SslFiles>,
     ) -> std::io::Result<MgmtServer> {
+        let tls = match (targets.iter().any(Target::is_tls), ssl) {
+            (false, _) => None,
+            (true, Some(files)) => Some(Tls::load(files)?),
+            (true, None) => {
+                return Err(std::io::Error::new(
+                    ErrorKind::InvalidInput,
+                    "ssl: and pssl: need the [ssl] table",
+                ))
+            }
+        };
         let (listener, group) = bind_socket(path, group)?;
         listener.set_nonblocking(true)?;
         let mut listeners = vec![Listener::Unix(listener)];
         let mut active = Vec::new();
         for t in targets {
             match *t {
-                Target::PTcp(addr) => {
-                    let l = TcpListener::bind(addr).map_err(|e| {
-                        std::io::Error::new(
-                            e.kind(),
-                            format!("ptcp:{}:{}: {e}", addr.port(), addr.ip()),
-                        )
-                    })?;
+                Target::PTcp(addr) | Target::PSsl(addr) => {
+                    let l = TcpListener::bind(addr)
+                        .map_err(|e| std::io::Error::new(e.kind(), format!("{t}: {e}")))?;
                     l.set_nonblocking(true)?;
-                    listeners.push(Listener::Tcp(l));
+                    listeners.push(if t.is_tls() {
+                        Listener::Tls(l)
+                    } else {
+                        Listener::Tcp(l)
+                    });
                 }
-                Target::Tcp(addr) => active.push(Active {
+                Target::Tcp(addr) | Target::Ssl(addr) => active.push(Active {
                     addr,
+                    tls: t.is_tls(),
                     connected: false,
                     next_try: Instant::now(),
                     backoff: BACKOFF_MIN,
@@ -242,6 +228,7 @@ impl MgmtServer {
         packet_in_tx.set_nonblocking(true)?;
         Ok(MgmtServer {
             listeners,
+            tls,
             active,
             path: path.to_path_buf(),
             group,
@@ -292,7 +279,7 @@ impl MgmtServer {
             fds.extend(self.listeners.iter().map(|l| {
                 let fd = match l {
                     Listener::Unix(l) => l.as_fd(),
-                    Listener::Tcp(l) => l.as_fd(),
+                    Listener::Tcp(l) | Listener::Tls(l) => l.as_fd(),
                 };
                 PollFd::new(fd, PollFlags::POLLIN)
             }));
@@ -313,6 +300,7 @@ impl MgmtServer {
         // one does not shift the others' places.
         for i in (0..ready.len()).rev() {
             if ready[i] && matches!(self.read(i, sw), Next::Close) {
+                self.refused_if_handshaking(i, sw, "the handshake failed");
                 self.close(i);
             }
         }
@@ -334,8 +322,27 @@ impl MgmtServer {
                 self.accept(i);
             }
         }
-        self.probe();
+        self.probe(sw);
         others_ready
+    }
+
+    /// A TLS connection closed before its handshake was done is a
+    /// controller refused: counted, and logged with its address.
+    fn refused_if_handshaking(&mut self, i: usize, sw: &mut Switch, why: &str) {
+        let c = &self.conns[i];
+        if !c.stream.handshaking() {
+            return;
+        }
+        *sw.openflow_refused.entry("tls").or_default() += 1;
+        let peer = c.peer.map(|p| p.to_string()).unwrap_or_default();
+        crate::tl_log!(
+            Warning,
+            "openflow_refused",
+            format!("tunlab switch {}: OpenFlow over TLS from {peer} refused: {why}", sw.name);
+            node = sw.name,
+            peer = peer,
+            reason = "tls"
+        );
     }
 
     /// Take connection `i` away; a `tcp:` controller's is tried again
@@ -348,7 +355,7 @@ impl MgmtServer {
         }
     }
 
-    /// Connect to the `tcp:` controllers that are due.
+    /// Connect to the `tcp:` and `ssl:` controllers that are due.
     fn connect_controllers(&mut self) {
         let now = Instant::now();
         for (i, a) in self.active.iter_mut().enumerate() {
@@ -357,11 +364,16 @@ impl MgmtServer {
             }
             let stream = TcpStream::connect_timeout(&a.addr, CONNECT_TIMEOUT)
                 .and_then(|s| s.set_nodelay(true).map(|()| s))
-                .and_then(|s| s.set_nonblocking(true).map(|()| s));
+                .and_then(|s| s.set_nonblocking(true).map(|()| s))
+                .and_then(|s| match (&self.tls, a.tls) {
+                    (Some(tls), true) => tls.connect(s, a.addr),
+                    _ => Ok(Stream::Tcp(s)),
+                });
             match stream {
                 Ok(s) => {
-                    let mut c = Conn::new(Stream::Tcp(s), true, Some(i));
-                    if send(&mut c, &of::hello(of::OF13, ours(), 0)).is_ok() {
+                    let mut c = Conn::new(s, true, Some(i));
+                    c.peer = Some(a.addr);
+                    if say_hello(&mut c).is_ok() {
                         a.connected = true;
                         a.backoff = BACKOFF_MIN;
                         self.conns.push(c);
@@ -379,16 +391,23 @@ impl MgmtServer {
 
     fn accept(&mut self, li: usize) {
         loop {
-            let (stream, controller) = match &self.listeners[li] {
+            let (stream, peer) = match &self.listeners[li] {
                 Listener::Unix(l) => match l.accept() {
-                    Ok((s, _)) if check_peer(&s, self.group).is_ok() => (Stream::Unix(s), false),
+                    Ok((s, _)) if check_peer(&s, self.group).is_ok() => (Stream::Unix(s), None),
                     Ok(_) => continue,
                     Err(_) => return,
                 },
-                Listener::Tcp(l) => match l.accept() {
-                    Ok((s, _)) => {
+                Listener::Tcp(l) | Listener::Tls(l) => match l.accept() {
+                    Ok((s, peer)) => {
                         let _ = s.set_nodelay(true);
-                        (Stream::Tcp(s), true)
+                        let s = match (&self.listeners[li], &self.tls) {
+                            (Listener::Tls(_), Some(tls)) => match tls.accept(s) {
+                                Ok(s) => s,
+                                Err(_) => continue,
+                            },
+                            _ => Stream::Tcp(s),
+                        };
+                        (s, Some(peer))
                     }
                     Err(_) => return,
                 },
@@ -396,9 +415,9 @@ impl MgmtServer {
             if self.conns.len() >= MAX_CONNECTIONS || stream.set_nonblocking(true).is_err() {
                 continue;
             }
-            let mut c = Conn::new(stream, controller, None);
-            // Both ends say HELLO first, without waiting (1.3 § 6.3.1).
-            if send(&mut c, &of::hello(of::OF13, ours(), 0)).is_ok() {
+            let mut c = Conn::new(stream, peer.is_some(), None);
+            c.peer = peer;
+            if say_hello(&mut c).is_ok() {
                 self.conns.push(c);
             }
         }
@@ -479,12 +498,18 @@ impl MgmtServer {
         }
     }
 
-    /// Ask idle controllers whether they are there; drop the silent.
-    fn probe(&mut self) {
+    /// Ask idle controllers whether they are there; drop the silent, and
+    /// a TLS handshake not done within the probe interval.
+    fn probe(&mut self, sw: &mut Switch) {
         let now = Instant::now();
         for i in (0..self.conns.len()).rev() {
             let c = &mut self.conns[i];
             if !c.controller || now.duration_since(c.heard) < PROBE_INTERVAL {
+                continue;
+            }
+            if c.stream.handshaking() {
+                self.refused_if_handshaking(i, sw, "no handshake within 5 s");
+                self.close(i);
                 continue;
             }
             let gone = if c.probed {
@@ -520,6 +545,9 @@ impl MgmtServer {
             if c.rx.len() > MAX_BUFFERED {
                 return Next::Close;
             }
+        }
+        if !c.hello_sent && say_hello(c).is_err() {
+            return Next::Close;
         }
         // The buffer is taken out while its messages are answered (the
         // answers need the connection), and what is left put back.
@@ -560,12 +588,21 @@ impl Drop for MgmtServer {
     }
 }
 
+/// Both ends say HELLO first, without waiting (1.3 § 6.3.1); on TLS,
+/// once the handshake is done (until then this does nothing).
+fn say_hello(c: &mut Conn) -> std::io::Result<()> {
+    if c.hello_sent || c.stream.handshaking() {
+        return Ok(());
+    }
+    c.hello_sent = true;
+    send(c, &of::hello(of::OF13, ours(), 0))
+}
+
 /// Write a whole message; a peer that does not read is dropped rather
 /// than waited for.
 fn send(c: &mut Conn, m: &[u8]) -> std::io::Result<()> {
     c.stream.set_nonblocking(false)?;
-    c.stream
-        .set_write_timeout(Some(Duration::from_millis(500)))?;
+    c.stream.set_timeouts(Some(Duration::from_millis(500)))?;
     let r = c.stream.write_all(m);
     c.stream.set_nonblocking(true)?;
     r

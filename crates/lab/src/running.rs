@@ -361,8 +361,33 @@ fn setup_tunlab(
     for ctl in r.ctls.clone() {
         wait_for_ctl(&ctl, Duration::from_secs(20), || r.exited())?;
     }
+    if v == Variant::TunlabEbpfGeneveScraped {
+        for h in &topo.h {
+            // One scrape must work before the loop is trusted to.
+            let page = h.run(&["bash", "-c", SCRAPE_ONCE])?;
+            if !page.contains("tunlab_port_receive_packets_total") {
+                return Err(LabError::Setup(format!(
+                    "{}: {METRICS_AT} did not serve the metrics: {}",
+                    v.name(),
+                    page.lines().next().unwrap_or("nothing")
+                )));
+            }
+            r.daemons.push(h.spawn_daemon(&[
+                "bash",
+                "-c",
+                &format!("while :; do {{ {SCRAPE_ONCE}; }} >/dev/null 2>&1; sleep 1; done"),
+            ])?);
+        }
+    }
     Ok(())
 }
+
+/// Where the scraped variant serves its metrics (on each host).
+const METRICS_AT: &str = "127.0.0.1:9476";
+
+/// One Prometheus-like scrape with bash alone (`/dev/tcp`): GET
+/// /metrics, the whole answer read.
+const SCRAPE_ONCE: &str = "exec 3<>/dev/tcp/127.0.0.1/9476 && printf 'GET /metrics HTTP/1.1\\r\\nHost: lab\\r\\nConnection: close\\r\\n\\r\\n' >&3 && cat <&3; exec 3<&-";
 
 /// A macvlan of host `i`'s underlay NIC (bridge mode), moved into the
 /// namespace `into` as `name`, with `mtu`, up.
@@ -601,10 +626,13 @@ fn tunlab_config(
     };
     // The kernel datapath: tenants on veth ports (named as the TAP is, so
     // that the tenant's side of every tunlab variant looks the same).
-    let (datapath, port_type) = if v.is_ebpf() {
-        ("datapath = \"ebpf\"\n", "veth")
-    } else {
-        ("", "tap")
+    let (datapath, port_type) = match v {
+        Variant::TunlabEbpfGeneveScraped => (
+            "datapath = \"ebpf\"\nmetrics = \"127.0.0.1:9476\"\n",
+            "veth",
+        ),
+        v if v.is_ebpf() => ("datapath = \"ebpf\"\n", "veth"),
+        _ => ("", "tap"),
     };
     format!(
         "[switch]\nname = \"{name}\"\n{datapath}control_socket = \"{ctl}\"\nunderlay_mtu = {UNDERLAY_MTU}\n{workers}{tlv}\nflows = [{flows}]\n\n\

@@ -35,6 +35,10 @@ pub enum Variant {
     TunlabEbpfGre,
     TunlabEbpfNvgre,
     TunlabEbpfQinq,
+    /// `tunlab-ebpf-geneve` with its metrics endpoint on and scraped
+    /// every second on both hosts, as Prometheus would: paired with
+    /// `tunlab-ebpf-geneve`, what a scrape costs the datapath.
+    TunlabEbpfGeneveScraped,
     OvsBridge,
     OvsVxlan,
     OvsGeneve,
@@ -44,7 +48,7 @@ pub enum Variant {
 }
 
 impl Variant {
-    pub const ALL: [Variant; 22] = [
+    pub const ALL: [Variant; 23] = [
         Variant::None,
         Variant::KernelVxlan,
         Variant::KernelVxlanSw,
@@ -61,6 +65,7 @@ impl Variant {
         Variant::TunlabEbpfGre,
         Variant::TunlabEbpfNvgre,
         Variant::TunlabEbpfQinq,
+        Variant::TunlabEbpfGeneveScraped,
         Variant::OvsBridge,
         Variant::OvsVxlan,
         Variant::OvsGeneve,
@@ -87,6 +92,7 @@ impl Variant {
             Variant::TunlabEbpfGre => "tunlab-ebpf-gre",
             Variant::TunlabEbpfNvgre => "tunlab-ebpf-nvgre",
             Variant::TunlabEbpfQinq => "tunlab-ebpf-qinq",
+            Variant::TunlabEbpfGeneveScraped => "tunlab-ebpf-geneve-scraped",
             Variant::OvsBridge => "ovs-bridge",
             Variant::OvsVxlan => "ovs-vxlan",
             Variant::OvsGeneve => "ovs-geneve",
@@ -112,6 +118,7 @@ impl Variant {
             Variant::TunlabGeneve
             | Variant::TunlabGeneveOvn
             | Variant::TunlabEbpfGeneve
+            | Variant::TunlabEbpfGeneveScraped
             | Variant::TunlabEbpfGeneveOvn => "geneve",
             Variant::TunlabVxlan | Variant::TunlabEbpfVxlan => "vxlan",
             Variant::TunlabGre | Variant::TunlabEbpfGre => "gre",
@@ -133,6 +140,7 @@ impl Variant {
             | Variant::TunlabGeneve
             | Variant::TunlabEbpfVxlan
             | Variant::TunlabEbpfGeneve
+            | Variant::TunlabEbpfGeneveScraped
             | Variant::OvsVxlan
             | Variant::OvsGeneve => 50,
             Variant::TunlabGeneveOvn | Variant::TunlabEbpfGeneveOvn | Variant::OvsGeneveOvn => 58,

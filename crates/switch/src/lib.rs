@@ -25,5 +25,6 @@ pub mod node;
 pub mod ofproto;
 pub mod port;
 pub mod profile;
+pub mod reload;
 pub mod stats;
 pub mod workers;

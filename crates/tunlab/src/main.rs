@@ -466,6 +466,13 @@ extern "C" fn on_signal(_: nix::libc::c_int) {
     STOP.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// SIGHUP (`systemctl reload`) came: read the configuration again.
+static RELOAD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_hup(_: nix::libc::c_int) {
+    RELOAD.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 fn run_switch(path: &std::path::Path) -> ExitCode {
     use nix::sys::signal::{signal, SigHandler, Signal};
     let text = match std::fs::read_to_string(path) {
@@ -490,10 +497,15 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    for s in [Signal::SIGINT, Signal::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is
+    let handlers: [(Signal, extern "C" fn(nix::libc::c_int)); 3] = [
+        (Signal::SIGINT, on_signal),
+        (Signal::SIGTERM, on_signal),
+        (Signal::SIGHUP, on_hup),
+    ];
+    for (s, h) in handlers {
+        // SAFETY: the handlers only store to an atomic, which is
         // async-signal-safe; nothing else is replaced.
-        if let Err(e) = unsafe { signal(s, SigHandler::Handler(on_signal)) } {
+        if let Err(e) = unsafe { signal(s, SigHandler::Handler(h)) } {
             eprintln!("tunlab switch: cannot handle {s}: {e}");
             sw.stop();
             return ExitCode::FAILURE;
@@ -577,7 +589,46 @@ fn run_switch(path: &std::path::Path) -> ExitCode {
     if let Err(e) = notify::notify(&status) {
         eprintln!("tunlab switch: cannot tell the service manager it is ready: {e}");
     }
-    serve(sw, &ctl, &mut mgmt, metrics.as_mut())
+    serve(sw, &ctl, &mut mgmt, metrics.as_mut(), (path, cfg))
+}
+
+/// `systemctl reload`: the file read again and what changed applied
+/// ([`tunlab_switch::reload`]), the service manager told; a file that
+/// does not read changes nothing and says why.
+fn reload(
+    path: &std::path::Path,
+    cfg: &mut tunlab_switch::config::Config,
+    sw: &mut tunlab_switch::workers::Switch,
+) {
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .map(|t| t.tv_sec() as u64 * 1_000_000 + t.tv_nsec() as u64 / 1000)
+        .unwrap_or(0);
+    let _ = notify::notify(&format!("RELOADING=1\nMONOTONIC_USEC={now}"));
+    let new = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: {e}", path.display()))
+        .and_then(|t| {
+            tunlab_switch::config::parse(&t, &path.display().to_string()).map_err(|e| e.to_string())
+        });
+    match new {
+        Ok(new) => {
+            let r = tunlab_switch::reload::apply(cfg, &new, sw);
+            tunlab_switch::tl_log!(
+                Info,
+                "config_reloaded",
+                format!("tunlab switch: node '{}' reloaded {}: {}", sw.name, path.display(), r.summary());
+                node = sw.name,
+                failed = r.failed.len(),
+                need_restart = r.need_restart.join(",")
+            );
+        }
+        Err(e) => tunlab_switch::tl_log!(
+            Error,
+            "config_reload_failed",
+            format!("tunlab switch: node '{}' kept its configuration: {e}", sw.name);
+            node = sw.name
+        ),
+    }
+    let _ = notify::notify("READY=1");
 }
 
 /// The controllers and the metrics endpoint, for the start's log line.
@@ -618,9 +669,14 @@ fn serve(
     ctl: &tunlab_switch::ctl::CtlServer,
     mgmt: &mut tunlab_switch::mgmt::MgmtServer,
     mut metrics: Option<&mut tunlab_switch::metrics::MetricsServer>,
+    (path, mut cfg): (&std::path::Path, tunlab_switch::config::Config),
 ) -> ExitCode {
     let mut code = ExitCode::SUCCESS;
     while !STOP.load(std::sync::atomic::Ordering::Relaxed) {
+        if RELOAD.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            reload(path, &mut cfg, &mut sw);
+            mgmt.ports_changed(&mut sw);
+        }
         use std::os::fd::AsFd;
         let mut others = vec![ctl.listener().as_fd()];
         others.extend(metrics.as_ref().map(|m| m.listener().as_fd()));

@@ -318,3 +318,116 @@ fn metrics_are_scraped_and_parsed_by_prometheus_client() {
     let _ = trickle.wait_with_output();
     drop((s1.stop(), s2.stop()));
 }
+
+/// `systemctl reload` sends SIGHUP: the node reads its file again and
+/// applies what can change while it runs (a port added, then removed; a
+/// rule of the file added, then deleted), leaves the rules added at run
+/// time alone, names what waits for a restart (`workers`), and keeps
+/// everything when the file does not read, while the tenants' traffic
+/// goes on.
+#[test]
+fn sighup_applies_the_changed_file_and_names_what_waits_for_a_restart() {
+    let l = lab();
+    let (c1, c2) = pair_configs(&l, "geneve");
+    let (s1, s2) = start_pair(&l, &c1, &c2);
+    let file = l.dir.join("n1.toml");
+    let original = std::fs::read_to_string(&file).unwrap();
+    let (ok, _, err) = ctl(
+        s1.ctl_path(),
+        &["add-flow", "priority=9,udp,tp_dst=9 actions=drop"],
+    );
+    assert!(ok, "{err}");
+    let hup = || {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(s1.pid() as i32),
+            nix::sys::signal::Signal::SIGHUP,
+        )
+        .unwrap()
+    };
+    // Wait until `show` says what `done` wants (a reload is applied on the
+    // switch's next turn, within 100 ms).
+    let until = |what: &str, done: &dyn Fn(&str) -> bool| -> String {
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let (_, show, _) = ctl(s1.ctl_path(), &["show"]);
+            let (_, flows, _) = ctl(s1.ctl_path(), &["dump-flows"]);
+            let both = show + &flows;
+            if done(&both) {
+                return both;
+            }
+            assert!(std::time::Instant::now() < end, "{what}: {both}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let tap = format!("tlr{}", std::process::id() % 100_000);
+    let grown = original
+        .replacen("[switch]\n", "[switch]\nworkers = 2\n", 1)
+        .replacen(
+            "flows = [\n",
+            "flows = [\n  \"priority=60,udp,tp_dst=60 actions=drop\",\n",
+            1,
+        )
+        + &format!("\n[[port]]\nname = \"{tap}\"\nofport = 5\ntype = \"tap\"\n");
+    std::fs::write(&file, &grown).unwrap();
+    hup();
+    let now = until("the added port and rule", &|s| {
+        s.contains(&tap) && s.contains("priority=60,udp")
+    });
+    assert!(
+        now.contains("priority=9,udp"),
+        "the run-time rule went: {now}"
+    );
+    assert!(l.hv1.ip(&["link", "show", &tap]).is_ok(), "no TAP {tap}");
+    traffic_both_ways(&l, "after the first reload");
+
+    // Back to the original file: the port and the file's rule go, the
+    // run-time rule stays.
+    std::fs::write(&file, &original).unwrap();
+    hup();
+    let now = until("the port and rule removed", &|s| {
+        !s.contains(&tap) && !s.contains("priority=60,udp")
+    });
+    assert!(
+        now.contains("priority=9,udp"),
+        "the run-time rule went: {now}"
+    );
+    assert!(l.hv1.ip(&["link", "show", &tap]).is_err(), "TAP {tap} left");
+
+    // A file that does not read changes nothing.
+    std::fs::write(&file, "[switch]\nname = \n").unwrap();
+    hup();
+    std::thread::sleep(Duration::from_millis(500));
+    let (ok, show, _) = ctl(s1.ctl_path(), &["show"]);
+    assert!(
+        ok && show.contains("tap-n1") && show.contains("t-n1"),
+        "{show}"
+    );
+    traffic_both_ways(&l, "after a reload of a broken file");
+    std::fs::write(&file, &original).unwrap();
+
+    let log = s1.stop();
+    let reloads: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("event=config_reloaded"))
+        .collect();
+    assert_eq!(reloads.len(), 2, "{log}");
+    assert!(
+        reloads[0].contains(&format!("ports added: {tap}"))
+            && reloads[0].contains("1 added or replaced")
+            && reloads[0].contains("not applied until a restart: workers"),
+        "{}",
+        reloads[0]
+    );
+    assert!(
+        reloads[1].contains(&format!("removed: {tap}"))
+            && reloads[1].contains("1 deleted")
+            && !reloads[1].contains("not applied until a restart"),
+        "{}",
+        reloads[1]
+    );
+    assert!(
+        log.contains("event=config_reload_failed") && log.contains("n1.toml"),
+        "{log}"
+    );
+    drop(s2.stop());
+}

@@ -194,6 +194,15 @@ fn the_package_installs_runs_a_node_and_purges_clean() {
         "metrics: {families}"
     );
 
+    // systemctl reload: ExecReload with $MAINPID filled in, then
+    // RELOADING=1 and READY=1 from the switch.
+    let reload = unit_value(&unit, "ExecReload").replace("$MAINPID", &child.id().to_string());
+    let argv: Vec<&str> = reload.split_whitespace().collect();
+    let (ok, out) = run(&argv);
+    assert!(ok, "{reload}: {out}");
+    wait_for(&notify, "RELOADING=1", child);
+    wait_for(&notify, "READY=1", child);
+
     // systemctl stop: SIGTERM, STOPPING=1, a normal exit.
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
@@ -215,7 +224,11 @@ fn the_package_installs_runs_a_node_and_purges_clean() {
             "not a journald line: {line:?}"
         );
     }
-    for event in ["event=node_running", "event=node_stopped"] {
+    for event in [
+        "event=node_running",
+        "event=config_reloaded",
+        "event=node_stopped",
+    ] {
         assert!(log.contains(event), "no {event} in: {log}");
     }
     let _ = std::fs::remove_file(&notify_path);

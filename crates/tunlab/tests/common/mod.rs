@@ -228,7 +228,6 @@ pub fn pair_configs(l: &Lab, kind: &str) -> (String, String) {
     )
 }
 
-/// Run `f` in a thread inside namespace `ns`.
 /// Retries a socket call that the kernel interrupted. A socket with a
 /// read timeout is never restarted after a stop and continue (signal(7)),
 /// even with no handler installed: CI saw a test's reader fail with EINTR.
@@ -241,6 +240,7 @@ pub fn retry_eintr<T>(mut call: impl FnMut() -> std::io::Result<T>) -> std::io::
     }
 }
 
+/// Run `f` in a thread inside namespace `ns`.
 pub fn in_ns<T: Send + 'static>(
     ns: &str,
     f: impl FnOnce() -> T + Send + 'static,

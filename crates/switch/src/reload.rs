@@ -119,7 +119,7 @@ pub fn apply(running: &mut Config, new: &Config, sw: &mut Switch) -> Reloaded {
     }) {
         let sel = Selector {
             table: Some(gone.table),
-            m: gone.m.clone(),
+            m: gone.m,
             strict: Some(gone.priority),
             cookie: None,
         };

@@ -449,6 +449,87 @@ fn restart_after_kill_keeps_the_stream() {
     s2.stop();
 }
 
+/// `systemctl restart` of the packaged unit (its `ExecStart` has
+/// `--keep-datapath`): SIGTERM under a TCP stream, a normal exit that
+/// leaves the pinned datapath forwarding, a new start that adopts it, and
+/// the stream never stops. `--cleanup` then removes what the last stop
+/// kept, and refuses while the node runs.
+#[test]
+fn a_stop_with_keep_datapath_then_a_start_keeps_the_stream() {
+    let l = lab();
+    let (c1, c2) = pair_configs(&l, "geneve");
+    let (c1, c2) = (on_kernel(&c1), on_kernel(&c2));
+    let keep = ["--keep-datapath"];
+    let s1 = Switch::start_with(l.hv1.name(), &c1, &l.dir, "n1", &keep);
+    let s2 = Switch::start(l.hv2.name(), &c2, &l.dir, "n2");
+    s1.wait_ready();
+    s2.wait_ready();
+    traffic_both_ways(&l, "before the restart");
+    let pins = pins_of(std::path::Path::new("/sys/fs/bpf/tunlab"), &l.hv1, "n1");
+
+    let stream = iperf3_intervals(&l, 5);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let said = s1.stop();
+    assert!(said.contains("event=datapath_kept"), "{said}");
+    assert!(pins.join("tl_flows").exists(), "the stop removed the pins");
+    let down = counter_while_down(&l);
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let s1 = Switch::start_with(l.hv1.name(), &c1, &l.dir, "n1", &keep);
+    s1.wait_ready();
+    let intervals = stream.join().expect("the TCP connection survived");
+    let empty = empty_intervals(&intervals);
+    eprintln!(
+        "stop and start: {} intervals of 100 ms, without data: {empty:?}; while stopped the kernel carried {down} packets",
+        intervals.len()
+    );
+    assert!(intervals.len() >= 45, "{intervals:?}");
+    assert!(
+        empty.is_empty(),
+        "intervals without data {empty:?}: {intervals:?}"
+    );
+    assert!(down > 0, "nothing forwarded while the switch was stopped");
+    traffic_both_ways(&l, "after the restart");
+
+    let cleanup = |ns: &str| {
+        std::process::Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                ns,
+                env!("CARGO_BIN_EXE_tunlab"),
+                "switch",
+                "--config",
+            ])
+            .arg(l.dir.join("n1.toml"))
+            .arg("--cleanup")
+            .output()
+            .unwrap()
+    };
+    let busy = cleanup(l.hv1.name());
+    let text = String::from_utf8_lossy(&busy.stderr);
+    assert!(
+        !busy.status.success() && text.contains("is running"),
+        "{text}"
+    );
+    let said = s1.stop();
+    assert!(
+        said.contains("adopting the kernel datapath pinned at"),
+        "{said}"
+    );
+    assert!(pins.exists(), "the second stop removed the pins");
+    let done = cleanup(l.hv1.name());
+    let text = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{text}");
+    assert!(!pins.exists(), "{} left behind", pins.display());
+    let net = attached_programs(&l.hv1, &[]);
+    assert!(!net.contains("tl_"), "programs left attached in hv1: {net}");
+    assert!(
+        l.hv1.ip(&["link", "show", "tap-n1"]).is_err(),
+        "the veth port left"
+    );
+    s2.stop();
+}
+
 /// A restart with changed rules (same megaflow mask, one action changed):
 /// the adopted flow whose action changed takes the new one in place, the
 /// other is kept, and the new rule holds at once.

@@ -25,6 +25,17 @@ pub struct Switch {
 
 impl Switch {
     pub fn start(ns: &str, config: &str, dir: &std::path::Path, name: &str) -> Switch {
+        Switch::start_with(ns, config, dir, name, &[])
+    }
+
+    /// [`Switch::start`] with more arguments (`--keep-datapath`).
+    pub fn start_with(
+        ns: &str,
+        config: &str,
+        dir: &std::path::Path,
+        name: &str,
+        more: &[&str],
+    ) -> Switch {
         let path = dir.join(format!("{name}.toml"));
         // Each switch gets its own control socket, so parallel tests never
         // share /run/tunlab/NAME.ctl.
@@ -51,6 +62,7 @@ impl Switch {
                 "--config",
             ])
             .arg(&path)
+            .args(more)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

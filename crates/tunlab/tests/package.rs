@@ -2,8 +2,10 @@
 //! `scripts/package`, installed with `dpkg -i`, a node started by the
 //! unit's own ExecStart the way systemd would (this machine kind runs no
 //! systemd: see docs/operations.md), checked (ready, `tunlab ctl show`,
-//! metrics), stopped, and purged, leaving nothing behind. Needs root and
-//! dpkg; runs alone (it installs into /usr and /etc).
+//! metrics, reload), stopped; a kernel-datapath node stopped and started
+//! again keeping its datapath (the unit's --keep-datapath); then purged,
+//! leaving nothing behind. Needs root and dpkg; runs alone (it installs
+//! into /usr and /etc).
 
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
@@ -33,6 +35,11 @@ fn installed() -> bool {
 struct Cleanup {
     config: PathBuf,
     node: Option<std::process::Child>,
+    /// The kernel-datapath node's file and its tenant's namespace.
+    kernel_config: Option<PathBuf>,
+    netns: Option<String>,
+    /// The test's node mounted the host's bpffs: unmount it at the end.
+    unmount_bpffs: bool,
 }
 
 impl Drop for Cleanup {
@@ -42,10 +49,36 @@ impl Drop for Cleanup {
             let _ = n.wait();
         }
         let _ = std::fs::remove_file(&self.config);
+        // The package's prerm removes a kept datapath while its file is
+        // there.
         if installed() {
             let _ = run(&["dpkg", "--purge", "tunlab"]);
         }
+        if let Some(k) = &self.kernel_config {
+            let _ = std::fs::remove_file(k);
+            let _ = std::fs::remove_dir("/etc/tunlab");
+        }
+        if let Some(ns) = &self.netns {
+            let _ = run(&["ip", "netns", "del", ns]);
+        }
+        if self.unmount_bpffs && bpffs_mounted() {
+            let _ = run(&["umount", "/sys/fs/bpf"]);
+        }
     }
+}
+
+/// Whether the host's /sys/fs/bpf is a bpffs.
+fn bpffs_mounted() -> bool {
+    std::fs::read_to_string("/proc/self/mounts")
+        .is_ok_and(|m| m.lines().any(|l| l.contains(" /sys/fs/bpf bpf ")))
+}
+
+/// Whether node `name` has pins on the host's bpffs
+/// (`/sys/fs/bpf/tunlab/netns-COOKIE/NAME`).
+fn pinned(name: &str) -> bool {
+    std::fs::read_dir("/sys/fs/bpf/tunlab")
+        .map(|d| d.flatten().any(|ns| ns.path().join(name).is_dir()))
+        .unwrap_or(false)
 }
 
 /// A `Key=` line of the unit file (the first).
@@ -53,6 +86,44 @@ fn unit_value<'a>(unit: &'a str, key: &str) -> &'a str {
     unit.lines()
         .find_map(|l| l.strip_prefix(&format!("{key}=")))
         .unwrap_or_else(|| panic!("no {key}= in the unit"))
+}
+
+/// The unit's ExecStart as systemd runs it for instance `node`: %i filled
+/// in, the bounding set and no-new-privileges, a private mount namespace
+/// (ProtectHome makes one), readiness on $NOTIFY_SOCKET at `notify`, and
+/// journald's stream named (the switch then starts each line with its
+/// priority).
+fn exec_start(unit: &str, node: &str, notify: &Path) -> Command {
+    let exec = unit_value(unit, "ExecStart").replace("%i", node);
+    let caps: Vec<String> = unit_value(unit, "CapabilityBoundingSet")
+        .split_whitespace()
+        .map(|c| format!("+{}", c.trim_start_matches("CAP_").to_lowercase()))
+        .collect();
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "slave", "setpriv"])
+        .arg(format!("--bounding-set=-all,{}", caps.join(",")))
+        .args(["--no-new-privs", "--"])
+        .args(exec.split_whitespace())
+        .env("NOTIFY_SOCKET", notify)
+        .env("JOURNAL_STREAM", "0:0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// SIGTERM (`systemctl stop`), STOPPING=1 and a clean exit; the node's
+/// log.
+fn stop(notify: &UnixDatagram, child: &mut std::process::Child) -> String {
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    wait_for(notify, "STOPPING=1", child);
+    let mut log = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        std::io::Read::read_to_string(&mut e, &mut log).unwrap();
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "the node exited with {status}: {log}");
+    log
 }
 
 /// Wait for a datagram on the notify socket that holds `what`.
@@ -89,6 +160,9 @@ fn the_package_installs_runs_a_node_and_purges_clean() {
     let mut cleanup = Cleanup {
         config: config.clone(),
         node: None,
+        kernel_config: None,
+        netns: None,
+        unmount_bpffs: !bpffs_mounted(),
     };
     let (ok, out) = run(&[
         repo.join("scripts/package").to_str().unwrap(),
@@ -149,31 +223,13 @@ fn the_package_installs_runs_a_node_and_purges_clean() {
     assert_ne!(mine, demo);
     std::fs::write(&config, mine).unwrap();
 
-    // ExecStart as systemd runs it: %i filled in, the bounding set and
-    // no-new-privileges, a private mount namespace (ProtectHome makes
-    // one), readiness on $NOTIFY_SOCKET.
-    let exec = unit_value(&unit, "ExecStart").replace("%i", &node);
-    let caps: Vec<String> = unit_value(&unit, "CapabilityBoundingSet")
-        .split_whitespace()
-        .map(|c| format!("+{}", c.trim_start_matches("CAP_").to_lowercase()))
-        .collect();
     let notify_path = std::env::temp_dir().join(format!("{node}.notify"));
     let _ = std::fs::remove_file(&notify_path);
     let notify = UnixDatagram::bind(&notify_path).unwrap();
     notify
         .set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();
-    let mut cmd = Command::new("unshare");
-    cmd.args(["--mount", "--propagation", "slave", "setpriv"])
-        .arg(format!("--bounding-set=-all,{}", caps.join(",")))
-        .args(["--no-new-privs", "--"])
-        .args(exec.split_whitespace())
-        .env("NOTIFY_SOCKET", &notify_path)
-        // systemd's StandardError=journal says so: the switch then starts
-        // each line with its priority.
-        .env("JOURNAL_STREAM", "0:0")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    let mut cmd = exec_start(&unit, &node, &notify_path);
     let child = cleanup.node.insert(cmd.spawn().unwrap());
     let ready = wait_for(&notify, "READY=1", child);
     assert!(ready.contains(&format!("node {node} running")), "{ready}");
@@ -204,16 +260,8 @@ fn the_package_installs_runs_a_node_and_purges_clean() {
     wait_for(&notify, "READY=1", child);
 
     // systemctl stop: SIGTERM, STOPPING=1, a normal exit.
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-    wait_for(&notify, "STOPPING=1", child);
-    let mut log = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        std::io::Read::read_to_string(&mut e, &mut log).unwrap();
-    }
-    let status = child.wait().unwrap();
+    let log = stop(&notify, child);
     cleanup.node = None;
-    assert!(status.success(), "the node exited with {status}: {log}");
     // One line per event, each with its priority and its event's name,
     // the start's and the stop's among them.
     for line in log.lines() {
@@ -231,11 +279,68 @@ fn the_package_installs_runs_a_node_and_purges_clean() {
     ] {
         assert!(log.contains(event), "no {event} in: {log}");
     }
+
+    // A node on the kernel datapath (a veth port): the unit's stop keeps
+    // its datapath (ExecStart has --keep-datapath), so `systemctl
+    // restart` keeps its tenants' connections; the next start adopts it,
+    // and removing the package removes what the last stop kept.
+    let knode = format!("{node}k");
+    let tenant = format!("{node}t");
+    let veth = format!("tlk{}", std::process::id() % 100_000);
+    let (ok, out) = run(&["ip", "netns", "add", &tenant]);
+    assert!(ok, "ip netns add: {out}");
+    cleanup.netns = Some(tenant.clone());
+    let kconfig = PathBuf::from(format!("/etc/tunlab/{knode}.toml"));
+    cleanup.kernel_config = Some(kconfig.clone());
+    std::fs::write(
+        &kconfig,
+        format!(
+            "[switch]\nname = \"{knode}\"\nflows = [\"priority=0 actions=drop\"]\n\n\
+             [[port]]\nname = \"{veth}\"\nofport = 1\ntype = \"veth\"\nnetns = \"{tenant}\"\naddress = \"192.168.77.1/24\"\n"
+        ),
+    )
+    .unwrap();
+    let mut logs = Vec::new();
+    for start in 0..2 {
+        let child = cleanup
+            .node
+            .insert(exec_start(&unit, &knode, &notify_path).spawn().unwrap());
+        wait_for(&notify, "READY=1", child);
+        let log = stop(&notify, child);
+        cleanup.node = None;
+        assert!(log.contains("event=datapath_kept"), "stop {start}: {log}");
+        assert!(pinned(&knode), "stop {start} kept no pins: {log}");
+        assert!(
+            Path::new(&format!("/sys/class/net/{veth}")).exists(),
+            "stop {start} took the veth port: {log}"
+        );
+        logs.push(log);
+    }
+    assert!(
+        logs[1].contains("adopting the kernel datapath pinned at"),
+        "the second start did not adopt: {}",
+        logs[1]
+    );
     let _ = std::fs::remove_file(&notify_path);
 
     std::fs::remove_file(&config).unwrap();
     let (ok, out) = run(&["dpkg", "--purge", "tunlab"]);
     assert!(ok, "dpkg --purge: {out}");
+    // The prerm removed the kept datapath; dpkg leaves the operator's own
+    // file, as it leaves any file it did not install.
+    assert!(!pinned(&knode), "the kept datapath's pins are left");
+    assert!(
+        !Path::new(&format!("/sys/class/net/{veth}")).exists(),
+        "the kept veth port is left"
+    );
+    let left: Vec<_> = std::fs::read_dir("/etc/tunlab")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, [kconfig.file_name().unwrap()]);
+    std::fs::remove_file(&kconfig).unwrap();
+    std::fs::remove_dir("/etc/tunlab").unwrap();
     for gone in [
         "/usr/bin/tunlab".to_string(),
         "/etc/tunlab".to_string(),

@@ -19,16 +19,15 @@ extern "C" fn on_hup(_: nix::libc::c_int) {
     RELOAD.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// The node's file, read and checked; the error names the file.
+fn read_config(path: &std::path::Path) -> Result<tunlab_switch::config::Config, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    tunlab_switch::config::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())
+}
+
 pub(crate) fn run(path: &std::path::Path, keep: bool, cleanup: bool) -> ExitCode {
     use nix::sys::signal::{signal, SigHandler, Signal};
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("tunlab switch: {}: {e}", path.display());
-            return ExitCode::FAILURE;
-        }
-    };
-    let cfg = match tunlab_switch::config::parse(&text, &path.display().to_string()) {
+    let cfg = match read_config(path) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("tunlab switch: {e}");
@@ -186,11 +185,7 @@ fn reload(
         .map(|t| t.tv_sec() as u64 * 1_000_000 + t.tv_nsec() as u64 / 1000)
         .unwrap_or(0);
     let _ = notify::notify(&format!("RELOADING=1\nMONOTONIC_USEC={now}"));
-    let new = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: {e}", path.display()))
-        .and_then(|t| {
-            tunlab_switch::config::parse(&t, &path.display().to_string()).map_err(|e| e.to_string())
-        });
+    let new = read_config(path);
     match new {
         Ok(new) => {
             let r = tunlab_switch::reload::apply(cfg, &new, sw);

@@ -117,6 +117,16 @@ impl MatchDisplay<'_> {
         }
     }
 
+    /// A transport port as OVS writes it: in decimal when exact, in hex
+    /// with its mask (`tp_dst=80`, `tp_dst=0x1000/0xf000`).
+    fn port(&self, out: &mut fmt::Formatter<'_>, name: &str, p: FieldPos) -> fmt::Result {
+        if self.msk(p) == p.max() {
+            write!(out, "{name}={},", self.val(p))
+        } else {
+            self.num(out, name, p)
+        }
+    }
+
     fn v6(&self, hi: FieldPos, lo: FieldPos) -> String {
         let a = Ipv6Addr::from(((self.val(hi) as u128) << 64) | self.val(lo) as u128);
         let mk = ((self.msk(hi) as u128) << 64) | self.msk(lo) as u128;
@@ -196,7 +206,7 @@ impl MatchDisplay<'_> {
     fn l3(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (has, val, msk) = (|p| self.has(p), |p| self.val(p), |p| self.msk(p));
         let v6 = |hi, lo| self.v6(hi, lo);
-        let num = |out: &mut fmt::Formatter<'_>, name: &str, p| self.num(out, name, p);
+        let port = |out: &mut fmt::Formatter<'_>, name: &str, p| self.port(out, name, p);
         if has(f::NW_SRC) {
             write!(out, "nw_src={},", v4(val(f::NW_SRC), msk(f::NW_SRC)))?;
         }
@@ -213,10 +223,10 @@ impl MatchDisplay<'_> {
             write!(out, "nw_tos={},", val(f::NW_TOS))?;
         }
         if has(f::TP_SRC) {
-            num(out, "tp_src", f::TP_SRC)?;
+            port(out, "tp_src", f::TP_SRC)?;
         }
         if has(f::TP_DST) {
-            num(out, "tp_dst", f::TP_DST)?;
+            port(out, "tp_dst", f::TP_DST)?;
         }
         Ok(())
     }

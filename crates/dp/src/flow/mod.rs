@@ -242,6 +242,18 @@ mod tests {
     }
 
     #[test]
+    fn ports_print_as_ovs_prints_them() -> Result<(), FlowError> {
+        // Decimal when exact, hex with a mask (ovs-ofctl dump-flows).
+        for text in [
+            "priority=60,udp,tp_dst=60 actions=drop",
+            "tcp,tp_src=1024,tp_dst=0x1000/0xf000 actions=drop",
+        ] {
+            assert_eq!(format_flow(&parse(text)?, &NumericPorts), text);
+        }
+        Ok(())
+    }
+
+    #[test]
     fn matching() {
         let r = parse("in_port=1,dl_vlan=5 actions=pop_vlan,output:6").unwrap();
         let mut k = FlowKey::default();

@@ -271,7 +271,7 @@ impl MgmtServer {
         if self.ports.is_none() {
             self.ports_changed(sw);
         }
-        self.connect_controllers();
+        self.connect_controllers(sw);
         let (others_ready, listeners_ready, packet_ins, ready) = {
             let mut fds = vec![PollFd::new(self.packet_in_rx.as_fd(), PollFlags::POLLIN)];
             fds.extend(others.iter().map(|o| PollFd::new(*o, PollFlags::POLLIN)));
@@ -330,19 +330,9 @@ impl MgmtServer {
     /// controller refused: counted, and logged with its address.
     fn refused_if_handshaking(&mut self, i: usize, sw: &mut Switch, why: &str) {
         let c = &self.conns[i];
-        if !c.stream.handshaking() {
-            return;
+        if c.stream.handshaking() {
+            refused(sw, c.peer, why);
         }
-        *sw.openflow_refused.entry("tls").or_default() += 1;
-        let peer = c.peer.map(|p| p.to_string()).unwrap_or_default();
-        crate::tl_log!(
-            Warning,
-            "openflow_refused",
-            format!("tunlab switch {}: OpenFlow over TLS from {peer} refused: {why}", sw.name);
-            node = sw.name,
-            peer = peer,
-            reason = "tls"
-        );
     }
 
     /// Take connection `i` away; a `tcp:` controller's is tried again
@@ -355,8 +345,10 @@ impl MgmtServer {
         }
     }
 
-    /// Connect to the `tcp:` and `ssl:` controllers that are due.
-    fn connect_controllers(&mut self) {
+    /// Connect to the `tcp:` and `ssl:` controllers that are due; an
+    /// `ssl:` one whose TLS fails at once is refused as a failed
+    /// handshake is.
+    fn connect_controllers(&mut self, sw: &mut Switch) {
         let now = Instant::now();
         for (i, a) in self.active.iter_mut().enumerate() {
             if a.connected || now < a.next_try || self.conns.len() >= MAX_CONNECTIONS {
@@ -366,7 +358,9 @@ impl MgmtServer {
                 .and_then(|s| s.set_nodelay(true).map(|()| s))
                 .and_then(|s| s.set_nonblocking(true).map(|()| s))
                 .and_then(|s| match (&self.tls, a.tls) {
-                    (Some(tls), true) => tls.connect(s, a.addr),
+                    (Some(tls), true) => tls.connect(s, a.addr).inspect_err(|e| {
+                        refused(sw, Some(a.addr), &format!("the handshake failed: {e}"))
+                    }),
                     _ => Ok(Stream::Tcp(s)),
                 });
             match stream {
@@ -586,6 +580,21 @@ impl Drop for MgmtServer {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// A TLS connection refused (its handshake failed, or did not finish in
+/// time): counted, and logged with the peer's address.
+fn refused(sw: &mut Switch, peer: Option<SocketAddr>, why: &str) {
+    *sw.openflow_refused.entry("tls").or_default() += 1;
+    let peer = peer.map(|p| p.to_string()).unwrap_or_default();
+    crate::tl_log!(
+        Warning,
+        "openflow_refused",
+        format!("tunlab switch {}: OpenFlow over TLS with {peer} refused: {why}", sw.name);
+        node = sw.name,
+        peer = peer,
+        reason = "tls"
+    );
 }
 
 /// Both ends say HELLO first, without waiting (1.3 § 6.3.1); on TLS,

@@ -364,10 +364,11 @@ fn setup_tunlab(
     if v == Variant::TunlabEbpfGeneveScraped {
         for h in &topo.h {
             // One scrape must work before the loop is trusted to.
-            let page = h.run(&["bash", "-c", SCRAPE_ONCE])?;
+            let once = scrape_once();
+            let page = h.run(&["bash", "-c", &once])?;
             if !page.contains("tunlab_port_receive_packets_total") {
                 return Err(LabError::Setup(format!(
-                    "{}: {METRICS_AT} did not serve the metrics: {}",
+                    "{}: 127.0.0.1:{METRICS_PORT} did not serve the metrics: {}",
                     v.name(),
                     page.lines().next().unwrap_or("nothing")
                 )));
@@ -375,19 +376,24 @@ fn setup_tunlab(
             r.daemons.push(h.spawn_daemon(&[
                 "bash",
                 "-c",
-                &format!("while :; do {{ {SCRAPE_ONCE}; }} >/dev/null 2>&1; sleep 1; done"),
+                &format!("while :; do {{ {once}; }} >/dev/null 2>&1; sleep 1; done"),
             ])?);
         }
     }
     Ok(())
 }
 
-/// Where the scraped variant serves its metrics (on each host).
-const METRICS_AT: &str = "127.0.0.1:9476";
+/// The port on 127.0.0.1 where the scraped variant serves its metrics
+/// (on each host).
+const METRICS_PORT: u16 = 9476;
 
 /// One Prometheus-like scrape with bash alone (`/dev/tcp`): GET
 /// /metrics, the whole answer read.
-const SCRAPE_ONCE: &str = "exec 3<>/dev/tcp/127.0.0.1/9476 && printf 'GET /metrics HTTP/1.1\\r\\nHost: lab\\r\\nConnection: close\\r\\n\\r\\n' >&3 && cat <&3; exec 3<&-";
+fn scrape_once() -> String {
+    format!(
+        "exec 3<>/dev/tcp/127.0.0.1/{METRICS_PORT} && printf 'GET /metrics HTTP/1.1\\r\\nHost: lab\\r\\nConnection: close\\r\\n\\r\\n' >&3 && cat <&3; exec 3<&-"
+    )
+}
 
 /// A macvlan of host `i`'s underlay NIC (bridge mode), moved into the
 /// namespace `into` as `name`, with `mtu`, up.
@@ -628,11 +634,11 @@ fn tunlab_config(
     // that the tenant's side of every tunlab variant looks the same).
     let (datapath, port_type) = match v {
         Variant::TunlabEbpfGeneveScraped => (
-            "datapath = \"ebpf\"\nmetrics = \"127.0.0.1:9476\"\n",
+            format!("datapath = \"ebpf\"\nmetrics = \"127.0.0.1:{METRICS_PORT}\"\n"),
             "veth",
         ),
-        v if v.is_ebpf() => ("datapath = \"ebpf\"\n", "veth"),
-        _ => ("", "tap"),
+        v if v.is_ebpf() => ("datapath = \"ebpf\"\n".to_string(), "veth"),
+        _ => (String::new(), "tap"),
     };
     format!(
         "[switch]\nname = \"{name}\"\n{datapath}control_socket = \"{ctl}\"\nunderlay_mtu = {UNDERLAY_MTU}\n{workers}{tlv}\nflows = [{flows}]\n\n\

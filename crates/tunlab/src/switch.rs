@@ -19,6 +19,15 @@ extern "C" fn on_hup(_: nix::libc::c_int) {
     RELOAD.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// The node's control socket: the file's `control_socket`, or
+/// `/run/tunlab/NAME.ctl`.
+fn ctl_path(cfg: &tunlab_switch::config::Config) -> PathBuf {
+    cfg.control_socket
+        .as_ref()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::default_socket(&cfg.name))
+}
+
 /// The node's file, read and checked; the error names the file.
 fn read_config(path: &std::path::Path) -> Result<tunlab_switch::config::Config, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -59,11 +68,7 @@ pub(crate) fn run(path: &std::path::Path, keep: bool, cleanup: bool) -> ExitCode
             return ExitCode::FAILURE;
         }
     }
-    let ctl_path = cfg
-        .control_socket
-        .as_ref()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| crate::default_socket(&cfg.name));
+    let ctl_path = ctl_path(&cfg);
     let ctl = match tunlab_switch::ctl::CtlServer::bind(&ctl_path, cfg.control_group.as_deref()) {
         Ok(c) => c,
         Err(e) => {
@@ -144,11 +149,7 @@ pub(crate) fn run(path: &std::path::Path, keep: bool, cleanup: bool) -> ExitCode
 /// `--cleanup`: the node's kept datapath adopted, then stopped the normal
 /// way, which removes its pins, programs and veth ports.
 fn clean_up(path: &std::path::Path, cfg: &tunlab_switch::config::Config) -> ExitCode {
-    let ctl_path = cfg
-        .control_socket
-        .as_ref()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| crate::default_socket(&cfg.name));
+    let ctl_path = ctl_path(cfg);
     if std::os::unix::net::UnixStream::connect(&ctl_path).is_ok() {
         eprintln!(
             "tunlab switch --cleanup: node '{}' is running (its control socket {} answers): stop it first",
@@ -185,8 +186,7 @@ fn reload(
         .map(|t| t.tv_sec() as u64 * 1_000_000 + t.tv_nsec() as u64 / 1000)
         .unwrap_or(0);
     let _ = notify::notify(&format!("RELOADING=1\nMONOTONIC_USEC={now}"));
-    let new = read_config(path);
-    match new {
+    match read_config(path) {
         Ok(new) => {
             let r = tunlab_switch::reload::apply(cfg, &new, sw);
             tunlab_switch::tl_log!(

@@ -491,16 +491,7 @@ fn a_stop_with_keep_datapath_then_a_start_keeps_the_stream() {
     traffic_both_ways(&l, "after the restart");
 
     let cleanup = |ns: &str| {
-        std::process::Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                ns,
-                env!("CARGO_BIN_EXE_tunlab"),
-                "switch",
-                "--config",
-            ])
-            .arg(l.dir.join("n1.toml"))
+        switch_command(ns, &l.dir.join("n1.toml"))
             .arg("--cleanup")
             .output()
             .unwrap()

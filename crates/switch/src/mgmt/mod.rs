@@ -391,21 +391,22 @@ impl MgmtServer {
                     Ok(_) => continue,
                     Err(_) => return,
                 },
-                Listener::Tcp(l) | Listener::Tls(l) => match l.accept() {
-                    Ok((s, peer)) => {
-                        let _ = s.set_nodelay(true);
-                        let s = match (&self.listeners[li], &self.tls) {
-                            (Listener::Tls(_), Some(tls)) => match tls.accept(s) {
-                                Ok(s) => s,
-                                Err(_) => continue,
-                            },
-                            _ => Stream::Tcp(s),
-                        };
-                        (s, Some(peer))
-                    }
+                Listener::Tcp(l) => match l.accept() {
+                    Ok((s, peer)) => (Stream::Tcp(s), Some(peer)),
                     Err(_) => return,
                 },
+                Listener::Tls(l) => match (l.accept(), &self.tls) {
+                    (Ok((s, peer)), Some(tls)) => match tls.accept(s) {
+                        Ok(s) => (s, Some(peer)),
+                        Err(_) => continue,
+                    },
+                    (Ok(_), None) => continue,
+                    (Err(_), _) => return,
+                },
             };
+            if let Some(t) = stream.tcp() {
+                let _ = t.set_nodelay(true);
+            }
             if self.conns.len() >= MAX_CONNECTIONS || stream.set_nonblocking(true).is_err() {
                 continue;
             }
@@ -502,7 +503,7 @@ impl MgmtServer {
                 continue;
             }
             if c.stream.handshaking() {
-                self.refused_if_handshaking(i, sw, "no handshake within 5 s");
+                refused(sw, c.peer, "no handshake within 5 s");
                 self.close(i);
                 continue;
             }
@@ -540,7 +541,7 @@ impl MgmtServer {
                 return Next::Close;
             }
         }
-        if !c.hello_sent && say_hello(c).is_err() {
+        if say_hello(c).is_err() {
             return Next::Close;
         }
         // The buffer is taken out while its messages are answered (the

@@ -38,7 +38,7 @@ pub(super) enum Stream {
 impl Stream {
     /// The TCP socket under a controller's stream; `None` for the
     /// management socket's.
-    fn tcp(&self) -> Option<&TcpStream> {
+    pub(super) fn tcp(&self) -> Option<&TcpStream> {
         match self {
             Stream::Unix(_) => None,
             Stream::Tcp(s) => Some(s),

@@ -23,6 +23,22 @@ pub struct Switch {
     ctl: std::path::PathBuf,
 }
 
+/// `ip netns exec NS tunlab switch --config PATH`, as the README starts
+/// a node; the caller adds arguments and runs it.
+pub fn switch_command(ns: &str, path: &std::path::Path) -> Command {
+    let mut c = Command::new("ip");
+    c.args([
+        "netns",
+        "exec",
+        ns,
+        env!("CARGO_BIN_EXE_tunlab"),
+        "switch",
+        "--config",
+    ])
+    .arg(path);
+    c
+}
+
 impl Switch {
     pub fn start(ns: &str, config: &str, dir: &std::path::Path, name: &str) -> Switch {
         Switch::start_with(ns, config, dir, name, &[])
@@ -52,16 +68,7 @@ impl Switch {
             with_ctl(config, &ctl)
         };
         std::fs::write(&path, config).unwrap();
-        let child = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                ns,
-                env!("CARGO_BIN_EXE_tunlab"),
-                "switch",
-                "--config",
-            ])
-            .arg(&path)
+        let child = switch_command(ns, &path)
             .args(more)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

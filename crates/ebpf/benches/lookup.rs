@@ -72,7 +72,7 @@ fn datapath(own: Option<FlowKey>, others: &[FlowKey]) -> KernelDatapath {
     }
     match own {
         Some(m) => dp.install_masked(&key, &m, Flow::default()).map(|_| ()),
-        None => dp.install(&key, Flow::default()),
+        None => dp.install(&key, Flow::default()).map(|_| ()),
     }
     .expect("the flow");
     dp

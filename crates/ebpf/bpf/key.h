@@ -266,6 +266,21 @@ static __always_inline struct tl_flow *lookup_flow(struct tl_key *k, __u32 hash)
 	return NULL;
 }
 
+/* Every TL_SAMPLE_EVERY-th hit on this CPU: its whole key into the ring
+ * of samples (see tl_samples). One add per packet otherwise. */
+static __always_inline void sample_key(struct tl_key *k)
+{
+	__u64 *kw = (__u64 *)k;
+	__u64 n = kw[TL_SAMPLE_COUNT_AT] + 1;
+	kw[TL_SAMPLE_COUNT_AT] = n;
+	if (n & (TL_SAMPLE_EVERY - 1))
+		return;
+	__u32 slot = (__u32)(n / TL_SAMPLE_EVERY) & (TL_SAMPLES - 1);
+	struct tl_key *s = bpf_map_lookup_elem(&tl_samples, &slot);
+	if (s)
+		__builtin_memcpy(s, k, sizeof(*s));
+}
+
 /* Every program's lookup: the frame at [at, end) of `skb` read into `k`
  * (whose first word the caller set: the in-port), then its cached flow.
  * TL_FLOW_SLOW: a frame the fast path does not read (the slow path's);
@@ -279,7 +294,10 @@ static __always_inline int find_flow(struct __sk_buff *skb, __u32 at, __u32 end,
 	if (extract_frame(skb, at, end, k, accel, fr))
 		return TL_FLOW_SLOW;
 	*f = lookup_flow(k, skb->hash);
-	return *f ? TL_FLOW_HIT : TL_FLOW_MISS;
+	if (!*f)
+		return TL_FLOW_MISS;
+	sample_key(k);
+	return TL_FLOW_HIT;
 }
 
 #endif

@@ -140,6 +140,26 @@ struct {
 	__type(value, struct tl_keybuf);
 } tl_keybuf SEC(".maps");
 
+/*
+ * Samples of the keys that hit: every TL_SAMPLE_EVERY-th hit on a CPU
+ * copies its whole flow key into the next of TL_SAMPLES slots (a ring per
+ * CPU; its count and position are in the key buffer's last spare words).
+ * A cached entry holds a masked key only; when a rule change makes an
+ * entry depend on a field its mask left out, the switch decides the
+ * microflows these samples name again and puts their entries in before
+ * the old one goes, so a busy flow riding an entry made by another
+ * packet (an ARP, a ping) does not miss.
+ */
+#define TL_SAMPLES 64
+#define TL_SAMPLE_EVERY 256
+#define TL_SAMPLE_COUNT_AT 31
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TL_SAMPLES);
+	__type(key, __u32);
+	__type(value, struct tl_key);
+} tl_samples SEC(".maps");
+
 /* This CPU's key, cleared. */
 static __always_inline struct tl_key *key_buf(void)
 {

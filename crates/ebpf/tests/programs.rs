@@ -588,6 +588,88 @@ fn hits_and_drops_are_counted_on_their_ports() {
     assert!(dp.port_stats().unwrap().iter().all(|(p, _)| *p != 10));
 }
 
+/// Make-before-break, in the order the switch's revalidation takes it: a
+/// flow cached under the in-port alone is put in again under a finer mask
+/// with other actions, then its old entry goes. A frame of the flow never
+/// misses: while both are in one of them answers (the per-CPU hint still
+/// names the old mask), and once the old is gone the hint's miss falls
+/// through to the new mask.
+#[test]
+fn a_flow_rebuilt_under_a_new_mask_never_misses() {
+    use tunlab_dp::key::f;
+    let mut dp = datapath_for(TunnelKind::Vxlan, 4);
+    let mut in_port = FlowKey::default();
+    in_port.set(f::IN_PORT, f::IN_PORT.max());
+    dp.revalidate(&in_port).unwrap();
+    let inner = tenant_frame();
+    let pkt = encapsulate(
+        TunnelKind::Vxlan,
+        "172.17.2.163",
+        "172.17.2.60",
+        OptionsBuf::new(),
+        &inner,
+    );
+    let key = user_space_key(&pkt, TunnelKind::Vxlan, 10);
+    let mut by_dst = in_port;
+    by_dst.set(f::NW_DST, f::NW_DST.max());
+    let run = |dp: &KernelDatapath| {
+        let r = run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &pkt, 0).unwrap();
+        assert_eq!(r.verdict, TC_ACT_REDIRECT, "a miss");
+    };
+    let old = dp.install_masked(&key, &in_port, output_port(1)).unwrap();
+    run(&dp);
+    let new = dp.install_masked(&key, &by_dst, output_port(2)).unwrap();
+    assert_ne!(maps::mask_id(&old), maps::mask_id(&new));
+    for _ in 0..3 {
+        run(&dp);
+    }
+    dp.remove_packed(&old).unwrap();
+    for _ in 0..3 {
+        run(&dp);
+    }
+    assert_eq!((stat(&dp, "miss"), stat(&dp, "hit")), (0, 7));
+    // The last three went by the new entry (its output is ifindex 2).
+    let flows = dp.flows().unwrap();
+    assert_eq!(flows.len(), 1);
+    assert_eq!((flows[0].1.ops[0].arg, flows[0].1.packets), (2, 3));
+}
+
+/// Every 256th hit on a CPU leaves its whole key in the samples, though
+/// the entry it hit keeps the in-port alone: the switch learns there which
+/// microflows ride an entry made by another packet.
+#[test]
+fn hits_leave_samples_of_their_whole_keys() {
+    use tunlab_dp::key::f;
+    let mut dp = datapath_for(TunnelKind::Vxlan, 4);
+    let mut in_port = FlowKey::default();
+    in_port.set(f::IN_PORT, f::IN_PORT.max());
+    dp.revalidate(&in_port).unwrap();
+    let pkt = encapsulate(
+        TunnelKind::Vxlan,
+        "172.17.2.163",
+        "172.17.2.60",
+        OptionsBuf::new(),
+        &tenant_frame(),
+    );
+    let key = user_space_key(&pkt, TunnelKind::Vxlan, 10);
+    dp.install_masked(&key, &in_port, output_port(1)).unwrap();
+    let prog = dp.program_fd(FROM_UNDERLAY).unwrap();
+    // A few hits: no sample yet (a new datapath's count starts at 0).
+    for _ in 0..3 {
+        run_tc(prog, &pkt, 0).unwrap();
+    }
+    let before = dp.key_samples().unwrap();
+    // One at a time: a repeated run would see the frame it decapsulated.
+    for _ in 0..600 {
+        assert_eq!(run_tc(prog, &pkt, 0).unwrap().verdict, TC_ACT_REDIRECT);
+    }
+    let samples = dp.key_samples().unwrap();
+    assert!(
+        samples.contains(&key) && !before.contains(&key),
+        "before {before:?}, after {samples:?}"
+    );
+}
+
 /// Flows cached under masks of their own: each is found under its mask,
 /// masks that pack the same words never answer for each other's entries
 /// (the mask's number is in the key), and the order follows the hits.
@@ -615,16 +697,18 @@ fn flows_under_several_masks_are_found_each_under_its_own() {
     // Under "destination": a flow to 10.0.0.7 (the mask is in use).
     let mut to_seven = key;
     to_seven.set(f::NW_DST, 0x0a00_0007);
-    let b = dp
-        .install_masked(&to_seven, &by_dst, output_port(1))
-        .unwrap();
+    let b = maps::mask_id(
+        &dp.install_masked(&to_seven, &by_dst, output_port(1))
+            .unwrap(),
+    );
     // Under "source" (the newest, tried first): a flow from 0.0.0.0,
     // which this frame is not.
     let mut from_zero = key;
     from_zero.set(f::NW_SRC, 0);
-    let a = dp
-        .install_masked(&from_zero, &by_src, output_port(1))
-        .unwrap();
+    let a = maps::mask_id(
+        &dp.install_masked(&from_zero, &by_src, output_port(1))
+            .unwrap(),
+    );
     assert_eq!(dp.masks()[0], by_src);
     assert!(a != b && a != 0 && b != 0, "{a} {b}");
     assert_eq!(dp.masks().len(), 3);
@@ -635,7 +719,8 @@ fn flows_under_several_masks_are_found_each_under_its_own() {
     assert_eq!(r.verdict, TC_ACT_OK, "a miss: no entry is this frame's");
     assert_eq!(stat(&dp, "hit"), 0);
     // Its own flow under "destination": found.
-    assert_eq!(dp.install_masked(&key, &by_dst, output_port(1)).unwrap(), b);
+    let own = dp.install_masked(&key, &by_dst, output_port(1)).unwrap();
+    assert_eq!(maps::mask_id(&own), b);
     for _ in 0..3 {
         let r = run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &pkt, 0).unwrap();
         assert_eq!((r.verdict, &r.packet), (TC_ACT_REDIRECT, &inner));

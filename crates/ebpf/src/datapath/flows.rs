@@ -213,21 +213,23 @@ impl KernelDatapath {
 
     /// Install a flow for `key` under the union mask of the last
     /// [`KernelDatapath::revalidate`] (applied here, as the key is packed),
-    /// at the current generation.
-    pub fn install(&mut self, key: &FlowKey, flow: Flow) -> Result<(), Error> {
+    /// at the current generation; its cache key.
+    pub fn install(&mut self, key: &FlowKey, flow: Flow) -> Result<CKey, Error> {
         let k = self.pack(key)?;
-        self.install_packed(k, flow)
+        self.install_packed(k, flow)?;
+        Ok(k)
     }
 
     /// Install a flow for `key` under its own megaflow mask `mask` (which
     /// keeps the in_port), taking a mask slot for it if it is new; its
-    /// number. [`Error::MasksFull`] when every slot holds another mask.
+    /// cache key (which names the mask: [`crate::maps::mask_id`]).
+    /// [`Error::MasksFull`] when every slot holds another mask.
     pub fn install_masked(
         &mut self,
         key: &FlowKey,
         mask: &FlowKey,
         flow: Flow,
-    ) -> Result<u8, Error> {
+    ) -> Result<CKey, Error> {
         check_port(key)?;
         let id = self.mask_slot(mask)?;
         let Some(k) = self.masks[id as usize].pack_as(key, id) else {
@@ -237,7 +239,7 @@ impl KernelDatapath {
             });
         };
         self.install_packed(k, flow)?;
-        Ok(id)
+        Ok(k)
     }
 
     /// Put `flow` at cache key `k` (replacing what is there, in place: a
@@ -267,6 +269,24 @@ impl KernelDatapath {
                 out.push((self.unpack(&k), f));
             }
         }
+        Ok(out)
+    }
+
+    /// The whole keys the programs sampled from the packets that hit of
+    /// late (every 256th hit on each CPU, the last 64 there: see
+    /// `tl_samples` in maps.h), each once.
+    pub fn key_samples(&self) -> Result<Vec<FlowKey>, Error> {
+        let m: PerCpuArray<_, crate::maps::Key> = self.map("tl_samples")?;
+        let mut out = Vec::new();
+        for i in 0..m.len() {
+            for k in m.get(&i, 0).map_err(map_err("tl_samples"))?.iter() {
+                if k.w != [0; tunlab_dp::key::WORDS] {
+                    out.push(FlowKey { w: k.w });
+                }
+            }
+        }
+        out.sort_unstable_by_key(|k| k.w);
+        out.dedup();
         Ok(out)
     }
 

@@ -14,6 +14,8 @@ impl KernelDatapath {
             capacity: self.flow_capacity as u64,
             counts: std::collections::HashMap::new(),
             deltas: Vec::new(),
+            deleted: Vec::new(),
+            deleted_unlisted: false,
             batch: Some(self.flow_batch()?),
             flows: HashMap::try_from(handle("tl_flows")?).map_err(map_err("tl_flows"))?,
             generation: Array::try_from(handle("tl_generation")?)
@@ -35,6 +37,10 @@ pub struct FlowSweeper {
     /// What entries carried since the last sweep: key, packets, bytes
     /// ([`Self::take_deltas`]).
     deltas: Vec<(CKey, u64, u64)>,
+    /// The live entries deleted since [`Self::take_deleted`] (idle or
+    /// evicted), up to [`DELETED_LISTED`]; true: more went than listed.
+    deleted: Vec<CKey>,
+    deleted_unlisted: bool,
     flows: HashMap<aya::maps::MapData, CKey, Flow>,
     generation: Array<aya::maps::MapData, u64>,
     /// Batched reads and deletes (`BPF_MAP_*_BATCH`); None once the
@@ -67,6 +73,10 @@ pub struct Sweep {
 pub const EVICT_FROM: f64 = 0.9;
 /// ...the least recently used down to this share.
 pub const EVICT_TO: f64 = 0.75;
+/// Deleted entries a sweep lists for [`FlowSweeper::take_deleted`]; past
+/// this it only says that more went (a vector of a million keys would
+/// be 80 MB).
+pub const DELETED_LISTED: usize = 200_000;
 /// Buckets of the idle-time histogram eviction chooses its cut-off from.
 const AGE_BUCKETS: usize = 1024;
 
@@ -103,6 +113,7 @@ impl FlowSweeper {
         let before = std::mem::take(&mut self.counts);
         let mut counts = std::collections::HashMap::with_capacity(before.len());
         let mut deltas = std::mem::take(&mut self.deltas);
+        let (mut deleted, mut unlisted) = (std::mem::take(&mut self.deleted), false);
         self.walk(&mut |k: &CKey, f: &Flow| {
             out.seen += 1;
             if f.generation != generation {
@@ -120,6 +131,7 @@ impl FlowSweeper {
             let idle = idle_for(f);
             if idle > limit {
                 out.idle += 1;
+                list(&mut deleted, &mut unlisted, k);
                 return true;
             }
             ages[bucket(idle)] += 1;
@@ -129,6 +141,8 @@ impl FlowSweeper {
         self.deltas = deltas;
         let live = out.seen - out.stale - out.idle;
         if (live as f64) <= self.capacity as f64 * EVICT_FROM {
+            self.deleted = deleted;
+            self.deleted_unlisted |= unlisted;
             return Ok(out);
         }
         // The oldest buckets, from the top, until enough would go; of the
@@ -142,7 +156,7 @@ impl FlowSweeper {
         }
         let mut from_cut = excess - older;
         let cut = cut.saturating_sub(1);
-        self.walk(&mut |_, f: &Flow| {
+        self.walk(&mut |k, f: &Flow| {
             if f.generation != generation {
                 return false;
             }
@@ -152,8 +166,13 @@ impl FlowSweeper {
                 from_cut -= 1;
             }
             out.evicted += u64::from(old);
+            if old {
+                list(&mut deleted, &mut unlisted, k);
+            }
             old
         })?;
+        self.deleted = deleted;
+        self.deleted_unlisted |= unlisted;
         Ok(out)
     }
 
@@ -162,6 +181,15 @@ impl FlowSweeper {
     /// datapath unpacks them with [`Datapath::unpack`]).
     pub fn take_deltas(&mut self) -> Vec<(CKey, u64, u64)> {
         std::mem::take(&mut self.deltas)
+    }
+
+    /// The live entries deleted since the last call (idle or evicted; not
+    /// stale ones), and whether more went than the list holds.
+    pub fn take_deleted(&mut self) -> (Vec<CKey>, bool) {
+        (
+            std::mem::take(&mut self.deleted),
+            std::mem::take(&mut self.deleted_unlisted),
+        )
     }
 
     /// Walk the cache and delete the entries `doomed` says go: batched
@@ -198,5 +226,14 @@ impl FlowSweeper {
             }
         }
         Ok(())
+    }
+}
+
+/// Add `k` to a sweep's list of deleted entries, or say it was too long.
+fn list(deleted: &mut Vec<CKey>, unlisted: &mut bool, k: &CKey) {
+    if deleted.len() < DELETED_LISTED {
+        deleted.push(*k);
+    } else {
+        *unlisted = true;
     }
 }

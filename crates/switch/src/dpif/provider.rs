@@ -133,8 +133,9 @@ pub trait Dpif: std::fmt::Debug + Send {
 
     /// The flow keys of what a sweeper counted (the cache packs keys its
     /// own way, and only the datapath, which knows the packing of its
-    /// current generation, can read them): (key, packets, bytes).
-    fn flow_counts(&self, _counted: Counted) -> Vec<(FlowKey, u64, u64)> {
+    /// current generation, can read them): (key, packets, bytes). The
+    /// datapath also learns here which flows the sweep deleted.
+    fn flow_counts(&mut self, _counted: Counted) -> Vec<(FlowKey, u64, u64)> {
         Vec::new()
     }
 }
@@ -151,7 +152,11 @@ pub struct Walked {
     /// Given new actions in place (a packet sees the old entry or the new
     /// one, never a miss).
     pub replaced: u64,
-    /// Deleted (their mask no longer covers what the decision reads).
+    /// Put in anew under a new mask, from the whole key of the packet that
+    /// made them, before their old entry went (never a miss).
+    pub rebuilt: u64,
+    /// Deleted (their mask no longer covers what the decision reads, and
+    /// the packet's whole key is not known): each one's next packet misses.
     pub deleted: u64,
 }
 
@@ -180,8 +185,8 @@ pub struct SweepCounts {
     pub evicted: u64,
 }
 
-/// What cached flows carried since the last sweep, in the datapath's own
-/// packing of their keys; [`Dpif::flow_counts`] of the datapath that made
+/// What cached flows carried since the last sweep (and which went), in the
+/// datapath's own packing of their keys; [`Dpif::flow_counts`] of the datapath that made
 /// it reads it (OVS's revalidators likewise hand a dumped flow's key back
 /// to the datapath's own translation).
 pub struct Counted(Box<dyn std::any::Any + Send>);

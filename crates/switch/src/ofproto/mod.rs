@@ -200,12 +200,13 @@ impl Ofproto {
                                 Info,
                                 "adopted_flows_revalidated",
                                 format!(
-                                    "tunlab switch {}: revalidated the adopted flows: kept {}, replaced {}, deleted {}",
-                                    self.name, w.kept, w.replaced, w.deleted
+                                    "tunlab switch {}: revalidated the adopted flows: kept {}, replaced {}, rebuilt {}, deleted {}",
+                                    self.name, w.kept, w.replaced, w.rebuilt, w.deleted
                                 );
                                 node = self.name,
                                 kept = w.kept,
                                 replaced = w.replaced,
+                                rebuilt = w.rebuilt,
                                 deleted = w.deleted
                             );
                         }
@@ -234,7 +235,7 @@ impl Ofproto {
     /// datapath flow stats to rules): each flow's key is looked up again,
     /// and every rule on its way counts its packets and bytes as used now.
     pub fn credit_cached(&mut self, counted: Counted) {
-        let Some(d) = self.dpif.as_ref() else {
+        let Some(d) = self.dpif.as_mut() else {
             return;
         };
         let keys = d.flow_counts(counted);

@@ -31,9 +31,12 @@ use tunlab_wire::tunnel::TunnelKind;
 
 mod pins;
 mod ports;
+mod upcall_keys;
+mod walk;
 mod xlate;
 
 use pins::{pin_dir, PinLock};
+use upcall_keys::UpcallKeys;
 
 use ports::ip;
 
@@ -99,6 +102,12 @@ pub struct Kernel {
     new_union: Option<FlowKey>,
     /// Flows given new actions in place by a walk.
     replaced: u64,
+    /// Flows a walk put in anew under a new mask before their old entry
+    /// went (make-before-break), and flows it deleted (each a miss).
+    rebuilt: u64,
+    deleted_by_change: u64,
+    /// The whole key of each cached flow's upcall, for the rebuilds.
+    upcall_keys: UpcallKeys,
     /// Flows installed, and why others were not.
     pub installed: u64,
     pub not_installed: HashMap<&'static str, u64>,
@@ -153,6 +162,9 @@ impl Kernel {
             each_flow_limit: u64::MAX,
             new_union: None,
             replaced: 0,
+            rebuilt: 0,
+            deleted_by_change: 0,
+            upcall_keys: UpcallKeys::new(EACH_FLOW_LIMIT as usize),
             installed: 0,
             not_installed: HashMap::new(),
             _pin_lock: lock,
@@ -282,6 +294,7 @@ impl Dpif for Kernel {
             });
         }
         self.new_generations += 1;
+        self.upcall_keys.clear();
         self.dp.set_tlv(&entries).map_err(|e| e.to_string())?;
         self.dp.revalidate(&mask).map_err(|e| e.to_string())?;
         self.cacheable = cacheable;
@@ -289,82 +302,7 @@ impl Dpif for Kernel {
     }
 
     fn revalidate_each(&mut self, decide: &mut Decide<'_>, tlv: &TlvMap) -> Result<Walked, String> {
-        let generation = self.dp.generation();
-        let new_union = self.new_union.take();
-        let (mut kept, mut deleted) = (0, 0);
-        let mut replace: Vec<(km::CKey, Flow)> = Vec::new();
-        // Walked in batches on a descriptor of its own, each batch's
-        // changed flows deleted before the next: a million cached flows
-        // are never all in memory at once.
-        let limit = self.each_flow_limit;
-        let walked = self
-            .dp
-            .flow_batch()
-            .map_err(|e| e.to_string())
-            .and_then(|mut b| {
-                b.sweep_at_most(limit, &mut |k, cached| {
-                    // Older generations are the revalidator thread's to sweep.
-                    if cached.generation != generation {
-                        return false;
-                    }
-                    if km::mask_id(k) == 0 && new_union.is_some() {
-                        deleted += 1;
-                        return true;
-                    }
-                    let key = self.dp.unpack(k);
-                    let (decision, wc) = decide(&key);
-                    let now = self.compile(&key, decision.as_deref().map_err(|e| *e), tlv);
-                    match now {
-                        Ok(f) if covers(&self.dp.mask_of(k), &wc) => {
-                            let n = cached.n_ops as usize;
-                            if f.n_ops != cached.n_ops || f.ops.get(..n) != cached.ops.get(..n) {
-                                // New actions under the same mask: the
-                                // entry is replaced in place, never missed.
-                                replace.push((*k, f));
-                            } else {
-                                kept += 1;
-                            }
-                            false
-                        }
-                        _ => {
-                            deleted += 1;
-                            true
-                        }
-                    }
-                })
-                .map_err(|e| format!("walking the cached flows: {e}"))
-            });
-        let walked = walked.and_then(|all| {
-            if let Some(m) = new_union {
-                self.dp.set_union_mask(&m).map_err(|e| e.to_string())?;
-            }
-            let replaced = replace.len() as u64;
-            self.replaced += replaced;
-            for (k, f) in replace {
-                self.dp.install_packed(k, f).map_err(|e| e.to_string())?;
-            }
-            Ok((all, replaced))
-        });
-        match walked {
-            Ok((true, replaced)) => {
-                self.each_flow_changes += 1;
-                Ok(Walked {
-                    kept,
-                    replaced,
-                    deleted,
-                })
-            }
-            // Too many to check now: none may forward unchecked.
-            Ok((false, replaced)) => self.flush_after(new_union).map(|()| Walked {
-                deleted: kept + replaced + deleted,
-                ..Walked::default()
-            }),
-            Err(e) => {
-                // Unchecked flows must not forward: a new generation instead.
-                self.flush_after(new_union)?;
-                Err(format!("{e}; every cached flow is a miss instead"))
-            }
-        }
+        self.walk(decide, tlv)
     }
 
     fn rebalance(&mut self) {
@@ -374,6 +312,7 @@ impl Dpif for Kernel {
 
     fn flow_flush(&mut self) -> Result<(), String> {
         // A new generation under the same mask: every entry is a miss.
+        self.upcall_keys.clear();
         self.dp.new_generation().map_err(|e| e.to_string())
     }
 
@@ -387,34 +326,13 @@ impl Dpif for Kernel {
         decision: Result<&[Op], DropReason>,
         tlv: &TlvMap,
     ) {
-        match self.compile(key, decision, tlv) {
-            Ok(flow) => {
-                // Masked by the datapath as it packs the cache key: under
-                // the decision's own mask, or, with every mask slot taken,
-                // under the rules' union (which covers every decision's).
-                let put = match self.dp.install_masked(key, mask, flow) {
-                    Err(tunlab_ebpf::datapath::Error::MasksFull { .. }) => {
-                        *self
-                            .not_installed
-                            .entry("masks_full_under_union")
-                            .or_default() += 1;
-                        self.dp.install(key, flow)
-                    }
-                    r => r.map(|_| ()),
-                };
-                match put {
-                    Ok(()) => self.installed += 1,
-                    Err(tunlab_ebpf::datapath::Error::PortTooLarge { .. }) => {
-                        *self.not_installed.entry("in_port_too_large").or_default() += 1
-                    }
-                    Err(tunlab_ebpf::datapath::Error::MaskTooWide { .. }) => {
-                        *self.not_installed.entry("mask_too_wide").or_default() += 1
-                    }
-                    Err(tunlab_ebpf::datapath::Error::CacheFull) => {
-                        *self.not_installed.entry("cache_full").or_default() += 1
-                    }
-                    Err(_) => *self.not_installed.entry("map_update_failed").or_default() += 1,
-                }
+        match self
+            .compile(key, decision, tlv)
+            .and_then(|f| self.put(key, mask, f))
+        {
+            Ok(ck) => {
+                self.installed += 1;
+                self.upcall_keys.remember(ck, key);
             }
             Err(why) => *self.not_installed.entry(why).or_default() += 1,
         }
@@ -497,10 +415,12 @@ impl Dpif for Kernel {
         smallest
     }
 
-    fn flow_counts(&self, counted: Counted) -> Vec<(FlowKey, u64, u64)> {
-        counted
-            .into_inner::<Vec<(km::CKey, u64, u64)>>()
-            .unwrap_or_default()
+    fn flow_counts(&mut self, counted: Counted) -> Vec<(FlowKey, u64, u64)> {
+        let Some(s) = counted.into_inner::<Swept>() else {
+            return Vec::new();
+        };
+        self.upcall_keys.swept(&s.deleted, s.unlisted, s.since);
+        s.deltas
             .iter()
             .map(|(k, p, b)| (self.dp.unpack(k), *p, *b))
             .collect()
@@ -508,7 +428,7 @@ impl Dpif for Kernel {
 
     fn sweeper(&self) -> Result<Option<Box<dyn Sweeper>>, String> {
         match self.dp.sweeper() {
-            Ok(s) => Ok(Some(Box::new(EbpfSweeper(s)))),
+            Ok(s) => Ok(Some(Box::new(EbpfSweeper(s, std::time::Instant::now())))),
             Err(e) => Err(e.to_string()),
         }
     }
@@ -547,6 +467,16 @@ impl Dpif for Kernel {
         ));
         out.push(("kernel_changes_new_generation".into(), self.new_generations));
         out.push(("kernel_flows_replaced_in_place".into(), self.replaced));
+        out.push(("kernel_flows_rebuilt_before_break".into(), self.rebuilt));
+        out.push((
+            "kernel_flows_deleted_by_change".into(),
+            self.deleted_by_change,
+        ));
+        out.push(("kernel_upcall_keys".into(), self.upcall_keys.len() as u64));
+        out.push((
+            "kernel_upcall_keys_not_kept".into(),
+            self.upcall_keys.not_kept,
+        ));
         out.push(("kernel_masks".into(), self.dp.masks().len() as u64));
         let mut why: Vec<_> = self.not_installed.iter().collect();
         why.sort();
@@ -558,11 +488,35 @@ impl Dpif for Kernel {
 }
 
 impl Kernel {
+    /// Put `flow` in the cache for `key` under its own mask, or, with
+    /// every mask slot taken, under the rules' union (which covers every
+    /// decision's mask); its cache key, or why it is not cached.
+    fn put(&mut self, key: &FlowKey, mask: &FlowKey, flow: Flow) -> Result<km::CKey, &'static str> {
+        use tunlab_ebpf::datapath::Error as E;
+        let put = match self.dp.install_masked(key, mask, flow) {
+            Err(E::MasksFull { .. }) => {
+                *self
+                    .not_installed
+                    .entry("masks_full_under_union")
+                    .or_default() += 1;
+                self.dp.install(key, flow)
+            }
+            r => r,
+        };
+        put.map_err(|e| match e {
+            E::PortTooLarge { .. } => "in_port_too_large",
+            E::MaskTooWide { .. } => "mask_too_wide",
+            E::CacheFull => "cache_full",
+            _ => "map_update_failed",
+        })
+    }
+
     /// A walk flow by flow could not finish: a new generation instead
     /// (every flow a miss), under the new union mask if the change moved
     /// it.
     fn flush_after(&mut self, new_union: Option<FlowKey>) -> Result<(), String> {
         self.new_generations += 1;
+        self.upcall_keys.clear();
         match new_union {
             Some(m) => self.dp.revalidate(&m),
             None => self.dp.new_generation(),
@@ -618,11 +572,23 @@ fn chose(node: &str, datapath: &str, why: &str) {
     );
 }
 
-/// The revalidator's handle on the kernel's flow cache.
-struct EbpfSweeper(tunlab_ebpf::datapath::FlowSweeper);
+/// The revalidator's handle on the kernel's flow cache, and when its
+/// last sweep began.
+struct EbpfSweeper(tunlab_ebpf::datapath::FlowSweeper, std::time::Instant);
+
+/// What the revalidator hands the switch's thread after a sweep.
+struct Swept {
+    /// What entries carried: key, packets, bytes.
+    deltas: Vec<(km::CKey, u64, u64)>,
+    /// Live entries the sweep deleted; `unlisted`: more than these.
+    deleted: Vec<km::CKey>,
+    unlisted: bool,
+    since: std::time::Instant,
+}
 
 impl Sweeper for EbpfSweeper {
     fn sweep(&mut self, max_idle: std::time::Duration) -> Result<SweepCounts, String> {
+        self.1 = std::time::Instant::now();
         let s = self.0.sweep(max_idle).map_err(|e| e.to_string())?;
         Ok(SweepCounts {
             seen: s.seen,
@@ -634,7 +600,15 @@ impl Sweeper for EbpfSweeper {
 
     fn take_counted(&mut self) -> Option<Counted> {
         let deltas = self.0.take_deltas();
-        (!deltas.is_empty()).then(|| Counted::new(deltas))
+        let (deleted, unlisted) = self.0.take_deleted();
+        (!deltas.is_empty() || !deleted.is_empty() || unlisted).then(|| {
+            Counted::new(Swept {
+                deltas,
+                deleted,
+                unlisted,
+                since: self.1,
+            })
+        })
     }
 }
 

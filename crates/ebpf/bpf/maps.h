@@ -150,8 +150,8 @@ struct {
  * the old one goes, so a busy flow riding an entry made by another
  * packet (an ARP, a ping) does not miss.
  */
-#define TL_SAMPLES 64
-#define TL_SAMPLE_EVERY 256
+#define TL_SAMPLES 256
+#define TL_SAMPLE_EVERY 16
 #define TL_SAMPLE_COUNT_AT 31
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

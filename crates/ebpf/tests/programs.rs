@@ -634,7 +634,7 @@ fn a_flow_rebuilt_under_a_new_mask_never_misses() {
     assert_eq!((flows[0].1.ops[0].arg, flows[0].1.packets), (2, 3));
 }
 
-/// Every 256th hit on a CPU leaves its whole key in the samples, though
+/// Every 16th hit on a CPU leaves its whole key in the samples, though
 /// the entry it hit keeps the in-port alone: the switch learns there which
 /// microflows ride an entry made by another packet.
 #[test]

@@ -358,9 +358,12 @@ pub struct SoakArgs {
     /// Each iperf3 stream's limit, Mbit/s.
     #[arg(long, default_value_t = 200)]
     pub stream_mbps: u32,
-    /// The flow change every second: mask (a rule on UDP ports, added and
-    /// deleted: a rule of a new shape) or actions (a rule of the rules' own
-    /// shape). Both are revalidated flow by flow.
+    /// The flow change every second: mask (a rule on UDP ports under the
+    /// rules, added and deleted: a rule of a new shape), actions (a rule of
+    /// the rules' own shape), above (a rule of a new shape above the rules
+    /// that no traffic matches: every cached flow of the port is rebuilt
+    /// under a new mask) or none (a quiet period to compare with). All are
+    /// revalidated flow by flow.
     #[arg(long, default_value = "mask")]
     pub change: String,
     /// The results folder (default tunlab-results/UNIX-TIME).

@@ -273,8 +273,8 @@ impl KernelDatapath {
     }
 
     /// The whole keys the programs sampled from the packets that hit of
-    /// late (every 256th hit on each CPU, the last 64 there: see
-    /// `tl_samples` in maps.h), each once.
+    /// late (every 16th hit on each CPU, the last 256 there: see
+    /// `tl_samples` in maps.h).
     pub fn key_samples(&self) -> Result<Vec<FlowKey>, Error> {
         let m: PerCpuArray<_, crate::maps::Key> = self.map("tl_samples")?;
         let mut out = Vec::new();
@@ -285,8 +285,6 @@ impl KernelDatapath {
                 }
             }
         }
-        out.sort_unstable_by_key(|k| k.w);
-        out.dedup();
         Ok(out)
     }
 

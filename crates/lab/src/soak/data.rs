@@ -37,6 +37,12 @@ pub enum FlowChange {
     /// same output as the rule under it: revalidated flow by flow, every
     /// cached flow kept.
     Actions,
+    /// A rule of a new shape above the rules (a UDP port no flow uses):
+    /// every cached flow of the port now depends on a field its mask left
+    /// out, and is rebuilt under a new mask before its old entry goes.
+    Above,
+    /// No change: the quiet period the others are compared with.
+    None,
 }
 
 impl FlowChange {
@@ -44,7 +50,11 @@ impl FlowChange {
         match s {
             "mask" => Ok(FlowChange::Mask),
             "actions" => Ok(FlowChange::Actions),
-            _ => Err(format!("'{s}' is not a flow change (mask, actions)")),
+            "above" => Ok(FlowChange::Above),
+            "none" => Ok(FlowChange::None),
+            _ => Err(format!(
+                "'{s}' is not a flow change (mask, actions, above, none)"
+            )),
         }
     }
 
@@ -52,16 +62,23 @@ impl FlowChange {
         match self {
             FlowChange::Mask => "mask",
             FlowChange::Actions => "actions",
+            FlowChange::Above => "above",
+            FlowChange::None => "none",
         }
     }
 
-    /// The rule it adds and deletes (without actions).
-    pub(super) fn rule(self) -> String {
+    /// The rule it adds and deletes (without actions); none for `none`.
+    pub(super) fn rule(self) -> Option<String> {
         match self {
-            FlowChange::Mask => {
-                format!("priority=200,in_port=2,udp,tp_src=10000,tp_dst={GEN_PORT}")
-            }
-            FlowChange::Actions => "priority=200,in_port=2".into(),
+            FlowChange::Mask => Some(format!(
+                "priority=200,in_port=2,udp,tp_src=10000,tp_dst={GEN_PORT}"
+            )),
+            FlowChange::Actions => Some("priority=200,in_port=2".into()),
+            FlowChange::Above => Some(format!(
+                "priority=40000,in_port=2,udp,tp_dst={}",
+                GEN_PORT - 2
+            )),
+            FlowChange::None => None,
         }
     }
 }
@@ -108,6 +125,8 @@ pub struct TcpTotals {
     pub mean_gbps: f64,
     pub min_interval_gbps: f64,
     pub retransmits: u64,
+    /// Each 1-s interval's retransmissions (iperf3's sum over streams).
+    pub retransmits_by_interval: Vec<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

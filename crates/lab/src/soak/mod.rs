@@ -201,7 +201,8 @@ fn churn(plan: &Plan, running: &crate::running::Running, ctls: &[PathBuf]) -> Ch
     // `mask`: it matches one generator flow by its source port, so while
     // it is in, every UDP flow's cached entry holds its source port (one
     // entry per flow, as a megaflow mask does), and out, they fold into
-    // one. `actions`: the rules keep their shape.
+    // one. `actions`: the rules keep their shape. `above`: every flow of
+    // the port is rebuilt under a new mask. `none`: a quiet period.
     let rule = plan.change.rule();
     while start.elapsed() < plan.duration {
         if INTERRUPTED.load(Ordering::SeqCst) {
@@ -209,20 +210,22 @@ fn churn(plan: &Plan, running: &crate::running::Running, ctls: &[PathBuf]) -> Ch
             break;
         }
         let tick = Instant::now();
-        // The flow change: a rule for a generator flow, added with the
-        // same output as the rule under it, then taken away again; each
-        // one makes the node revalidate every cached flow.
-        let req = if c.changes.is_multiple_of(2) {
-            format!("add-flow {rule} actions=output:1")
-        } else {
-            format!("del-flows --strict {rule}")
-        };
-        match tunlab_ctl::request(&ctls[0], &req) {
-            Ok((true, _)) => {}
-            Ok((false, why)) => c.errors.push(format!("{req}: {}", why.trim())),
-            Err(e) => c.errors.push(format!("{req}: {e}")),
+        // The flow change: a rule added with the same output as the rule
+        // under it, then taken away again; each one makes the node
+        // revalidate every cached flow.
+        if let Some(rule) = &rule {
+            let req = if c.changes.is_multiple_of(2) {
+                format!("add-flow {rule} actions=output:1")
+            } else {
+                format!("del-flows --strict {rule}")
+            };
+            match tunlab_ctl::request(&ctls[0], &req) {
+                Ok((true, _)) => {}
+                Ok((false, why)) => c.errors.push(format!("{req}: {}", why.trim())),
+                Err(e) => c.errors.push(format!("{req}: {e}")),
+            }
+            c.changes += 1;
         }
-        c.changes += 1;
         c.samples.push(Sample {
             t_s: start.elapsed().as_secs_f64(),
             nodes: running

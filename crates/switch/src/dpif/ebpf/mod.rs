@@ -31,12 +31,12 @@ use tunlab_wire::tunnel::TunnelKind;
 
 mod pins;
 mod ports;
-mod upcall_keys;
+mod riders;
 mod walk;
 mod xlate;
 
 use pins::{pin_dir, PinLock};
-use upcall_keys::UpcallKeys;
+use riders::UpcallKeys;
 
 use ports::ip;
 

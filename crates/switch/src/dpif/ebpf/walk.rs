@@ -4,6 +4,7 @@
 //! before its old entry goes (make-before-break, where OVS deletes it and
 //! lets its next packet miss).
 
+use super::riders::Samples;
 use super::*;
 
 /// A cached flow whose mask no longer covers its decision, and the
@@ -25,7 +26,7 @@ impl Kernel {
         let mut rebuild: Vec<Rebuild> = Vec::new();
         // The programs' samples of whole keys, read when a flow first
         // needs them.
-        let mut samples: Option<Vec<FlowKey>> = None;
+        let mut samples: Option<Samples> = None;
         // Walked in batches on a descriptor of its own, each batch's
         // changed flows deleted before the next: a million cached flows
         // are never all in memory at once.
@@ -67,14 +68,15 @@ impl Kernel {
                         // this one goes.
                         _ => {
                             let mask = self.dp.mask_of(k);
-                            let sampled = samples
-                                .get_or_insert_with(|| self.dp.key_samples().unwrap_or_default());
+                            let sampled = samples.get_or_insert_with(|| {
+                                Samples::new(self.dp.key_samples().unwrap_or_default())
+                            });
                             let riders: Vec<FlowKey> = self
                                 .upcall_keys
                                 .get(k)
                                 .copied()
                                 .into_iter()
-                                .chain(sampled.iter().filter(|s| masked(s, &mask) == key).copied())
+                                .chain(sampled.riding(&mask, &key).iter().copied())
                                 .collect();
                             let mut news = Vec::new();
                             for whole in riders {
@@ -165,13 +167,4 @@ impl Kernel {
         self.rebuilt += rebuilt;
         Ok((rebuilt, not))
     }
-}
-
-/// `key` under `mask`.
-fn masked(key: &FlowKey, mask: &FlowKey) -> FlowKey {
-    let mut out = *key;
-    for (w, m) in out.w.iter_mut().zip(mask.w) {
-        *w &= m;
-    }
-    out
 }

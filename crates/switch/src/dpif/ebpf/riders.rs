@@ -1,4 +1,6 @@
-//! The whole flow key of the packet whose upcall made each cached flow.
+//! The microflows known to ride each cached flow: the whole key of the
+//! packet whose upcall made it ([`UpcallKeys`]), and the whole keys the
+//! TC programs sampled from the packets that hit ([`Samples`]).
 //!
 //! The kernel's cache holds a flow under its masked key only. When a rule
 //! change makes a flow depend on a field its mask left out, the masked key
@@ -9,7 +11,13 @@
 //! the slow path to be overtaken by those that follow. OVS's revalidators
 //! delete such a flow and let its next packet miss.
 //!
-//! Bounded: a change walks at most [`super::EACH_FLOW_LIMIT`] flows (more
+//! An entry carries every microflow its masked key covers, and only the
+//! first one went up; the others are known from the samples (every 16th
+//! hit on a CPU, the last 256 there), so a busy microflow is known within
+//! a few dozen packets and a light one may not be: it misses once after
+//! the change, as under OVS.
+//!
+//! Upcall keys are bounded: a change walks at most [`super::EACH_FLOW_LIMIT`] flows (more
 //! take a new generation, which forgets every key), so no more are kept.
 //! The revalidator thread reports the flows it expires; their keys are
 //! forgotten unless the flow was made again after the sweep began.
@@ -80,6 +88,51 @@ impl UpcallKeys {
     }
 }
 
+/// The programs' samples of whole keys, each once, found by the masked
+/// key of the entry they ride (indexed per mask as the walk first asks
+/// for it: a walk may ask for 100,000 entries).
+#[derive(Debug, Default)]
+pub(super) struct Samples {
+    keys: Vec<FlowKey>,
+    by_mask: HashMap<FlowKey, HashMap<FlowKey, Vec<FlowKey>>>,
+}
+
+impl Samples {
+    pub fn new(mut keys: Vec<FlowKey>) -> Samples {
+        keys.sort_unstable_by_key(|k| k.w);
+        keys.dedup();
+        Samples {
+            keys,
+            by_mask: HashMap::new(),
+        }
+    }
+
+    /// The sampled keys that `key` under `mask` covers.
+    pub fn riding(&mut self, mask: &FlowKey, key: &FlowKey) -> &[FlowKey] {
+        let keys = &self.keys;
+        self.by_mask
+            .entry(*mask)
+            .or_insert_with(|| {
+                let mut m: HashMap<FlowKey, Vec<FlowKey>> = HashMap::new();
+                for k in keys {
+                    m.entry(masked(k, mask)).or_default().push(*k);
+                }
+                m
+            })
+            .get(key)
+            .map_or(&[], Vec::as_slice)
+    }
+}
+
+/// `key` under `mask`.
+pub(super) fn masked(key: &FlowKey, mask: &FlowKey) -> FlowKey {
+    let mut out = *key;
+    for (w, m) in out.w.iter_mut().zip(mask.w) {
+        *w &= m;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,6 +147,21 @@ mod tests {
         let mut k = FlowKey::default();
         k.w[3] = n;
         k
+    }
+
+    #[test]
+    fn samples_are_found_by_the_entry_they_ride() {
+        let (a, b, c) = (key(1), key(2), key(0x100));
+        let mut mask = FlowKey::default();
+        mask.w[3] = 0xff00;
+        let mut s = Samples::new(vec![a, b, a, c]);
+        // a and b fold into one entry (word 3 = 0), c is another's.
+        assert_eq!(s.riding(&mask, &masked(&a, &mask)), &[a, b]);
+        assert_eq!(s.riding(&mask, &masked(&c, &mask)), &[c]);
+        assert_eq!(s.riding(&mask, &key(0x200)), &[] as &[FlowKey]);
+        // Under a mask that keeps the whole word, each is its own.
+        mask.w[3] = u64::MAX;
+        assert_eq!(s.riding(&mask, &b), &[b]);
     }
 
     #[test]

@@ -143,7 +143,8 @@ struct {
 /*
  * Samples of the keys that hit: every TL_SAMPLE_EVERY-th hit on a CPU
  * copies its whole flow key into the next of TL_SAMPLES slots (a ring per
- * CPU; its count and position are in the key buffer's last spare words).
+ * CPU; the count of hits, which picks the slot, is the key buffer's last
+ * spare word).
  * A cached entry holds a masked key only; when a rule change makes an
  * entry depend on a field its mask left out, the switch decides the
  * microflows these samples name again and puts their entries in before

@@ -588,6 +588,26 @@ fn hits_and_drops_are_counted_on_their_ports() {
     assert!(dp.port_stats().unwrap().iter().all(|(p, _)| *p != 10));
 }
 
+/// A VXLAN datapath whose union mask is the in-port alone, and `inner`
+/// from the far host as it arrives: (datapath, the in-port mask, the
+/// packet, its flow key).
+fn vxlan_by_in_port(inner: &[u8]) -> (KernelDatapath, FlowKey, Vec<u8>, FlowKey) {
+    use tunlab_dp::key::f;
+    let mut dp = datapath_for(TunnelKind::Vxlan, 4);
+    let mut in_port = FlowKey::default();
+    in_port.set(f::IN_PORT, f::IN_PORT.max());
+    dp.revalidate(&in_port).unwrap();
+    let pkt = encapsulate(
+        TunnelKind::Vxlan,
+        "172.17.2.163",
+        "172.17.2.60",
+        OptionsBuf::new(),
+        inner,
+    );
+    let key = user_space_key(&pkt, TunnelKind::Vxlan, 10);
+    (dp, in_port, pkt, key)
+}
+
 /// Make-before-break, in the order the switch's revalidation takes it: a
 /// flow cached under the in-port alone is put in again under a finer mask
 /// with other actions, then its old entry goes. A frame of the flow never
@@ -597,19 +617,7 @@ fn hits_and_drops_are_counted_on_their_ports() {
 #[test]
 fn a_flow_rebuilt_under_a_new_mask_never_misses() {
     use tunlab_dp::key::f;
-    let mut dp = datapath_for(TunnelKind::Vxlan, 4);
-    let mut in_port = FlowKey::default();
-    in_port.set(f::IN_PORT, f::IN_PORT.max());
-    dp.revalidate(&in_port).unwrap();
-    let inner = tenant_frame();
-    let pkt = encapsulate(
-        TunnelKind::Vxlan,
-        "172.17.2.163",
-        "172.17.2.60",
-        OptionsBuf::new(),
-        &inner,
-    );
-    let key = user_space_key(&pkt, TunnelKind::Vxlan, 10);
+    let (mut dp, in_port, pkt, key) = vxlan_by_in_port(&tenant_frame());
     let mut by_dst = in_port;
     by_dst.set(f::NW_DST, f::NW_DST.max());
     let run = |dp: &KernelDatapath| {
@@ -639,19 +647,7 @@ fn a_flow_rebuilt_under_a_new_mask_never_misses() {
 /// microflows ride an entry made by another packet.
 #[test]
 fn hits_leave_samples_of_their_whole_keys() {
-    use tunlab_dp::key::f;
-    let mut dp = datapath_for(TunnelKind::Vxlan, 4);
-    let mut in_port = FlowKey::default();
-    in_port.set(f::IN_PORT, f::IN_PORT.max());
-    dp.revalidate(&in_port).unwrap();
-    let pkt = encapsulate(
-        TunnelKind::Vxlan,
-        "172.17.2.163",
-        "172.17.2.60",
-        OptionsBuf::new(),
-        &tenant_frame(),
-    );
-    let key = user_space_key(&pkt, TunnelKind::Vxlan, 10);
+    let (mut dp, in_port, pkt, key) = vxlan_by_in_port(&tenant_frame());
     dp.install_masked(&key, &in_port, output_port(1)).unwrap();
     let prog = dp.program_fd(FROM_UNDERLAY).unwrap();
     // A few hits: no sample yet (a new datapath's count starts at 0).
@@ -676,21 +672,10 @@ fn hits_leave_samples_of_their_whole_keys() {
 #[test]
 fn flows_under_several_masks_are_found_each_under_its_own() {
     use tunlab_dp::key::f;
-    let mut dp = datapath_for(TunnelKind::Vxlan, 4);
-    let mut in_port = FlowKey::default();
-    in_port.set(f::IN_PORT, f::IN_PORT.max());
-    dp.revalidate(&in_port).unwrap();
     // A tenant frame to 0.0.0.0: its destination packs as 0.
     let mut inner = tenant_frame();
     inner[30..34].copy_from_slice(&[0, 0, 0, 0]);
-    let pkt = encapsulate(
-        TunnelKind::Vxlan,
-        "172.17.2.163",
-        "172.17.2.60",
-        OptionsBuf::new(),
-        &inner,
-    );
-    let key = user_space_key(&pkt, TunnelKind::Vxlan, 10);
+    let (mut dp, in_port, pkt, key) = vxlan_by_in_port(&inner);
     let (mut by_src, mut by_dst) = (in_port, in_port);
     by_src.set(f::NW_SRC, f::NW_SRC.max());
     by_dst.set(f::NW_DST, f::NW_DST.max());

@@ -17,10 +17,11 @@
 //! a few dozen packets and a light one may not be: it misses once after
 //! the change, as under OVS.
 //!
-//! Upcall keys are bounded: a change walks at most [`super::EACH_FLOW_LIMIT`] flows (more
-//! take a new generation, which forgets every key), so no more are kept.
-//! The revalidator thread reports the flows it expires; their keys are
-//! forgotten unless the flow was made again after the sweep began.
+//! Upcall keys are bounded: a change walks at most
+//! [`super::EACH_FLOW_LIMIT`] flows (more take a new generation, which
+//! forgets every key), so no more are kept. The revalidator thread reports
+//! the flows it expires; their keys are forgotten unless the flow was made
+//! again after the sweep began.
 
 use std::collections::HashMap;
 use std::time::Instant;

@@ -101,19 +101,11 @@ fn stage_fields() -> [FlowKey; 3] {
     [meta, l2, l3]
 }
 
-fn and(a: &FlowKey, b: &FlowKey) -> FlowKey {
-    let mut o = FlowKey::default();
-    for i in 0..WORDS {
-        o.w[i] = a.w[i] & b.w[i];
-    }
-    o
-}
-
 impl Subtable {
     fn new(mask: FlowKey) -> Subtable {
         let mut stages: Vec<(FlowKey, HashMap<FlowKey, u32, FxBuildHasher>)> = Vec::new();
         for fields in stage_fields() {
-            let m = and(&mask, &fields);
+            let m = mask.masked(&fields);
             let new_bits = stages
                 .last()
                 .map_or(m != FlowKey::default(), |(p, _)| *p != m);
@@ -135,7 +127,7 @@ impl Subtable {
     /// A rule of match value `value` joins (+1) or leaves (-1) the stages.
     fn stage_count(&mut self, value: &FlowKey, joins: bool) {
         for (m, counts) in &mut self.stages {
-            let v = and(value, m);
+            let v = value.masked(m);
             if joins {
                 *counts.entry(v).or_default() += 1;
             } else if let Some(n) = counts.get_mut(&v) {
@@ -152,7 +144,7 @@ impl Subtable {
     /// the whole mask does.
     fn passes_stages(&self, key: &FlowKey, wc: &mut FlowKey) -> bool {
         for (m, counts) in &self.stages {
-            if !counts.contains_key(&and(key, m)) {
+            if !counts.contains_key(&key.masked(m)) {
                 for i in 0..WORDS {
                     wc.w[i] |= m.w[i];
                 }

@@ -106,6 +106,18 @@ pub const fn tun_metadata(n: usize) -> FieldPos {
 }
 
 impl FlowKey {
+    /// This key under `mask`: the bits the mask keeps.
+    pub fn masked(&self, mask: &FlowKey) -> FlowKey {
+        let mut out = *self;
+        for (w, m) in out.w.iter_mut().zip(mask.w) {
+            *w &= m;
+        }
+        out
+    }
+    /// Whether this mask keeps every bit `other` does.
+    pub fn covers(&self, other: &FlowKey) -> bool {
+        self.w.iter().zip(other.w).all(|(m, o)| o & !m == 0)
+    }
     #[inline]
     pub fn get(&self, p: FieldPos) -> u64 {
         (self.w[p.word as usize] & p.mask()) >> p.shift

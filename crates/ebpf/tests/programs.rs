@@ -351,10 +351,7 @@ fn masked_entries_cover_their_megaflow() {
         OptionsBuf::new(),
         &other,
     );
-    let mut k = user_space_key(&a, TunnelKind::Vxlan, 10);
-    for (w, m) in k.w.iter_mut().zip(mask.w) {
-        *w &= m;
-    }
+    let k = user_space_key(&a, TunnelKind::Vxlan, 10).masked(&mask);
     dp.install(&k, output_port(1)).unwrap();
     let r = run_tc(dp.program_fd(FROM_UNDERLAY).unwrap(), &b, 0).unwrap();
     assert_eq!((r.verdict, r.packet), (TC_ACT_REDIRECT, other));
@@ -713,17 +710,10 @@ fn flows_under_several_masks_are_found_each_under_its_own() {
     assert_eq!(stat(&dp, "hit"), 3);
     let mut flows: Vec<FlowKey> = dp.flows().unwrap().into_iter().map(|(k, _)| k).collect();
     flows.sort_by_key(|k| k.w);
-    let masked = |k: &FlowKey, m: &FlowKey| {
-        let mut o = *k;
-        for (w, m) in o.w.iter_mut().zip(m.w) {
-            *w &= m;
-        }
-        o
-    };
     let mut want = vec![
-        masked(&from_zero, &by_src),
-        masked(&to_seven, &by_dst),
-        masked(&key, &by_dst),
+        from_zero.masked(&by_src),
+        to_seven.masked(&by_dst),
+        key.masked(&by_dst),
     ];
     want.sort_by_key(|k| k.w);
     assert_eq!(flows, want, "unpacked without the mask's number");

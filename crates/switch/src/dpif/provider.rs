@@ -152,11 +152,13 @@ pub struct Walked {
     /// Given new actions in place (a packet sees the old entry or the new
     /// one, never a miss).
     pub replaced: u64,
-    /// Put in anew under a new mask, from the whole key of the packet that
-    /// made them, before their old entry went (never a miss).
+    /// Put in anew under new masks, from the whole keys of the packets
+    /// known to ride them (the upcall that made each, the kernel's
+    /// samples), before their old entry went: those packets never miss.
     pub rebuilt: u64,
     /// Deleted (their mask no longer covers what the decision reads, and
-    /// the packet's whole key is not known): each one's next packet misses.
+    /// no packet known to ride them could be decided anew): each one's
+    /// next packet misses.
     pub deleted: u64,
 }
 

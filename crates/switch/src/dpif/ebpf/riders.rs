@@ -13,9 +13,8 @@
 //!
 //! An entry carries every microflow its masked key covers, and only the
 //! first one went up; the others are known from the samples (every 16th
-//! hit on a CPU, the last 256 there), so a busy microflow is known within
-//! a few dozen packets and a light one may not be: it misses once after
-//! the change, as under OVS.
+//! hit on a CPU, the last 256 there), so a busy microflow is known and a
+//! light one may not be: it misses once after the change, as under OVS.
 //!
 //! Upcall keys are bounded: a change walks at most
 //! [`super::EACH_FLOW_LIMIT`] flows (more take a new generation, which
@@ -116,22 +115,13 @@ impl Samples {
             .or_insert_with(|| {
                 let mut m: HashMap<FlowKey, Vec<FlowKey>> = HashMap::new();
                 for k in keys {
-                    m.entry(masked(k, mask)).or_default().push(*k);
+                    m.entry(k.masked(mask)).or_default().push(*k);
                 }
                 m
             })
             .get(key)
             .map_or(&[], Vec::as_slice)
     }
-}
-
-/// `key` under `mask`.
-pub(super) fn masked(key: &FlowKey, mask: &FlowKey) -> FlowKey {
-    let mut out = *key;
-    for (w, m) in out.w.iter_mut().zip(mask.w) {
-        *w &= m;
-    }
-    out
 }
 
 #[cfg(test)]
@@ -157,8 +147,8 @@ mod tests {
         mask.w[3] = 0xff00;
         let mut s = Samples::new(vec![a, b, a, c]);
         // a and b fold into one entry (word 3 = 0), c is another's.
-        assert_eq!(s.riding(&mask, &masked(&a, &mask)), &[a, b]);
-        assert_eq!(s.riding(&mask, &masked(&c, &mask)), &[c]);
+        assert_eq!(s.riding(&mask, &a.masked(&mask)), &[a, b]);
+        assert_eq!(s.riding(&mask, &c.masked(&mask)), &[c]);
         assert_eq!(s.riding(&mask, &key(0x200)), &[] as &[FlowKey]);
         // Under a mask that keeps the whole word, each is its own.
         mask.w[3] = u64::MAX;

@@ -50,7 +50,7 @@ impl Kernel {
                     let (decision, wc) = decide(&key);
                     let now = self.compile(&key, decision.as_deref().map_err(|e| *e), tlv);
                     match now {
-                        Ok(f) if covers(&self.dp.mask_of(k), &wc) => {
+                        Ok(f) if self.dp.mask_of(k).covers(&wc) => {
                             let n = cached.n_ops as usize;
                             if f.n_ops != cached.n_ops || f.ops.get(..n) != cached.ops.get(..n) {
                                 // New actions under the same mask: the
@@ -67,25 +67,10 @@ impl Kernel {
                         // decided again, and their entries go in before
                         // this one goes.
                         _ => {
-                            let mask = self.dp.mask_of(k);
                             let sampled = samples.get_or_insert_with(|| {
                                 Samples::new(self.dp.key_samples().unwrap_or_default())
                             });
-                            let riders: Vec<FlowKey> = self
-                                .upcall_keys
-                                .get(k)
-                                .copied()
-                                .into_iter()
-                                .chain(sampled.riding(&mask, &key).iter().copied())
-                                .collect();
-                            let mut news = Vec::new();
-                            for whole in riders {
-                                let (decision, wc) = decide(&whole);
-                                let d = decision.as_deref().map_err(|e| *e);
-                                if let Ok(flow) = self.compile(&whole, d, tlv) {
-                                    news.push((whole, wc, flow));
-                                }
-                            }
+                            let news = self.decide_riders(k, &key, sampled, decide, tlv);
                             if news.is_empty() {
                                 deleted += 1;
                                 self.upcall_keys.forget(k);
@@ -134,6 +119,33 @@ impl Kernel {
                 Err(format!("{e}; every cached flow is a miss instead"))
             }
         }
+    }
+
+    /// The microflows known to ride cached flow `k` (masked key `key`):
+    /// the upcall that made it and the sampled keys it covers, each
+    /// decided again from its whole key, where the kernel can carry the
+    /// decision: (whole key, the decision's mask, its flow).
+    fn decide_riders(
+        &mut self,
+        k: &km::CKey,
+        key: &FlowKey,
+        sampled: &mut Samples,
+        decide: &mut Decide<'_>,
+        tlv: &TlvMap,
+    ) -> Vec<(FlowKey, FlowKey, Flow)> {
+        let mask = self.dp.mask_of(k);
+        let riders = self.upcall_keys.get(k).copied().into_iter();
+        let riders: Vec<FlowKey> = riders
+            .chain(sampled.riding(&mask, key).iter().copied())
+            .collect();
+        let mut news = Vec::new();
+        for whole in riders {
+            let (decision, wc) = decide(&whole);
+            if let Ok(flow) = self.compile(&whole, decision.as_deref().map_err(|e| *e), tlv) {
+                news.push((whole, wc, flow));
+            }
+        }
+        news
     }
 
     /// Make-before-break: each flow's new entries go in under their new

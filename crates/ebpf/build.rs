@@ -18,4 +18,11 @@ fn main() {
         &[],
         &tunlab_bpf::out_dir().join("datapath.o"),
     );
+    // An experiment on the cache's table, run by benches/table.rs.
+    tunlab_bpf::build(
+        "tablebench.c",
+        &[],
+        &[],
+        &tunlab_bpf::out_dir().join("tablebench.o"),
+    );
 }

@@ -127,8 +127,12 @@ static __always_inline __u64 slot_hash(const struct tb_key *k)
 }
 
 #define TB_PROBES 64
-static __always_inline struct tb_slot *outer_slot(__u32 idx)
+/* Slot `idx` of the open table: in its one array (mode 1), or in the
+ * array of the split table that holds it (mode 4). */
+static __always_inline struct tb_slot *slot_at(__u32 mode, __u32 idx)
 {
+	if (mode != 4)
+		return bpf_map_lookup_elem(&tb_open, &idx);
 	__u32 o = idx / TB_INNER, in = idx % TB_INNER;
 	void *inner = bpf_map_lookup_elem(&tb_outer, &o);
 	if (!inner)
@@ -136,29 +140,15 @@ static __always_inline struct tb_slot *outer_slot(__u32 idx)
 	return bpf_map_lookup_elem(inner, &in);
 }
 
-static __always_inline struct tb_flow *outer_lookup(const struct tb_key *k, __u32 bits)
+/* Linear probing from the key's home slot. */
+static __always_inline struct tb_flow *open_lookup(const struct tb_key *k, __u32 bits,
+						   __u32 mode)
 {
 	__u64 h = slot_hash(k);
 	__u32 mask = (1u << (bits & 31)) - 1;
 	__u32 at = (__u32)(h >> 32) & mask;
 	for (int i = 0; i < TB_PROBES; i++) {
-		struct tb_slot *s = outer_slot((at + i) & mask);
-		if (!s || s->tag == 0)
-			return NULL;
-		if (s->tag == h && s->w[0] == k->w[0] && s->w[1] == k->w[1] &&
-		    s->w[2] == k->w[2] && s->w[3] == k->w[3])
-			return &s->flow;
-	}
-	return NULL;
-}
-static __always_inline struct tb_flow *open_lookup(const struct tb_key *k, __u32 bits)
-{
-	__u64 h = slot_hash(k);
-	__u32 mask = (1u << (bits & 31)) - 1;
-	__u32 at = (__u32)(h >> 32) & mask;
-	for (int i = 0; i < TB_PROBES; i++) {
-		__u32 idx = (at + i) & mask;
-		struct tb_slot *s = bpf_map_lookup_elem(&tb_open, &idx);
+		struct tb_slot *s = slot_at(mode, (at + i) & mask);
 		if (!s || s->tag == 0)
 			return NULL;
 		if (s->tag == h && s->w[0] == k->w[0] && s->w[1] == k->w[1] &&
@@ -188,10 +178,8 @@ static long one(__u32 i, void *data)
 	struct tb_flow *f = NULL;
 	if (c->mode == 0)
 		f = bpf_map_lookup_elem(&tb_hash, &k);
-	else if (c->mode == 1)
-		f = open_lookup(&k, c->bits);
-	else if (c->mode == 4)
-		f = outer_lookup(&k, c->bits);
+	else if (c->mode == 1 || c->mode == 4)
+		f = open_lookup(&k, c->bits, c->mode);
 	else if (c->mode == 3)
 		f = bpf_map_lookup_elem(&tb_hash4, &k);
 	else
@@ -206,8 +194,8 @@ static long one(__u32 i, void *data)
 	return 0;
 }
 
-/* One run: `count` lookups (the packet's first byte times 4096) of keys
- * drawn from the configuration's seed. */
+/* One run: the packet's first byte times 4096 lookups, keys drawn from
+ * the configuration's seed. */
 SEC("classifier")
 int tb_run(struct __sk_buff *skb)
 {

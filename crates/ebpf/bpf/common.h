@@ -153,39 +153,6 @@ struct tl_flow {
 };
 #define TL_USED_SHIFT 20
 
-/*
- * A slot of the open table (tl_table in maps.h), which holds the cached
- * flows whose mask packs at most TL_SLOT_WORDS words: the packed key and
- * the flow in 128 bytes, two cache lines the CPU fetches as a pair, where
- * a hash map's entry is a bucket and then an element (and a million
- * flows miss both). `seq` says what the slot holds:
- *   TL_SLOT_EMPTY        nothing, ever since the last reclaim: a lookup
- *                        stops here;
- *   TL_SLOT_BUSY         being written by the switch: a lookup goes on;
- *   low bits TL_SLOT_TOMB  deleted (the rest: when, in TL_USED_SHIFT
- *                        units): a lookup goes on; the switch writes
- *                        the slot again only once no program can still
- *                        be reading it;
- *   anything else        the tag of the key in it (slot_tag: never one
- *                        of the above).
- * The switch writes a slot's key and flow first and its tag last, and
- * never rewrites a slot that a lookup could be reading: a new decision
- * for a key goes into another slot before the old one is deleted.
- */
-#define TL_SLOT_WORDS 7
-#define TL_SLOT_EMPTY 0
-#define TL_SLOT_BUSY 1
-#define TL_SLOT_TOMB 2
-/* Slots a lookup tries from the key's home (the switch never places a
- * key further). */
-#define TL_PROBES 64
-struct tl_slot {
-	__u64 seq;
-	__u64 w[TL_SLOT_WORDS];
-	struct tl_flow flow;
-};
-_Static_assert(sizeof(struct tl_slot) == 128, "a slot is two cache lines");
-
 /* Outer headers of one tunnel destination, built once by the switch
  * (OVS's "build" step); per packet only lengths, the IPv4 checksum and
  * the UDP source port are patched ("push"). */

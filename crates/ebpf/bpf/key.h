@@ -134,74 +134,6 @@ static __always_inline int extract_frame(struct __sk_buff *skb, __u32 off, __u32
 	return 0;
 }
 
-/* The tag of a packed key in the open table (crate::maps::slot_tag in
- * the switch computes the same): its words mixed, the low three bits 100
- * (never a TL_SLOT_* state); the home slot is in bits 32 and up. */
-static __always_inline __u64 slot_tag(const struct tl_ckey *ck)
-{
-	__u64 h = 0x9e3779b97f4a7c15ULL;
-#pragma unroll
-	for (int i = 0; i < TL_SLOT_WORDS; i++) {
-		h = (h ^ ck->w[i]) * 0xff51afd7ed558ccdULL;
-		h ^= h >> 32;
-	}
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 29;
-	return (h & ~7ULL) | 4;
-}
-
-/* What a probe of the open table shares with its caller. */
-struct tl_table_probe {
-	__u64 tag;
-	__u32 home;
-	__u32 found; /* the slot's index + 1; 0: none */
-};
-
-/* Try the i-th slot from the home of the cache key packed in this CPU's
- * key buffer; 1 stops the probe (a bpf_loop callback: verified once, where
- * a loop of TL_PROBES would be verified slot by slot at every call). */
-static long probe_slot(__u32 i, void *data)
-{
-	struct tl_table_probe *p = data;
-	__u32 zero = 0;
-	__u64 *kw = bpf_map_lookup_elem(&tl_keybuf, &zero);
-	if (!kw)
-		return 1;
-	__u32 idx = (p->home + i) & ((1u << (tl_table_bits & 31)) - 1);
-	struct tl_slot *s = bpf_map_lookup_elem(&tl_table, &idx);
-	if (!s)
-		return 1;
-	/* The tag before the key: the switch stores it last. */
-	__u64 seq = *(volatile __u64 *)&s->seq;
-	asm volatile("" ::: "memory");
-	if (seq == TL_SLOT_EMPTY)
-		return 1;
-	if (seq != p->tag)
-		return 0;
-	__u64 differ = 0;
-#pragma unroll
-	for (int j = 0; j < TL_SLOT_WORDS; j++)
-		differ |= s->w[j] ^ kw[TL_CKEY_AT + j];
-	if (differ)
-		return 0;
-	p->found = idx + 1;
-	return 1;
-}
-
-/* The open table's flow for the cache key `ck` (packed in this CPU's key
- * buffer), if it holds one. */
-static __always_inline struct tl_flow *table_lookup(const struct tl_ckey *ck)
-{
-	struct tl_table_probe p = { .tag = slot_tag(ck) };
-	p.home = (__u32)(p.tag >> 32);
-	bpf_loop(TL_PROBES, probe_slot, &p, 0);
-	if (!p.found)
-		return NULL;
-	__u32 idx = p.found - 1;
-	struct tl_slot *s = bpf_map_lookup_elem(&tl_table, &idx);
-	return s ? &s->flow : NULL;
-}
-
 /* The entry for `k` under mask `id`, if one of generation `g` is cached
  * (an older one sets *stale). */
 static __always_inline struct tl_flow *probe_mask(struct tl_key *k, __u32 id, __u64 g,
@@ -224,8 +156,7 @@ static __always_inline struct tl_flow *probe_mask(struct tl_key *k, __u32 id, __
 	for (int i = 0; i < TL_CKEY_WORDS; i++)
 		ck->w[i] = kw[m->idx[i] & (TL_KEYBUF_WORDS - 1)] & m->pm[i];
 	ck->w[0] |= (__u64)id << TL_MASK_ID_SHIFT;
-	struct tl_flow *f = n <= TL_SLOT_WORDS ? table_lookup(ck)
-					      : bpf_map_lookup_elem(&tl_flows, ck);
+	struct tl_flow *f = bpf_map_lookup_elem(&tl_flows, ck);
 	if (!f)
 		return NULL;
 	if (f->generation != g) {

@@ -25,23 +25,6 @@ struct {
 	__type(value, struct tl_flow);
 } tl_flows SEC(".maps");
 
-/*
- * The open table: flows whose mask packs at most TL_SLOT_WORDS words
- * (tl_flows holds the wider ones), by linear probing from the key's home
- * slot (see struct tl_slot). Preallocated (2^tl_table_bits slots, at least
- * 1.5 times the flow cache, set by the loader) and mapped into the
- * switch, which writes it directly.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1024); /* set by the loader */
-	__type(key, __u32);
-	__type(value, struct tl_slot);
-} tl_table SEC(".maps");
-/* log2 of tl_table's slots (set by the loader before verification). */
-const volatile __u32 tl_table_bits = 10;
-
 /* The megaflow masks, by number (see struct tl_mask). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

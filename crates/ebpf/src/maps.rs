@@ -241,42 +241,6 @@ pub fn used_now() -> u32 {
     (ns >> USED_SHIFT) as u32
 }
 
-/// `TL_SLOT_WORDS`: the packed key words an open-table slot holds; a
-/// mask that packs more puts its flows in the hash map instead.
-pub const SLOT_WORDS: usize = 7;
-/// `TL_PROBES`: slots a lookup tries from a key's home.
-pub const PROBES: u32 = 64;
-/// `TL_SLOT_EMPTY`, `TL_SLOT_BUSY`, `TL_SLOT_TOMB`: what a slot's `seq`
-/// says when it holds no key (see [`Slot`]).
-pub const SLOT_EMPTY: u64 = 0;
-pub const SLOT_BUSY: u64 = 1;
-pub const SLOT_TOMB: u64 = 2;
-
-/// `struct tl_slot`: a slot of the open table, the packed key and its
-/// flow. `seq` is [`SLOT_EMPTY`], [`SLOT_BUSY`], a tombstone
-/// ([`SLOT_TOMB`] in the low two bits, when it was deleted above them) or
-/// the key's [`slot_tag`].
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Slot {
-    pub seq: u64,
-    pub w: [u64; SLOT_WORDS],
-    pub flow: Flow,
-}
-
-/// The open table's tag of a packed key, as `slot_tag` in bpf/key.h
-/// computes it; the key's home slot is in its bits 32 and up.
-pub fn slot_tag(k: &CKey) -> u64 {
-    let mut h: u64 = 0x9e3779b97f4a7c15;
-    for &w in &k.w[..SLOT_WORDS] {
-        h = (h ^ w).wrapping_mul(0xff51afd7ed558ccd);
-        h ^= h >> 32;
-    }
-    h = h.wrapping_mul(0xc4ceb9fe1a85ec53);
-    h ^= h >> 29;
-    (h & !7) | 4
-}
-
 /// `TL_TMPL_MAX`.
 pub const TEMPLATE_MAX: usize = 128;
 
@@ -549,7 +513,6 @@ mod tests {
         assert_eq!(size_of::<MaskOrder>(), 4 + MAX_MASKS);
         assert_eq!(size_of::<Op>(), 8);
         assert_eq!(size_of::<Flow>(), 32 + 8 * MAX_OPS);
-        assert_eq!(size_of::<Slot>(), 128);
         assert_eq!(
             size_of::<Template>(),
             // kind..l4_off, ifindex, mtu+pad, local4, remote4, hdr, the v6 pair.

@@ -1,6 +1,5 @@
-//! Batched reads and deletes of the flow cache: the hash map's through
-//! `BPF_MAP_*_BATCH` (which aya does not wrap), then the open table's,
-//! read in place.
+//! Batched reads and deletes of the flow cache (`BPF_MAP_*_BATCH`,
+//! which aya does not wrap).
 
 use super::*;
 
@@ -24,7 +23,6 @@ struct BatchAttr {
 /// Batched access to the flow cache, with its buffers.
 pub struct FlowBatch {
     fd: std::os::fd::OwnedFd,
-    table: Arc<Table>,
     keys: Vec<CKey>,
     values: Vec<Flow>,
     /// Entries read since this handle was made (0: batches never worked).
@@ -40,10 +38,9 @@ impl std::fmt::Debug for FlowBatch {
 }
 
 impl FlowBatch {
-    pub(super) fn new(fd: std::os::fd::OwnedFd, table: Arc<Table>) -> FlowBatch {
+    pub(super) fn new(fd: std::os::fd::OwnedFd) -> FlowBatch {
         FlowBatch {
             fd,
-            table,
             keys: vec![CKey::default(); BATCH],
             values: vec![Flow::default(); BATCH],
             walked: 0,
@@ -79,29 +76,12 @@ impl FlowBatch {
     }
 
     /// [`FlowBatch::sweep`], stopping after the batch in which `max`
-    /// entries have been read: true if it read them all. The hash map
-    /// first, then the open table.
+    /// entries have been read: true if it read them all.
     pub fn sweep_at_most(
         &mut self,
         max: u64,
         doomed: &mut impl FnMut(&CKey, &Flow) -> bool,
     ) -> std::io::Result<bool> {
-        let (all, read) = self.sweep_hash(max, doomed)?;
-        if !all {
-            return Ok(false);
-        }
-        let (n, rest) = self.table.walk(0, max.saturating_sub(read), doomed);
-        self.walked += n;
-        Ok(rest.is_none())
-    }
-
-    /// The hash map's part of [`FlowBatch::sweep_at_most`]: whether it
-    /// read every entry, and how many it read.
-    fn sweep_hash(
-        &mut self,
-        max: u64,
-        doomed: &mut impl FnMut(&CKey, &Flow) -> bool,
-    ) -> std::io::Result<(bool, u64)> {
         use std::os::fd::AsRawFd;
         const BPF_MAP_LOOKUP_BATCH: libc::c_long = 24;
         // The position between calls: a bucket number for hash maps.
@@ -137,10 +117,10 @@ impl FlowBatch {
             self.walked += n as u64;
             read += n as u64;
             if end {
-                return Ok((true, read));
+                return Ok(true);
             }
             if read >= max {
-                return Ok((false, read));
+                return Ok(false);
             }
             first = false;
         }

@@ -52,10 +52,6 @@ impl KernelDatapath {
 
     /// Delete cache entry `k`, if it is there.
     pub fn remove_packed(&mut self, k: &CKey) -> Result<(), Error> {
-        if self.in_table(k) {
-            self.table.remove(k);
-            return Ok(());
-        }
         let mut m: HashMap<_, CKey, Flow> = self.map_mut("tl_flows")?;
         match m.remove(k) {
             Ok(()) => Ok(()),
@@ -251,9 +247,6 @@ impl KernelDatapath {
     pub fn install_packed(&mut self, k: CKey, mut flow: Flow) -> Result<(), Error> {
         flow.generation = self.generation;
         flow.used = crate::maps::used_now();
-        if self.in_table(&k) {
-            return self.table.insert(&k, &flow).map_err(|_| Error::CacheFull);
-        }
         let mut m: HashMap<_, CKey, Flow> = self.map_mut("tl_flows")?;
         m.insert(k, flow, 0).map_err(|e| match &e {
             aya::maps::MapError::SyscallError(se)
@@ -276,26 +269,7 @@ impl KernelDatapath {
                 out.push((self.unpack(&k), f));
             }
         }
-        self.table.walk(0, u64::MAX, &mut |k, f| {
-            if f.generation == self.generation {
-                out.push((self.unpack(k), *f));
-            }
-            false
-        });
         Ok(out)
-    }
-
-    /// Whether cache key `k` is the open table's: its mask packs at most
-    /// SLOT_WORDS words (as the programs decide, by the mask's width).
-    fn in_table(&self, k: &CKey) -> bool {
-        self.masks
-            .get(crate::maps::mask_id(k))
-            .is_some_and(|m| (m.n as usize) <= crate::maps::SLOT_WORDS)
-    }
-
-    /// The open table (shared with the walks and the revalidator).
-    pub fn table(&self) -> &Arc<Table> {
-        &self.table
     }
 
     /// The whole keys the programs sampled from the packets that hit of
@@ -337,10 +311,7 @@ impl KernelDatapath {
     /// Batched access to the flow cache on a descriptor of its own (no
     /// borrow of this datapath while it walks).
     pub fn flow_batch(&self) -> Result<FlowBatch, Error> {
-        Ok(FlowBatch::new(
-            self.dup_fd("tl_flows")?,
-            Arc::clone(&self.table),
-        ))
+        Ok(FlowBatch::new(self.dup_fd("tl_flows")?))
     }
 
     /// The datapath's counters, summed over CPUs, by name.

@@ -29,12 +29,9 @@ mod batch;
 mod flows;
 mod ports;
 mod sweeper;
-mod table;
 
 pub use batch::{FlowBatch, BATCH};
 pub use sweeper::{FlowSweeper, Sweep, EVICT_FROM, EVICT_TO};
-pub use table::{slots_for, Table};
-use std::sync::Arc;
 
 /// The programs, as clang built them from bpf/datapath.c.
 pub static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/datapath.o"));
@@ -99,9 +96,8 @@ enum Held {
 
 /// The maps that hold the datapath's state, pinned so that a restarted
 /// switch adopts them (the per-CPU scratch maps are not state).
-pub const PINNED_MAPS: [&str; 11] = [
+pub const PINNED_MAPS: [&str; 10] = [
     "tl_flows",
-    "tl_table",
     "tl_mask",
     "tl_mask_order",
     "tl_generation",
@@ -122,9 +118,6 @@ pub struct KernelDatapath {
     templates: StdMap<Vec<u8>, u32>,
     template_capacity: u32,
     flow_capacity: u32,
-    /// The open table (tl_table, mapped here): the flows of masks that
-    /// pack at most SLOT_WORDS words; tl_flows holds the others.
-    table: Arc<Table>,
     /// The megaflow masks by number, as tl_mask holds them (0: the union
     /// of the rules' masks), and the order lookups try them in.
     masks: [Mask; MAX_MASKS],
@@ -174,29 +167,20 @@ impl KernelDatapath {
         pins: Option<&Path>,
     ) -> Result<KernelDatapath, Error> {
         let mut loader = EbpfLoader::new();
+        loader
+            .map_max_entries("tl_flows", flow_capacity)
+            .map_max_entries("tl_templates", template_capacity);
         let mut adopted = false;
         let mut stale_pins = None;
-        let mut slots = slots_for(flow_capacity);
         if let Some(dir) = pins {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::Load(format!("pin directory {}: {e}", dir.display())))?;
             stale_pins = unpin_other_layouts(dir)?;
             adopted = dir.join("tl_flows").exists();
-            // A previous run's table keeps its size (its flows are where
-            // that size put them).
-            if let Ok(info) = aya::maps::MapInfo::from_pin(dir.join("tl_table")) {
-                slots = info.max_entries();
-            }
             for name in PINNED_MAPS {
                 loader.map_pin_path(name, dir.join(name));
             }
         }
-        let bits = slots.trailing_zeros();
-        loader
-            .map_max_entries("tl_flows", flow_capacity)
-            .map_max_entries("tl_table", slots)
-            .map_max_entries("tl_templates", template_capacity)
-            .override_global("tl_table_bits", &bits, true);
         let mut ebpf = loader
             .load(OBJECT)
             .map_err(|e| Error::Load(e.to_string()))?;
@@ -217,24 +201,7 @@ impl KernelDatapath {
             p.load()
                 .map_err(|e| Error::Load(format!("{name}: {}", verifier_text(&e))))?;
         }
-        let table = {
-            let m = ebpf.map("tl_table").ok_or(Error::Map {
-                map: "tl_table",
-                msg: "not in the object".into(),
-            })?;
-            let aya::maps::Map::Array(data) = m else {
-                return Err(Error::Map {
-                    map: "tl_table",
-                    msg: "not of the type bpf/maps.h gives it".into(),
-                });
-            };
-            Table::map(data.fd().as_fd(), slots, flow_capacity).map_err(|e| Error::Map {
-                map: "tl_table",
-                msg: format!("mapping its {slots} slots: {e}"),
-            })?
-        };
         let mut dp = KernelDatapath {
-            table: Arc::new(table),
             ebpf,
             attached: Vec::new(),
             generation: 0,
@@ -541,7 +508,6 @@ fn pinned_layout() -> [(&'static str, usize, usize, Option<usize>); PINNED_MAPS.
     use std::mem::size_of as z;
     [
         ("tl_flows", z::<CKey>(), z::<Flow>(), None),
-        ("tl_table", 4, z::<crate::maps::Slot>(), None),
         ("tl_mask", 4, z::<Mask>(), Some(MAX_MASKS)),
         ("tl_mask_order", 4, z::<MaskOrder>(), Some(1)),
         ("tl_generation", 4, 8, Some(1)),

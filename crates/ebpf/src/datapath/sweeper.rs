@@ -17,7 +17,6 @@ impl KernelDatapath {
             deleted: Vec::new(),
             deleted_unlisted: false,
             batch: Some(self.flow_batch()?),
-            table: Arc::clone(&self.table),
             flows: HashMap::try_from(handle("tl_flows")?).map_err(map_err("tl_flows"))?,
             generation: Array::try_from(handle("tl_generation")?)
                 .map_err(map_err("tl_generation"))?,
@@ -47,8 +46,6 @@ pub struct FlowSweeper {
     /// Batched reads and deletes (`BPF_MAP_*_BATCH`); None once the
     /// kernel refused them, and the sweep goes entry by entry.
     batch: Option<FlowBatch>,
-    /// The open table (the batch walks it too; without one, walked here).
-    table: Arc<Table>,
 }
 
 impl std::fmt::Debug for FlowSweeper {
@@ -142,8 +139,6 @@ impl FlowSweeper {
         })?;
         self.counts = counts;
         self.deltas = deltas;
-        // Tombstones that end their chains (this sweep's are too young).
-        self.table.reclaim();
         let live = out.seen - out.stale - out.idle;
         if (live as f64) <= self.capacity as f64 * EVICT_FROM {
             self.deleted = deleted;
@@ -229,7 +224,6 @@ impl FlowSweeper {
             for k in &gone {
                 let _ = self.flows.remove(k);
             }
-            self.table.walk(0, u64::MAX, doomed);
         }
         Ok(())
     }

@@ -56,7 +56,11 @@ fn label_width<'a>(labels: impl Iterator<Item = &'a str>) -> f64 {
 const BAR_H: f64 = 14.0;
 const ROW_GAP: f64 = 8.0;
 const TOP: f64 = 44.0;
-const SERIES_COLORS: [&str; 4] = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1"];
+const SERIES_COLORS: [&str; 8] = [
+    "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#edc948", "#9c755f",
+];
+/// The height of each legend line past the first.
+const LEGEND_LINE_H: f64 = 16.0;
 
 /// The colour of a variant's family: no tunnel grey, kernel blue, tunlab
 /// green, Open vSwitch purple.
@@ -134,9 +138,21 @@ impl Chart {
         self.series.len().max(1) as f64 * BAR_H + ROW_GAP
     }
 
+    /// The top of the plot: under the title and the legend's lines.
+    fn top(&self) -> f64 {
+        let lines = if self.series.len() > 1 {
+            legend_layout(self.series.iter().map(String::as_str))
+                .last()
+                .map_or(1, |p| p.1 + 1)
+        } else {
+            1
+        };
+        TOP + LEGEND_LINE_H * (lines - 1) as f64
+    }
+
     /// The chart's height in pixels.
     pub fn height(&self) -> f64 {
-        TOP + self.rows.len() as f64 * self.row_h() + 50.0
+        self.top() + self.rows.len() as f64 * self.row_h() + 50.0
     }
 
     /// The chart as a standalone SVG document.
@@ -166,8 +182,9 @@ impl Chart {
         let label_w = label_width(self.rows.iter().map(|r| r.label.as_str()));
         let plot_w = WIDTH - label_w - VALUE_W - 20.0;
         let x = |v: f64| label_w + plot_w * (v / end).clamp(0.0, 1.0);
-        let plot_bottom = TOP + self.rows.len() as f64 * self.row_h();
-        grid(&mut s, &x, (0.0, end, step), plot_bottom);
+        let top = self.top();
+        let plot_bottom = top + self.rows.len() as f64 * self.row_h();
+        grid(&mut s, &x, (0.0, end, step), (top, plot_bottom));
         let _ = write!(
             s,
             r##"<text x="{:.1}" y="{}" text-anchor="middle" fill="#333">{}</text>"##,
@@ -181,7 +198,7 @@ impl Chart {
             plot_bottom + 46.0
         );
         for (i, row) in self.rows.iter().enumerate() {
-            let y0 = TOP + i as f64 * self.row_h() + ROW_GAP / 2.0;
+            let y0 = top + i as f64 * self.row_h() + ROW_GAP / 2.0;
             let _ = write!(
                 s,
                 r##"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
@@ -252,14 +269,19 @@ impl Chart {
     }
 }
 
-/// Vertical grid lines from `TOP` to `bottom` at every `step` of the
+/// Vertical grid lines from `top` to `bottom` at every `step` of the
 /// axis `(from, to, step)`, each labelled under the plot.
-fn grid(s: &mut String, x: &dyn Fn(f64) -> f64, (from, to, step): (f64, f64, f64), bottom: f64) {
+fn grid(
+    s: &mut String,
+    x: &dyn Fn(f64) -> f64,
+    (from, to, step): (f64, f64, f64),
+    (top, bottom): (f64, f64),
+) {
     let mut t = from;
     while t <= to + step / 2.0 {
         let _ = write!(
             s,
-            r##"<line x1="{0:.1}" y1="{TOP}" x2="{0:.1}" y2="{bottom}" stroke="#e3e3e3"/><text x="{0:.1}" y="{1}" text-anchor="middle" fill="#555">{2}</text>"##,
+            r##"<line x1="{0:.1}" y1="{top}" x2="{0:.1}" y2="{bottom}" stroke="#e3e3e3"/><text x="{0:.1}" y="{1}" text-anchor="middle" fill="#555">{2}</text>"##,
             x(t),
             bottom + 14.0,
             tick_label(t, step)
@@ -268,18 +290,35 @@ fn grid(s: &mut String, x: &dyn Fn(f64) -> f64, (from, to, step): (f64, f64, f64
     }
 }
 
-/// A colour square and a name per series, in a row under the title.
-fn legend<'a>(s: &mut String, names: impl Iterator<Item = &'a str>) {
-    let mut lx = 10.0;
-    for (k, name) in names.enumerate() {
+/// Where each legend entry goes: (x, line), a new line where the next
+/// name would pass the chart's right edge.
+fn legend_layout<'a>(names: impl Iterator<Item = &'a str>) -> Vec<(f64, usize)> {
+    let (mut lx, mut line) = (10.0, 0);
+    names
+        .map(|name| {
+            let w = 30.0 + 7.5 * name.chars().count() as f64;
+            if lx > 10.0 && lx + w > WIDTH - 10.0 {
+                (lx, line) = (10.0, line + 1);
+            }
+            let at = (lx, line);
+            lx += w;
+            at
+        })
+        .collect()
+}
+
+/// A colour square and a name per series, in rows under the title.
+fn legend<'a>(s: &mut String, names: impl Iterator<Item = &'a str> + Clone) {
+    for (k, (name, (lx, line))) in names.clone().zip(legend_layout(names)).enumerate() {
+        let y = 26.0 + LEGEND_LINE_H * line as f64;
         let _ = write!(
             s,
-            r##"<rect x="{lx}" y="26" width="10" height="10" fill="{}"/><text x="{}" y="35">{}</text>"##,
+            r##"<rect x="{lx}" y="{y}" width="10" height="10" fill="{}"/><text x="{}" y="{}">{}</text>"##,
             SERIES_COLORS[k % SERIES_COLORS.len()],
             lx + 14.0,
+            y + 9.0,
             esc(name)
         );
-        lx += 30.0 + 7.5 * name.chars().count() as f64;
     }
 }
 
@@ -467,7 +506,7 @@ impl Forest {
             x(1.0 + band) - x(1.0 - band),
             bottom - TOP
         );
-        grid(&mut s, &x, (lo, hi, step), bottom);
+        grid(&mut s, &x, (lo, hi, step), (TOP, bottom));
         let _ = write!(
             s,
             r##"<line x1="{0:.1}" y1="{TOP}" x2="{0:.1}" y2="{bottom}" stroke="#555" stroke-dasharray="4 3"/><text x="{1:.1}" y="{2}" text-anchor="middle" fill="#333">{3}</text><text x="10" y="{4}" font-size="11" fill="#666">dot: ratio (geometric mean over rounds); line: its 95 % interval; shaded: ±{5}% of no difference</text>"##,
@@ -579,6 +618,32 @@ fn whiskers_and_dots(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_legend_wraps_and_the_plot_moves_down_under_it() {
+        let names = [
+            "kernel-vxlan",
+            "kernel-vxlan-sw",
+            "tunlab-ebpf-geneve",
+            "tunlab-ebpf-qinq",
+            "ovs-qinq",
+            "ovs-vxlan",
+            "ovs-geneve",
+        ];
+        let at = legend_layout(names.iter().copied());
+        assert!(at.last().is_some_and(|p| p.1 >= 1), "{at:?}");
+        for (name, (x, _)) in names.iter().zip(&at) {
+            assert!(x + 30.0 + 7.5 * name.len() as f64 <= WIDTH, "{name} at {x}");
+        }
+        let chart = |series: &[&str]| Chart {
+            title: "t".into(),
+            unit: "Gbit/s".into(),
+            series: series.iter().map(|s| s.to_string()).collect(),
+            rows: vec![],
+        };
+        assert!(chart(&names).top() > chart(&names[..2]).top());
+        assert_eq!(chart(&names[..2]).top(), TOP);
+    }
 
     #[test]
     fn a_line_chart_draws_each_series_and_renders() {

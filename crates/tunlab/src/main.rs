@@ -127,8 +127,10 @@ enum Command {
         /// Rebuild a reference article's experiment and check its
         /// findings here: geneve-vs-vxlan, vxlan-offload, trex-geneve-pvp,
         /// qinq, stt-gre, or all (comma-separated). Each finding gets a
-        /// verdict: holds here, does not hold here (with the figure),
-        /// undecided, or cannot be tested here (and what would test it).
+        /// verdict: holds here (its 95 % interval clear of the article's
+        /// line), does not hold here (with the figure: ruled out, or not
+        /// shown where the interval reaches the line), or cannot be tested
+        /// here (and what would test it).
         /// OUT/NAME/article.html shows the article's setup beside this
         /// one's; --profile quick (the default) takes a few minutes an
         /// article, full the article's whole matrix; --rounds and --budget

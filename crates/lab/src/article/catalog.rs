@@ -4,7 +4,8 @@
 //! the articles'; the sentences are ours.
 
 use super::{
-    Article, Check, Claim, Experiment, Finding, Metric, PvpCheck, RatioCheck, Sel, Spec, Testbed,
+    Article, Axes, Check, Claim, Experiment, Finding, Metric, PvpCheck, RatioCheck, Sel, Spec,
+    Testbed,
 };
 use crate::plan::{Plan, QUICK_BUDGET_S};
 use crate::sample::{Kind, Test};
@@ -54,7 +55,7 @@ fn plan(
         p.seconds = 1;
         p.rule = Rule {
             budget_s: Some(QUICK_ARTICLE_BUDGET_S.min(QUICK_BUDGET_S)),
-            ..Rule::rounds(5, 40)
+            ..Rule::rounds(5, 100)
         };
     }
     p
@@ -188,6 +189,33 @@ fn geneve_vs_vxlan() -> Spec {
             "kernel 6.18 against 4.10; two vCPUs against four cores: 64 instances share two CPUs",
             "the article's Geneve was the OVS kernel module; this kernel has no Geneve device, so Geneve is tunlab's eBPF datapath (and, in full, Open vSwitch's userspace one)",
         ],
+        charts: vec![
+            Axes {
+                title: "TCP throughput scenarios: CPU (the article's tcp-throughput-cpu)",
+                metric: Metric::Cpu,
+                tests: STREAMS,
+            },
+            Axes {
+                title: "TCP throughput scenarios: throughput (the article: line rate for both)",
+                metric: Metric::Primary,
+                tests: STREAMS,
+            },
+            Axes {
+                title: "TCP throughput scenarios: CPU per KB moved (how the checks compare CPU here)",
+                metric: Metric::Demand,
+                tests: STREAMS,
+            },
+            Axes {
+                title: "Request/response: transactions per second (the article's rr-perf)",
+                metric: Metric::Primary,
+                tests: RR,
+            },
+            Axes {
+                title: "Request/response: CPU (the article's rr-cpu)",
+                metric: Metric::Cpu,
+                tests: RR,
+            },
+        ],
     }
 }
 
@@ -279,6 +307,23 @@ fn vxlan_offload() -> Spec {
             "MTU 1500 here against the article's 9000-byte jumbo frames",
             "ovs-vxlan is Open vSwitch's userspace datapath, the article's was its kernel module",
         ],
+        charts: vec![
+            Axes {
+                title: "Throughput by message size (the article's total throughput)",
+                metric: Metric::Primary,
+                tests: ALL_STREAMS,
+            },
+            Axes {
+                title: "CPU by message size (the article's CPU, server and client: here the whole machine, both sides)",
+                metric: Metric::Cpu,
+                tests: ALL_STREAMS,
+            },
+            Axes {
+                title: "CPU per KB moved by message size (the article's service demand, vo3)",
+                metric: Metric::Demand,
+                tests: ALL_STREAMS,
+            },
+        ],
     }
 }
 
@@ -340,6 +385,8 @@ fn trex_geneve_pvp() -> Spec {
             "no NIC offload: the node's eBPF datapath stands for the offloaded one, the userspace datapath for software OVN",
             "2-s trials and 5-s validation (quick) against 10-minute trials",
         ],
+        // The article gave tables; the searches' own report draws them.
+        charts: vec![],
     }
 }
 
@@ -440,6 +487,23 @@ fn qinq() -> Spec {
             "one underlay, not one tunnel per instance; two vCPUs against the article's five cores for the CPU test",
             "CPU is read at 2 Gbit/s (the lab's fixed rate), not at 20",
         ],
+        charts: vec![
+            Axes {
+                title: "netperf throughput, 1 and 5 instances (full: 64 streams)",
+                metric: Metric::Primary,
+                tests: Sel::Kinds(&[Kind::TcpStream]),
+            },
+            Axes {
+                title: "CPU at a fixed rate (the article's CPU utilization at 20 Gbit/s; full profile)",
+                metric: Metric::Primary,
+                tests: Sel::FixedRate,
+            },
+            Axes {
+                title: "CPU per KB moved (quick's CPU comparison)",
+                metric: Metric::Demand,
+                tests: Sel::Kinds(&[Kind::TcpStream]),
+            },
+        ],
     }
 }
 
@@ -526,6 +590,23 @@ fn stt_gre() -> Spec {
             "tunlab's STT and GRE are its userspace datapath (TAP, a socket per tunnel), the article's were Open vSwitch's kernel module: the userspace copies cost what the kernel module did not",
             "STT's receive-side coalescing is tunlab's own; the article's CPU was the hypervisor's switching CPU only, here it is the whole machine's per KB",
             "no guests: tenants are namespaces on the same two vCPUs as the datapath",
+        ],
+        charts: vec![
+            Axes {
+                title: "Throughput: one flow, and four pairs both ways (the article's two tables)",
+                metric: Metric::Primary,
+                tests: STREAMS,
+            },
+            Axes {
+                title: "CPU (the article's CPU column; here the whole machine)",
+                metric: Metric::Cpu,
+                tests: STREAMS,
+            },
+            Axes {
+                title: "CPU per KB moved (how the checks compare CPU here)",
+                metric: Metric::Demand,
+                tests: STREAMS,
+            },
         ],
     }
 }

@@ -7,8 +7,9 @@
 //! checks. A ratio check pairs two cells of a run round by round (as the
 //! lab pairs every variant with its baseline) and asks whether the
 //! ratio's 95 % interval lies on the article's side of a line: wholly
-//! there, the finding **holds here**; wholly on the other side, it **does
-//! not hold here**; across the line, the rounds could not decide. A check
+//! there, the finding **holds here**; otherwise it **does not hold here**,
+//! ruled out (the interval wholly on the other side) or not shown (the
+//! interval reaches the line; see [`Verdict`]). A check
 //! on hardware this machine lacks says what would test it. [`catalog`]
 //! holds the five articles, [`page`] prints and draws the findings.
 
@@ -119,6 +120,19 @@ pub struct Spec {
     /// Differences between the article's testbed and this one that
     /// decide a verdict.
     pub gaps: Vec<&'static str>,
+    /// The charts the article drew, redrawn with a lab run's data.
+    pub charts: Vec<Axes>,
+}
+
+/// One of the charts an article drew: its title, the figure on its axis
+/// and the tests along it. Redrawn here as the article drew it, a group
+/// per test (its scenario or message size) and a bar per variant (its
+/// systems), with this run's samples ([`page::charts`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Axes {
+    pub title: &'static str,
+    pub metric: Metric,
+    pub tests: Sel,
 }
 
 impl Spec {
@@ -252,22 +266,40 @@ impl Claim {
         }
     }
 
-    /// The verdict of an interval [lo, hi].
-    fn judge(self, lo: f64, hi: f64) -> Outcome {
-        let (yes, no) = match self {
+    /// The verdict of an interval [lo, hi], and whether the interval lies
+    /// clear of the line (see [`Verdict`]).
+    fn judge(self, lo: f64, hi: f64) -> Verdict {
+        let (past, short) = match self {
             Claim::Above(x) => (lo > x, hi < x),
             Claim::Below(x) => (hi < x, lo > x),
             Claim::Gain(a) => (lo > 1.0, hi < 1.0 || hi < a),
             Claim::Saving(a) => (hi < 1.0, lo > 1.0 || lo > a),
         };
-        if yes {
-            Outcome::Holds
-        } else if no {
-            Outcome::DoesNotHold
-        } else {
-            Outcome::Undecided
+        Verdict {
+            outcome: if past {
+                Outcome::Holds
+            } else {
+                Outcome::DoesNotHold
+            },
+            clear: past || short,
         }
     }
+}
+
+/// A ratio check's verdict. The finding is the article's claim, so it
+/// **holds here** only when the whole interval is on the article's side
+/// of its line: the run has shown it at 95 %. Otherwise it **does not
+/// hold here**, in one of two ways: the interval lies wholly on the other
+/// side (`clear`: the article's claim is ruled out here), or it reaches
+/// the line (not `clear`: the claim is not shown, and the figure says by
+/// how much). The rounds go on for the checks not yet clear
+/// ([`open_cells`]); the verdict at the end is given either way, so that
+/// every finding gets one and two runs differ only where a truth lies
+/// within an interval's width past the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict {
+    pub outcome: Outcome,
+    pub clear: bool,
 }
 
 /// `a`'s figure over `b`'s, paired by round; over several tests, a
@@ -309,8 +341,6 @@ pub enum PvpCheck {
 pub enum Outcome {
     Holds,
     DoesNotHold,
-    /// The interval holds the line: the rounds could not decide.
-    Undecided,
     CannotTest,
     /// What the check reads was not measured in this run (another profile
     /// measures it).
@@ -322,7 +352,6 @@ impl Outcome {
         match self {
             Outcome::Holds => "holds here",
             Outcome::DoesNotHold => "does not hold here",
-            Outcome::Undecided => "undecided",
             Outcome::CannotTest => "cannot be tested here",
             Outcome::NotRun => "not in this run",
         }
@@ -342,6 +371,10 @@ pub struct Checked {
     pub here: String,
     pub ratio: Option<Ratio>,
     pub outcome: Outcome,
+    /// A ratio check's interval lies clear of its line (the rounds
+    /// decided it); false when a "does not hold" means "not shown": the
+    /// interval reaches the line. True for the other kinds of check.
+    pub clear: bool,
 }
 
 /// The end of a check's text when its variant is not in the profile's
@@ -390,6 +423,7 @@ fn not_here(finding: &'static str, needs: &str) -> Checked {
         here: format!("needs {needs}"),
         ratio: None,
         outcome: Outcome::CannotTest,
+        clear: true,
     }
 }
 
@@ -401,6 +435,7 @@ fn not_run(finding: &'static str, compared: String, why: String) -> Checked {
         here: why,
         ratio: None,
         outcome: Outcome::NotRun,
+        clear: true,
     }
 }
 
@@ -485,27 +520,35 @@ pub fn judge_ratio(finding: &'static str, c: &RatioCheck, r: &Results) -> Checke
     let Some(ratio) = Ratio::of(&ratios) else {
         return not_run(finding, compared, "fewer than two paired rounds".into());
     };
+    let v = c.claim.judge(ratio.lo, ratio.hi);
+    let mut here = format!("{:.2}x [{:.2}, {:.2}]", ratio.ratio, ratio.lo, ratio.hi);
+    if !v.clear {
+        here.push_str(" (not shown: the interval reaches the line)");
+    }
     Checked {
         finding,
         compared,
         claim: c.claim.text(),
-        here: format!("{:.2}x [{:.2}, {:.2}]", ratio.ratio, ratio.lo, ratio.hi),
-        outcome: c.claim.judge(ratio.lo, ratio.hi),
+        here,
+        outcome: v.outcome,
+        clear: v.clear,
         ratio: Some(ratio),
     }
 }
 
-/// The cells that the undecided ratio checks of `spec` read, by what the
+/// The cells that the ratio checks of `spec` not yet clear of their
+/// lines read, by what the
 /// rounds have gathered so far (`r`): the run's rule past its first
 /// rounds ([`crate::run::Focus`]), so that the rounds go to the article's
 /// open questions rather than to ratios against the plan's baseline that
-/// no finding reads. Empty when every check is decided.
+/// no finding reads. Empty when every check is clear of its line.
 pub fn open_cells(spec: &Spec, r: &Results) -> Vec<(Variant, String)> {
     let mut open = Vec::new();
     for f in &spec.findings {
         for c in &f.checks {
             let Check::Ratio(rc) = c else { continue };
-            if judge_ratio(f.id, rc, r).outcome != Outcome::Undecided {
+            let c = judge_ratio(f.id, rc, r);
+            if c.clear || c.ratio.is_none() {
                 continue;
             }
             let (Some(at), Some(bt)) = (tests_of(r, rc.a), tests_of(r, rc.b)) else {
@@ -578,6 +621,7 @@ fn pvp_check(finding: &'static str, p: PvpCheck, k: &[PvpRow], u: &[PvpRow]) -> 
             Some(false) => Outcome::DoesNotHold,
             None => Outcome::NotRun,
         },
+        clear: true,
     };
     let (first, last) = (k.first(), k.last());
     match p {

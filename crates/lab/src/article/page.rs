@@ -3,10 +3,10 @@
 //! findings with their verdicts, the gaps between then and now, and this
 //! run's charts on the article's axes (throughput, CPU, transactions).
 
-use super::{Checked, Outcome, Spec, PLAN_LEAVES_OUT};
-use crate::chart::esc;
+use super::{usable, Checked, Outcome, Spec, PLAN_LEAVES_OUT};
+use crate::chart::{esc, Bar, Chart, Row};
 use crate::report::grid;
-use crate::results::Results;
+use crate::results::{Results, TestResult, VariantResult};
 use std::fmt::Write;
 
 /// This machine and run, in the article's terms.
@@ -88,7 +88,6 @@ pub fn tally(checked: &[Checked]) -> String {
     for o in [
         Outcome::Holds,
         Outcome::DoesNotHold,
-        Outcome::Undecided,
         Outcome::CannotTest,
         Outcome::NotRun,
     ] {
@@ -99,15 +98,14 @@ pub fn tally(checked: &[Checked]) -> String {
     parts.join(", ")
 }
 
-/// The gaps of the findings some check of which did not hold or could
-/// not decide: (id, gap).
+/// The gaps of the findings some check of which did not hold: (id, gap).
 pub fn deciding_gaps<'a>(spec: &'a Spec, checked: &[Checked]) -> Vec<(&'a str, &'a str)> {
     spec.findings
         .iter()
         .filter(|f| {
-            checked.iter().any(|c| {
-                c.finding == f.id && matches!(c.outcome, Outcome::DoesNotHold | Outcome::Undecided)
-            })
+            checked
+                .iter()
+                .any(|c| c.finding == f.id && c.outcome == Outcome::DoesNotHold)
         })
         .filter_map(|f| Some((f.id, f.gap?)))
         .collect()
@@ -280,12 +278,12 @@ fn class(o: Outcome) -> &'static str {
     match o {
         Outcome::Holds => "holds",
         Outcome::DoesNotHold => "not",
-        Outcome::Undecided => "undecided",
         Outcome::CannotTest | Outcome::NotRun => "na",
     }
 }
 
-const STYLE: &str = "td.holds{background:#d8f0d0}td.not{background:#f6d5d1}td.undecided{background:#fbeec8}td.na{color:#777}td{text-align:left}";
+const STYLE: &str =
+    "td.holds{background:#d8f0d0}td.not{background:#f6d5d1}td.na{color:#777}td{text-align:left}";
 
 /// The article's page: setup side by side, the findings, the gaps, and
 /// this run's charts (a lab run's) on the article's axes.
@@ -352,14 +350,70 @@ pub fn html(spec: &Spec, checked: &[Checked], here: &Here, run: Option<&Results>
     }
     o.push_str("</ul>");
     if let Some(r) = run {
-        o.push_str("<h2>This run's figures</h2><div class=\"charts\">");
-        for c in crate::html::charts(r) {
-            o.push_str(&c.chart.svg());
+        o.push_str("<h2>The article's charts, with this run's figures</h2><div class=\"charts\">");
+        for c in charts(spec, r) {
+            o.push_str(&c.svg());
         }
-        o.push_str("</div><p>Every table and sample: <a href=\"report.html\">report.html</a>, <a href=\"results.json\">results.json</a>.</p>");
+        o.push_str("</div><p>Every test's own charts, tables and samples: <a href=\"report.html\">report.html</a>, <a href=\"results.json\">results.json</a>.</p>");
     }
     o.push_str("</body></html>");
     o
+}
+
+/// The charts the article drew ([`Spec::charts`]) with `r`'s samples: a
+/// group per test the chart reads, in the plan's order, and a bar per
+/// variant that ran; a chart none of whose tests ran is left out.
+pub fn charts(spec: &Spec, r: &Results) -> Vec<Chart> {
+    let ran: Vec<&VariantResult> = r.variants.iter().filter(|v| v.status == "ok").collect();
+    fn find<'a>(v: &'a VariantResult, name: &str) -> Option<&'a TestResult> {
+        v.tests.iter().find(|t| t.test == name && usable(t))
+    }
+    spec.charts
+        .iter()
+        .filter_map(|a| {
+            let mut unit = "";
+            let rows: Vec<Row> = r
+                .plan
+                .tests
+                .iter()
+                .map(|t| t.name())
+                .filter_map(|name| {
+                    let cells: Vec<Option<&TestResult>> =
+                        ran.iter().map(|v| find(v, &name)).collect();
+                    let any = cells.iter().flatten().next()?;
+                    if !a.tests.takes(any) {
+                        return None;
+                    }
+                    unit = a.metric.name(&any.spec);
+                    let bars = cells
+                        .iter()
+                        .map(|c| {
+                            let c = (*c)?;
+                            let samples: Vec<f64> = c
+                                .samples
+                                .iter()
+                                .filter_map(|s| a.metric.of(&c.spec, s))
+                                .collect();
+                            (!samples.is_empty()).then_some(Bar { samples })
+                        })
+                        .collect();
+                    Some(Row {
+                        label: name,
+                        bars,
+                        note: None,
+                        flag: None,
+                        color: "#4e79a7",
+                    })
+                })
+                .collect();
+            (!rows.is_empty()).then(|| Chart {
+                title: a.title.into(),
+                unit: unit.into(),
+                series: ran.iter().map(|v| v.variant.clone()).collect(),
+                rows,
+            })
+        })
+        .collect()
 }
 
 /// The index of a run of several articles: one line each with its tally

@@ -252,21 +252,24 @@ fn every_check_of_the_full_run_reads_cells_it_measures() {
 }
 
 #[test]
-fn an_interval_holds_fails_or_leaves_the_claim_undecided() {
-    assert_eq!(Claim::Above(1.8).judge(1.9, 2.1), Outcome::Holds);
-    assert_eq!(Claim::Above(1.8).judge(1.0, 1.2), Outcome::DoesNotHold);
-    assert_eq!(Claim::Above(1.8).judge(1.7, 1.9), Outcome::Undecided);
-    assert_eq!(Claim::Below(0.5).judge(0.3, 0.4), Outcome::Holds);
-    assert_eq!(Claim::Below(0.5).judge(0.6, 0.9), Outcome::DoesNotHold);
-    assert_eq!(Claim::Below(1.0).judge(0.95, 1.05), Outcome::Undecided);
+fn an_interval_holds_only_when_it_clears_the_line() {
+    let v = |outcome, clear| Verdict { outcome, clear };
+    let (holds, not) = (Outcome::Holds, Outcome::DoesNotHold);
+    assert_eq!(Claim::Above(1.8).judge(1.9, 2.1), v(holds, true));
+    assert_eq!(Claim::Above(1.8).judge(1.0, 1.2), v(not, true));
+    // Across the line: not shown, and open for more rounds.
+    assert_eq!(Claim::Above(1.8).judge(1.7, 1.9), v(not, false));
+    assert_eq!(Claim::Below(0.5).judge(0.3, 0.4), v(holds, true));
+    assert_eq!(Claim::Below(0.5).judge(0.6, 0.9), v(not, true));
+    assert_eq!(Claim::Below(1.0).judge(0.95, 1.05), v(not, false));
     // Against the article's size of effect: a 12.8 % gain is ruled out
     // by [0.97, 1.08], not by [0.97, 1.15].
-    assert_eq!(Claim::Gain(1.128).judge(1.02, 1.2), Outcome::Holds);
-    assert_eq!(Claim::Gain(1.128).judge(0.97, 1.08), Outcome::DoesNotHold);
-    assert_eq!(Claim::Gain(1.128).judge(0.97, 1.15), Outcome::Undecided);
-    assert_eq!(Claim::Saving(0.88).judge(0.8, 0.95), Outcome::Holds);
-    assert_eq!(Claim::Saving(0.88).judge(0.9, 1.1), Outcome::DoesNotHold);
-    assert_eq!(Claim::Saving(0.88).judge(0.85, 1.1), Outcome::Undecided);
+    assert_eq!(Claim::Gain(1.128).judge(1.02, 1.2), v(holds, true));
+    assert_eq!(Claim::Gain(1.128).judge(0.97, 1.08), v(not, true));
+    assert_eq!(Claim::Gain(1.128).judge(0.97, 1.15), v(not, false));
+    assert_eq!(Claim::Saving(0.88).judge(0.8, 0.95), v(holds, true));
+    assert_eq!(Claim::Saving(0.88).judge(0.9, 1.1), v(not, true));
+    assert_eq!(Claim::Saving(0.88).judge(0.85, 1.1), v(not, false));
 }
 
 #[test]
@@ -510,7 +513,7 @@ fn the_page_puts_the_setups_side_by_side_and_escapes_text() {
 }
 
 #[test]
-fn the_rounds_go_on_only_for_the_cells_of_undecided_checks() {
+fn the_rounds_go_on_only_for_the_cells_of_checks_not_clear_of_their_lines() {
     use Variant as V;
     let plan = lab_plan(Article::SttGre, "quick");
     // Every check clear of its line but sg5's (eBPF GRE against no
@@ -530,7 +533,56 @@ fn the_rounds_go_on_only_for_the_cells_of_undecided_checks() {
     let open = open_cells(&spec, &r);
     let one = "tcp_stream-32768B-1i".to_string();
     assert_eq!(open, vec![(V::None, one.clone()), (V::TunlabEbpfGre, one)]);
+    // Its verdict, were the rounds to end here: does not hold, not shown.
+    let c = judge(&spec, Measured::Lab(&r));
+    let sg5: Vec<_> = c.iter().filter(|x| x.finding == "sg5").collect();
+    assert_eq!(sg5.len(), 1);
+    assert_eq!(
+        (sg5[0].outcome, sg5[0].clear),
+        (Outcome::DoesNotHold, false)
+    );
+    assert!(sg5[0].here.contains("not shown"), "{}", sg5[0].here);
+    assert!(c.iter().filter(|x| x.finding != "sg5").all(|x| x.clear));
     // Decided (clearly above the line): nothing is open, the rounds end.
     let r = synthetic(&plan, 5, figure(10.0));
     assert_eq!(open_cells(&spec, &r), Vec::new());
+}
+
+#[test]
+fn the_articles_charts_group_by_test_with_a_bar_per_variant() {
+    let plan = lab_plan(Article::SttGre, "quick");
+    let r = synthetic(&plan, 5, |v, _, r| (1.0 + v as usize as f64) * wobble(r));
+    let charts = page::charts(&Article::SttGre.spec(), &r);
+    assert_eq!(charts.len(), 3);
+    let gbit = &charts[0];
+    assert_eq!(gbit.unit, "Gbit/s");
+    assert_eq!(
+        gbit.series,
+        ["none", "tunlab-stt", "tunlab-gre", "tunlab-ebpf-gre"]
+    );
+    let labels: Vec<&str> = gbit.rows.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(labels, ["tcp_stream-32768B-1i", "tcp_bidirec-32768B-4i"]);
+    for row in &gbit.rows {
+        assert_eq!(row.bars.len(), 4);
+        assert!(row
+            .bars
+            .iter()
+            .all(|b| b.as_ref().is_some_and(|b| b.samples.len() == 5)));
+    }
+    assert_eq!(charts[2].unit, "CPU µs/KB");
+    // QinQ's quick run has no fixed-rate test: that chart is left out.
+    let plan = lab_plan(Article::Qinq, "quick");
+    let r = synthetic(&plan, 3, |_, _, r| wobble(r));
+    let spec = Article::Qinq.spec();
+    assert_eq!(page::charts(&spec, &r).len(), spec.charts.len() - 1);
+    let html = page::html(
+        &spec,
+        &judge(&spec, Measured::Lab(&r)),
+        &page::Here::of_run(&r),
+        Some(&r),
+    );
+    assert!(
+        html.contains("netperf throughput, 1 and 5 instances"),
+        "{html}"
+    );
 }

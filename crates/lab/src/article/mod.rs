@@ -536,36 +536,48 @@ pub fn judge_ratio(finding: &'static str, c: &RatioCheck, r: &Results) -> Checke
     }
 }
 
-/// The cells that the ratio checks of `spec` not yet clear of their
-/// lines read, by what the
-/// rounds have gathered so far (`r`): the run's rule past its first
-/// rounds ([`crate::run::Focus`]), so that the rounds go to the article's
-/// open questions rather than to ratios against the plan's baseline that
-/// no finding reads. Empty when every check is clear of its line.
+/// The cells the rounds past the first go to ([`crate::run::Focus`]),
+/// by what they have gathered so far (`r`): those of the ratio checks of
+/// `spec` whose intervals still reach their lines, so that the rounds go
+/// to the article's open questions rather than to ratios against the
+/// plan's baseline that no finding reads; when every check is clear of
+/// its line, the cells of every check. The rounds so end by the run's
+/// budget or its most rounds, never because an interval has just cleared
+/// a line: a run that stopped there would stop on the rounds that
+/// happened to clear it, and a second run would not find it so (optional
+/// stopping).
 pub fn open_cells(spec: &Spec, r: &Results) -> Vec<(Variant, String)> {
-    let mut open = Vec::new();
-    for f in &spec.findings {
-        for c in &f.checks {
-            let Check::Ratio(rc) = c else { continue };
-            let c = judge_ratio(f.id, rc, r);
-            if c.clear || c.ratio.is_none() {
-                continue;
-            }
-            let (Some(at), Some(bt)) = (tests_of(r, rc.a), tests_of(r, rc.b)) else {
-                continue;
-            };
-            for t in at.iter().filter(|t| rc.tests.takes(t) && usable(t)) {
-                let other = rc.b_test.unwrap_or(&t.test);
-                if bt.iter().any(|b| b.test == other && usable(b)) {
-                    open.push((rc.a, t.test.clone()));
-                    open.push((rc.b, other.to_string()));
+    let cells = |only_open: bool| {
+        let mut cells = Vec::new();
+        for f in &spec.findings {
+            for c in &f.checks {
+                let Check::Ratio(rc) = c else { continue };
+                let c = judge_ratio(f.id, rc, r);
+                if c.ratio.is_none() || (only_open && c.clear) {
+                    continue;
+                }
+                let (Some(at), Some(bt)) = (tests_of(r, rc.a), tests_of(r, rc.b)) else {
+                    continue;
+                };
+                for t in at.iter().filter(|t| rc.tests.takes(t) && usable(t)) {
+                    let other = rc.b_test.unwrap_or(&t.test);
+                    if bt.iter().any(|b| b.test == other && usable(b)) {
+                        cells.push((rc.a, t.test.clone()));
+                        cells.push((rc.b, other.to_string()));
+                    }
                 }
             }
         }
+        cells.sort_by(|x, y| (x.0.name(), &x.1).cmp(&(y.0.name(), &y.1)));
+        cells.dedup();
+        cells
+    };
+    let open = cells(true);
+    if open.is_empty() {
+        cells(false)
+    } else {
+        open
     }
-    open.sort_by(|x, y| (x.0.name(), &x.1).cmp(&(y.0.name(), &y.1)));
-    open.dedup();
-    open
 }
 
 /// One frame size of a PVP search, as `tunlab gen --json` writes it.

@@ -122,8 +122,8 @@ pub fn run(names: &str, profile: &str, out: Option<PathBuf>, rounds: Rounds) -> 
 /// The article's lab plan, run; its tables and report as `tunlab bench`
 /// writes them; its findings judged. Past the first rounds, the rounds
 /// go on only for the cells of checks not yet clear of their lines
-/// (their intervals reach the line), and when all are, for every
-/// check's, to the budget; a budget left
+/// (their intervals reach the line), and when all are clear, for the
+/// checks still wider than the rule's precision; a budget left
 /// unused goes into `saved` for the next article, and this one's budget
 /// takes what the ones before it left.
 fn lab(
@@ -154,7 +154,7 @@ fn lab(
     println!("profile {}: {}", plan.profile, plan.method());
     if rounds.rounds.is_none() {
         println!(
-            "the article's rule past round {}: only the cells of its checks not yet clear of their lines go on (both sides of each, paired by round; once all are clear, every check's), to the budget, not the ±{}% rule",
+            "the article's rule past round {}: only the cells of its checks not yet clear of their lines go on (both sides of each, paired by round); once all are clear, those of the checks wider than ±{}%",
             plan.rule.min_rounds, plan.rule.max_ci_pct
         );
     }

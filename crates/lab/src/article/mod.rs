@@ -541,19 +541,21 @@ pub fn judge_ratio(finding: &'static str, c: &RatioCheck, r: &Results) -> Checke
 /// `spec` whose intervals still reach their lines, so that the rounds go
 /// to the article's open questions rather than to ratios against the
 /// plan's baseline that no finding reads; when every check is clear of
-/// its line, the cells of every check. The rounds so end by the run's
-/// budget or its most rounds, never because an interval has just cleared
-/// a line: a run that stopped there would stop on the rounds that
-/// happened to clear it, and a second run would not find it so (optional
-/// stopping).
+/// its line, those of the checks whose intervals are wider than the
+/// run's precision (`±max_ci_pct`). Empty ends the rounds: never on the
+/// round that happened to clear the last line, which would favour
+/// "holds" by chance (optional stopping), but by precision, the budget
+/// or the most rounds.
 pub fn open_cells(spec: &Spec, r: &Results) -> Vec<(Variant, String)> {
+    let precision = r.plan.rule.max_ci_pct;
     let cells = |only_open: bool| {
         let mut cells = Vec::new();
         for f in &spec.findings {
             for c in &f.checks {
                 let Check::Ratio(rc) = c else { continue };
                 let c = judge_ratio(f.id, rc, r);
-                if c.ratio.is_none() || (only_open && c.clear) {
+                let Some(x) = c.ratio else { continue };
+                if (only_open && c.clear) || (!only_open && x.half_width_pct() <= precision) {
                     continue;
                 }
                 let (Some(at), Some(bt)) = (tests_of(r, rc.a), tests_of(r, rc.b)) else {

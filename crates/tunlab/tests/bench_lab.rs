@@ -777,6 +777,11 @@ fn an_article_is_run_and_its_findings_judged() {
         page.contains("Broadcom") && page.contains("<svg"),
         "article.html"
     );
+    // The charts the article drew, on its axes, as PNG files too.
+    assert!(page.contains("Throughput: one flow, and four pairs both ways"));
+    let png = art.join("article-charts/1-throughput-one-flow-and-four-pairs-both-ways.png");
+    let bytes = std::fs::read(&png).unwrap_or_default();
+    assert!(bytes.starts_with(b"\x89PNG"), "{}", png.display());
     assert!(std::fs::read_to_string(dir.join("findings.md"))
         .unwrap()
         .contains("| sg1 |"));

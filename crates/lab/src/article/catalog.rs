@@ -74,6 +74,7 @@ fn ratio(a: Variant, b: Variant, tests: Sel, metric: Metric, claim: Claim) -> Ch
 
 const STREAMS: Sel = Sel::Kinds(&[Kind::TcpStream, Kind::TcpBidirec]);
 const RR: Sel = Sel::Kinds(&[Kind::TcpRr, Kind::UdpRr]);
+const ALL_STREAMS: Sel = Sel::Kinds(&[Kind::TcpStream]);
 
 fn geneve_vs_vxlan() -> Spec {
     fn lab(profile: &str) -> Plan {
@@ -189,33 +190,7 @@ fn geneve_vs_vxlan() -> Spec {
             "kernel 6.18 against 4.10; two vCPUs against four cores: 64 instances share two CPUs",
             "the article's Geneve was the OVS kernel module; this kernel has no Geneve device, so Geneve is tunlab's eBPF datapath (and, in full, Open vSwitch's userspace one)",
         ],
-        charts: vec![
-            Axes {
-                title: "TCP throughput scenarios: CPU (the article's tcp-throughput-cpu)",
-                metric: Metric::Cpu,
-                tests: STREAMS,
-            },
-            Axes {
-                title: "TCP throughput scenarios: throughput (the article: line rate for both)",
-                metric: Metric::Primary,
-                tests: STREAMS,
-            },
-            Axes {
-                title: "TCP throughput scenarios: CPU per KB moved (how the checks compare CPU here)",
-                metric: Metric::Demand,
-                tests: STREAMS,
-            },
-            Axes {
-                title: "Request/response: transactions per second (the article's rr-perf)",
-                metric: Metric::Primary,
-                tests: RR,
-            },
-            Axes {
-                title: "Request/response: CPU (the article's rr-cpu)",
-                metric: Metric::Cpu,
-                tests: RR,
-            },
-        ],
+        charts: geneve_vs_vxlan_charts(),
     }
 }
 
@@ -241,7 +216,6 @@ fn vxlan_offload() -> Spec {
             10,
         )
     }
-    const ALL_STREAMS: Sel = Sel::Kinds(&[Kind::TcpStream]);
     Spec {
         article: Article::VxlanOffload,
         title: "VXLAN Offload",
@@ -307,23 +281,7 @@ fn vxlan_offload() -> Spec {
             "MTU 1500 here against the article's 9000-byte jumbo frames",
             "ovs-vxlan is Open vSwitch's userspace datapath, the article's was its kernel module",
         ],
-        charts: vec![
-            Axes {
-                title: "Throughput by message size (the article's total throughput)",
-                metric: Metric::Primary,
-                tests: ALL_STREAMS,
-            },
-            Axes {
-                title: "CPU by message size (the article's CPU, server and client: here the whole machine, both sides)",
-                metric: Metric::Cpu,
-                tests: ALL_STREAMS,
-            },
-            Axes {
-                title: "CPU per KB moved by message size (the article's service demand, vo3)",
-                metric: Metric::Demand,
-                tests: ALL_STREAMS,
-            },
-        ],
+        charts: vxlan_offload_charts(),
     }
 }
 
@@ -487,23 +445,7 @@ fn qinq() -> Spec {
             "one underlay, not one tunnel per instance; two vCPUs against the article's five cores for the CPU test",
             "CPU is read at 2 Gbit/s (the lab's fixed rate), not at 20",
         ],
-        charts: vec![
-            Axes {
-                title: "netperf throughput, 1 and 5 instances (full: 64 streams)",
-                metric: Metric::Primary,
-                tests: Sel::Kinds(&[Kind::TcpStream]),
-            },
-            Axes {
-                title: "CPU at a fixed rate (the article's CPU utilization at 20 Gbit/s; full profile)",
-                metric: Metric::Primary,
-                tests: Sel::FixedRate,
-            },
-            Axes {
-                title: "CPU per KB moved (quick's CPU comparison)",
-                metric: Metric::Demand,
-                tests: Sel::Kinds(&[Kind::TcpStream]),
-            },
-        ],
+        charts: qinq_charts(),
     }
 }
 
@@ -591,22 +533,100 @@ fn stt_gre() -> Spec {
             "STT's receive-side coalescing is tunlab's own; the article's CPU was the hypervisor's switching CPU only, here it is the whole machine's per KB",
             "no guests: tenants are namespaces on the same two vCPUs as the datapath",
         ],
-        charts: vec![
-            Axes {
-                title: "Throughput: one flow, and four pairs both ways (the article's two tables)",
-                metric: Metric::Primary,
-                tests: STREAMS,
-            },
-            Axes {
-                title: "CPU (the article's CPU column; here the whole machine)",
-                metric: Metric::Cpu,
-                tests: STREAMS,
-            },
-            Axes {
-                title: "CPU per KB moved (how the checks compare CPU here)",
-                metric: Metric::Demand,
-                tests: STREAMS,
-            },
-        ],
+        charts: stt_gre_charts(),
     }
+}
+
+/// The charts of geneve-vs-vxlan: the article's three figures, and CPU per KB as the checks read it.
+fn geneve_vs_vxlan_charts() -> Vec<Axes> {
+    vec![
+        Axes {
+            title: "TCP throughput scenarios: CPU (the article's tcp-throughput-cpu)",
+            metric: Metric::Cpu,
+            tests: STREAMS,
+        },
+        Axes {
+            title: "TCP throughput scenarios: throughput (the article: line rate for both)",
+            metric: Metric::Primary,
+            tests: STREAMS,
+        },
+        Axes {
+            title: "TCP throughput scenarios: CPU per KB moved (how the checks compare CPU here)",
+            metric: Metric::Demand,
+            tests: STREAMS,
+        },
+        Axes {
+            title: "Request/response: transactions per second (the article's rr-perf)",
+            metric: Metric::Primary,
+            tests: RR,
+        },
+        Axes {
+            title: "Request/response: CPU (the article's rr-cpu)",
+            metric: Metric::Cpu,
+            tests: RR,
+        },
+    ]
+}
+
+/// The charts of vxlan-offload: its throughput and CPU figures, and CPU per KB (vo3).
+fn vxlan_offload_charts() -> Vec<Axes> {
+    vec![
+        Axes {
+            title: "Throughput by message size (the article's total throughput)",
+            metric: Metric::Primary,
+            tests: ALL_STREAMS,
+        },
+        Axes {
+            title: "CPU by message size (the article's CPU, server and client: here the whole machine, both sides)",
+            metric: Metric::Cpu,
+            tests: ALL_STREAMS,
+        },
+        Axes {
+            title: "CPU per KB moved by message size (the article's service demand, vo3)",
+            metric: Metric::Demand,
+            tests: ALL_STREAMS,
+        },
+    ]
+}
+
+/// The charts of qinq: its throughput and CPU figures, and quick's CPU per KB.
+fn qinq_charts() -> Vec<Axes> {
+    vec![
+        Axes {
+            title: "netperf throughput, 1 and 5 instances (full: 64 streams)",
+            metric: Metric::Primary,
+            tests: ALL_STREAMS,
+        },
+        Axes {
+            title: "CPU at a fixed rate (the article's CPU utilization at 20 Gbit/s; full profile)",
+            metric: Metric::Primary,
+            tests: Sel::FixedRate,
+        },
+        Axes {
+            title: "CPU per KB moved (quick's CPU comparison)",
+            metric: Metric::Demand,
+            tests: ALL_STREAMS,
+        },
+    ]
+}
+
+/// The charts of stt-gre: its two tables, as bars.
+fn stt_gre_charts() -> Vec<Axes> {
+    vec![
+        Axes {
+            title: "Throughput: one flow, and four pairs both ways (the article's two tables)",
+            metric: Metric::Primary,
+            tests: STREAMS,
+        },
+        Axes {
+            title: "CPU (the article's CPU column; here the whole machine)",
+            metric: Metric::Cpu,
+            tests: STREAMS,
+        },
+        Axes {
+            title: "CPU per KB moved (how the checks compare CPU here)",
+            metric: Metric::Demand,
+            tests: STREAMS,
+        },
+    ]
 }

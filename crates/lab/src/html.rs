@@ -355,26 +355,33 @@ fn put(path: &Path, bytes: &[u8]) -> Result<(), LabError> {
 
 /// Write `report.html` and `charts/*.svg|png` into `dir`.
 pub fn write(r: &Results, baseline: Option<&str>, dir: &Path) -> Result<Written, LabError> {
-    let charts_dir = dir.join("charts");
-    std::fs::create_dir_all(&charts_dir).map_err(|err| LabError::Io {
-        path: charts_dir.display().to_string(),
-        err,
-    })?;
+    let charts = all_charts(r, baseline);
+    let png_errors = write_charts(&dir.join("charts"), &charts)?;
     let html_path = dir.join("report.html");
     put(&html_path, html(r, baseline).as_bytes())?;
-    let charts = all_charts(r, baseline);
-    let mut png_errors = Vec::new();
-    for c in &charts {
-        let svg = c.chart.svg();
-        put(&charts_dir.join(format!("{}.svg", c.file)), svg.as_bytes())?;
-        match crate::chart::png(&svg) {
-            Ok(png) => put(&charts_dir.join(format!("{}.png", c.file)), &png)?,
-            Err(e) => png_errors.push(format!("{}.png: {e}", c.file)),
-        }
-    }
     Ok(Written {
         html: html_path,
         charts: charts.len(),
         png_errors,
     })
+}
+
+/// Write each chart into `dir` (made if missing) as `FILE.svg` and
+/// `FILE.png`. A PNG that cannot be made is not an error: the returned
+/// list says which and why.
+pub fn write_charts(dir: &Path, charts: &[Named]) -> Result<Vec<String>, LabError> {
+    std::fs::create_dir_all(dir).map_err(|err| LabError::Io {
+        path: dir.display().to_string(),
+        err,
+    })?;
+    let mut png_errors = Vec::new();
+    for c in charts {
+        let svg = c.chart.svg();
+        put(&dir.join(format!("{}.svg", c.file)), svg.as_bytes())?;
+        match crate::chart::png(&svg) {
+            Ok(png) => put(&dir.join(format!("{}.png", c.file)), &png)?,
+            Err(e) => png_errors.push(format!("{}.png: {e}", c.file)),
+        }
+    }
+    Ok(png_errors)
 }

@@ -55,8 +55,9 @@ pub fn run(names: &str, profile: &str, out: Option<PathBuf>, rounds: Rounds) -> 
     };
     let out = out.unwrap_or_else(tunlab_lab::run::default_out);
     let mut done = Vec::new();
-    // Seconds of budget an article's rounds left unused (its checks were
-    // decided early): the next article's rounds may take them.
+    // Seconds of budget an article's rounds left unused (they ended early:
+    // every check clear of its line and within the rule's precision, or
+    // the most rounds): the next article's rounds may take them.
     let mut saved = 0;
     for (i, a) in articles.iter().enumerate() {
         let spec = a.spec();
@@ -241,45 +242,15 @@ fn write_pages(d: &Done, dir: &Path, command: &str) -> Result<(), String> {
         std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
     }
     if let Some(r) = &run {
-        write_chart_pngs(&d.spec, r, &dir.join("article-charts"))?;
-    }
-    Ok(())
-}
-
-/// The article's charts ([`page::charts`]) as PNG files too, numbered in
-/// the page's order: `1-throughput-one-flow-and-four-pairs.png`.
-fn write_chart_pngs(
-    spec: &Spec,
-    r: &tunlab_lab::results::Results,
-    dir: &Path,
-) -> Result<(), String> {
-    let charts = page::charts(spec, r);
-    if charts.is_empty() {
-        return Ok(());
-    }
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for (i, c) in charts.iter().enumerate() {
-        let slug: String = c
-            .title
-            .split('(')
-            .next()
-            .unwrap_or_default()
-            .chars()
-            .map(|ch| {
-                if ch.is_ascii_alphanumeric() {
-                    ch.to_ascii_lowercase()
-                } else {
-                    '-'
-                }
-            })
-            .collect::<String>()
-            .split('-')
-            .filter(|w| !w.is_empty())
-            .collect::<Vec<_>>()
-            .join("-");
-        let p = dir.join(format!("{}-{slug}.png", i + 1));
-        let png = tunlab_lab::chart::png(&c.svg()).map_err(|e| format!("{}: {e}", p.display()))?;
-        std::fs::write(&p, png).map_err(|e| format!("{}: {e}", p.display()))?;
+        let charts = page::chart_files(&d.spec, r);
+        if !charts.is_empty() {
+            let at = dir.join("article-charts");
+            let png_errors = tunlab_lab::html::write_charts(&at, &charts)
+                .map_err(|e| format!("{}: {e}", at.display()))?;
+            for e in png_errors {
+                eprintln!("tunlab bench --article: no PNG for {e}");
+            }
+        }
     }
     Ok(())
 }

@@ -782,6 +782,7 @@ fn an_article_is_run_and_its_findings_judged() {
     let png = art.join("article-charts/1-throughput-one-flow-and-four-pairs-both-ways.png");
     let bytes = std::fs::read(&png).unwrap_or_default();
     assert!(bytes.starts_with(b"\x89PNG"), "{}", png.display());
+    assert!(png.with_extension("svg").is_file(), "{}", png.display());
     assert!(std::fs::read_to_string(dir.join("findings.md"))
         .unwrap()
         .contains("| sg1 |"));

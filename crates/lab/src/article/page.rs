@@ -3,9 +3,10 @@
 //! findings with their verdicts, the gaps between then and now, and this
 //! run's charts on the article's axes (throughput, CPU, transactions).
 
-use super::{usable, Checked, Outcome, Spec, PLAN_LEAVES_OUT};
-use crate::chart::{esc, Bar, Chart, Row};
-use crate::report::grid;
+use super::{usable, Axes, Checked, Outcome, Spec, PLAN_LEAVES_OUT};
+use crate::chart::{esc, Bar, Chart, Figure, Row};
+use crate::html::Named;
+use crate::report::{self, grid};
 use crate::results::{Results, TestResult, VariantResult};
 use std::fmt::Write;
 
@@ -361,57 +362,73 @@ pub fn html(spec: &Spec, checked: &[Checked], here: &Here, run: Option<&Results>
 }
 
 /// The charts the article drew ([`Spec::charts`]) with `r`'s samples: a
-/// group per test the chart reads, in the plan's order, and a bar per
-/// variant that ran; a chart none of whose tests ran is left out.
+/// group per test the chart reads, in the order the run took them, and a
+/// bar per variant that ran; a chart none of whose tests ran is left out.
 pub fn charts(spec: &Spec, r: &Results) -> Vec<Chart> {
-    let ran: Vec<&VariantResult> = r.variants.iter().filter(|v| v.status == "ok").collect();
-    fn find<'a>(v: &'a VariantResult, name: &str) -> Option<&'a TestResult> {
-        v.tests.iter().find(|t| t.test == name && usable(t))
-    }
+    let ran = report::ran(r);
+    let tests = report::test_names(r);
     spec.charts
         .iter()
         .filter_map(|a| {
-            let mut unit = "";
-            let rows: Vec<Row> = r
-                .plan
-                .tests
-                .iter()
-                .map(|t| t.name())
-                .filter_map(|name| {
-                    let cells: Vec<Option<&TestResult>> =
-                        ran.iter().map(|v| find(v, &name)).collect();
-                    let any = cells.iter().flatten().next()?;
-                    if !a.tests.takes(any) {
-                        return None;
-                    }
-                    unit = a.metric.name(&any.spec);
-                    let bars = cells
-                        .iter()
-                        .map(|c| {
-                            let c = (*c)?;
-                            let samples: Vec<f64> = c
-                                .samples
-                                .iter()
-                                .filter_map(|s| a.metric.of(&c.spec, s))
-                                .collect();
-                            (!samples.is_empty()).then_some(Bar { samples })
-                        })
-                        .collect();
-                    Some(Row {
-                        label: name,
-                        bars,
-                        note: None,
-                        flag: None,
-                        color: "#4e79a7",
-                    })
-                })
-                .collect();
-            (!rows.is_empty()).then(|| Chart {
+            let rows: Vec<(Row, &str)> = tests.iter().filter_map(|t| group(a, t, &ran)).collect();
+            let unit = rows.first()?.1;
+            Some(Chart {
                 title: a.title.into(),
                 unit: unit.into(),
                 series: ran.iter().map(|v| v.variant.clone()).collect(),
-                rows,
+                rows: rows.into_iter().map(|(row, _)| row).collect(),
             })
+        })
+        .collect()
+}
+
+/// Test `t`'s group of bars on the chart `a`, and its unit; None when
+/// the chart does not read `t` or no variant measured it.
+fn group(a: &Axes, t: &str, ran: &[&VariantResult]) -> Option<(Row, &'static str)> {
+    let cells: Vec<Option<&TestResult>> = ran
+        .iter()
+        .map(|v| report::find(v, t).filter(|x| usable(x)))
+        .collect();
+    let any = cells.iter().flatten().next()?;
+    if !a.tests.takes(any) {
+        return None;
+    }
+    let bar = |c: &TestResult| {
+        let samples: Vec<f64> = c
+            .samples
+            .iter()
+            .filter_map(|s| a.metric.of(&c.spec, s))
+            .collect();
+        (!samples.is_empty()).then_some(Bar { samples })
+    };
+    let row = Row {
+        label: t.to_string(),
+        bars: cells.iter().map(|c| c.and_then(bar)).collect(),
+        note: None,
+        flag: None,
+        color: "#4e79a7",
+    };
+    Some((row, a.metric.name(&any.spec)))
+}
+
+/// The article's charts as files: `N-title` (the title up to its
+/// parenthesis, in lower case with dashes), numbered in the page's order,
+/// for [`crate::html::write_charts`].
+pub fn chart_files(spec: &Spec, r: &Results) -> Vec<Named> {
+    charts(spec, r)
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let title = c.title.split('(').next().unwrap_or_default().to_lowercase();
+            let words: Vec<&str> = title
+                .split(|ch: char| !ch.is_ascii_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .collect();
+            Named {
+                file: format!("{}-{}", i + 1, words.join("-")),
+                section: "article",
+                chart: Figure::Bars(c),
+            }
         })
         .collect()
 }

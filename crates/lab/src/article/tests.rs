@@ -591,6 +591,18 @@ fn the_articles_charts_group_by_test_with_a_bar_per_variant() {
             .all(|b| b.as_ref().is_some_and(|b| b.samples.len() == 5)));
     }
     assert_eq!(charts[2].unit, "CPU µs/KB");
+    let files: Vec<String> = page::chart_files(&Article::SttGre.spec(), &r)
+        .into_iter()
+        .map(|n| n.file)
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "1-throughput-one-flow-and-four-pairs-both-ways",
+            "2-cpu",
+            "3-cpu-per-kb-moved"
+        ]
+    );
     // QinQ's quick run has no fixed-rate test: that chart is left out.
     let plan = lab_plan(Article::Qinq, "quick");
     let r = synthetic(&plan, 3, |_, _, r| wobble(r));

@@ -23,6 +23,9 @@ use std::path::Path;
 pub struct Station {
     pub running: Running,
     pub topo: Topology,
+    /// The `tunlab` executable on the client tenant's host and on the
+    /// server tenant's (`tunlab rr`).
+    pub tunlab: [String; 2],
 }
 
 impl Station {
@@ -34,6 +37,7 @@ impl Station {
             server_ip: crate::variant::TENANT[1],
             server_if: &self.running.tenant_if,
             cpus,
+            tunlab: [&self.tunlab[0], &self.tunlab[1]],
         }
     }
 }
@@ -115,7 +119,18 @@ pub fn set_up(
                 for h in topo.h.iter().chain(&topo.t) {
                     guard.add_netns(h.name());
                 }
-                bed.stations.push((n, Station { running, topo }));
+                let tunlab = match site.remote {
+                    Some(r) => r.tunlab.clone(),
+                    None => [0, 1].map(|_| site.tunlab.display().to_string()),
+                };
+                bed.stations.push((
+                    n,
+                    Station {
+                        running,
+                        topo,
+                        tunlab,
+                    },
+                ));
             }
             Err(e) => {
                 vr.status = "failed".into();

@@ -1,7 +1,7 @@
 //! The lab (`tunlab bench`): builds the articles' two-hypervisor topology
 //! out of network namespaces, sets every datapath variant up side by side
 //! on its own copy of it, measures them in rounds of shuffled samples with
-//! trusted tools (iperf3, sockperf), and reports each variant's ratio to
+//! iperf3 and `tunlab rr` (netperf's request/response), and reports each variant's ratio to
 //! a baseline with its interval and a verdict.
 //!
 //! ```text
@@ -40,6 +40,7 @@ pub mod remote;
 pub mod report;
 pub mod results;
 pub mod rounds;
+pub mod rr;
 pub mod run;
 pub mod running;
 pub mod sample;

@@ -244,7 +244,6 @@ pub fn planning() -> bool {
 pub const TOOLS: &[(&str, &str)] = &[
     ("ip", "iproute2"),
     ("iperf3", "iperf3"),
-    ("sockperf", "sockperf"),
     ("ethtool", "ethtool"),
     ("ovs-vswitchd", "openvswitch-switch"),
     ("nft", "nftables"),
@@ -252,7 +251,8 @@ pub const TOOLS: &[(&str, &str)] = &[
 ];
 
 /// The tools every variant needs on a host (the rest only some).
-pub const NEEDED: &[&str] = &["ip", "iperf3", "sockperf", "ethtool"];
+/// (Request/response runs with `tunlab rr`, which goes over with tunlab.)
+pub const NEEDED: &[&str] = &["ip", "iperf3", "ethtool"];
 
 /// What [`check`] found on a host: its environment as results.json will
 /// record it, and what is missing.
@@ -727,7 +727,7 @@ mod tests {
 
     #[test]
     fn the_check_names_the_underlay_interface_or_what_is_there() {
-        let out = "kernel 6.18.0\ncpus 2\ncpu_model AMD EPYC 7B13\naddr lo 127.0.0.1\naddr eth1@if5 10.0.0.1\naddr eth1@if5 fd00::1\nmtu 9000\nmac 0c:42:a1:00:00:01\nnuma 0\ndriver mlx5_core\nfirmware 16.35.2000 (MT_0000000080)\noffload tx-checksumming\noffload generic-receive-offload\nmissing sockperf\nnokernel vxlan\ntunlab tunlab 0.1.0\n";
+        let out = "kernel 6.18.0\ncpus 2\ncpu_model AMD EPYC 7B13\naddr lo 127.0.0.1\naddr eth1@if5 10.0.0.1\naddr eth1@if5 fd00::1\nmtu 9000\nmac 0c:42:a1:00:00:01\nnuma 0\ndriver mlx5_core\nfirmware 16.35.2000 (MT_0000000080)\noffload tx-checksumming\noffload generic-receive-offload\nmissing nft\nnokernel vxlan\ntunlab tunlab 0.1.0\n";
         let p = parse_check("root@a", "10.0.0.1", out).unwrap();
         assert_eq!(
             (
@@ -751,7 +751,7 @@ mod tests {
         assert_eq!(
             p.missing,
             vec![
-                ("sockperf".into(), "apt-get install sockperf".into()),
+                ("nft".into(), "apt-get install nftables".into()),
                 (
                     "kernel vxlan".into(),
                     "a kernel with vxlan (modprobe vxlan)".into()
@@ -766,10 +766,7 @@ mod tests {
             "{e}"
         );
         let t = table(std::slice::from_ref(&p), "tunlab 0.1.0");
-        assert!(
-            t.contains("sockperf missing: apt-get install sockperf"),
-            "{t}"
-        );
+        assert!(t.contains("nft missing: apt-get install nftables"), "{t}");
         assert!(t.contains("tunlab 0.1.0 (this one's)"), "{t}");
         assert!(table(&[p], "tunlab 0.2.0").contains("not tunlab 0.2.0 (would be replaced)"));
     }

@@ -244,7 +244,7 @@ fn latency_tables(r: &Results, ran: &[&VariantResult], tests: &[&str]) -> Vec<Ta
     if !rr.is_empty() {
         out.push(per_test(
             r,
-            "round-trip latency in µs: mean / p50 / p99 (sockperf)".into(),
+            "round-trip latency in µs: mean / p50 / p99 (tunlab rr)".into(),
             &rr,
             |t| {
                 let f = |g: fn(&crate::sample::Sample) -> Option<f64>| {

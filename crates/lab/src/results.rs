@@ -161,7 +161,6 @@ pub fn environment() -> Environment {
 pub fn missing_tools() -> Option<String> {
     for (bin, pkg) in [
         ("iperf3", "iperf3"),
-        ("sockperf", "sockperf"),
         ("ping", "iputils-ping"),
         ("ss", "iproute2"),
     ] {

@@ -437,8 +437,9 @@ pub fn print_plan(
                 plan.rule.min_rounds
             );
             let port = "PORT";
-            let srv = crate::traffic::server_args(test, variant::TENANT[1], port);
-            let cli = crate::traffic::client_args(test, variant::TENANT[1], port, plan.seconds);
+            let ip = variant::TENANT[1];
+            let srv = crate::traffic::server_args(test, ip, port, &r.tunlab[1]);
+            let cli = crate::traffic::client_args(test, ip, port, plan.seconds, &r.tunlab[0]);
             for (h, args) in [(&topo.t[1], srv), (&topo.t[0], cli)] {
                 let mut v = vec!["ip", "netns", "exec", h.name()];
                 v.extend(args.iter().map(String::as_str));

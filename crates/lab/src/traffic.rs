@@ -1,5 +1,6 @@
-//! The tests of the articles and of pbench-uperf, run with trusted tools:
-//! iperf3 for streams (`-J` JSON), sockperf for request/response. One
+//! The tests of the articles and of pbench-uperf: iperf3 for streams
+//! (`-J` JSON), `tunlab rr` ([`crate::rr`], netperf's TCP_RR and UDP_RR)
+//! for request/response, sockperf for the PVP test's paced ping-pong. One
 //! sample runs `instances` client/server pairs at once (separate
 //! processes, as pbench's instances are) and sums their figures.
 
@@ -25,6 +26,9 @@ pub struct Peers<'a> {
     /// CPUs the client and server tools are pinned to (`taskset`);
     /// `None`: the scheduler places them.
     pub cpus: Option<[u16; 2]>,
+    /// The `tunlab` executable on the client's and on the server's host
+    /// (`tunlab rr`).
+    pub tunlab: [&'a str; 2],
 }
 
 /// `args` run under `taskset -c cpu` when a CPU is given.
@@ -47,8 +51,8 @@ fn rx_bytes(h: &Host, dev: &str) -> Option<u64> {
 }
 
 /// Servers of each sample listen on fresh ports: a server killed with its
-/// connection open leaves the port in TIME_WAIT, and sockperf does not
-/// reuse such a port.
+/// connection open leaves the port in TIME_WAIT, and not every tool
+/// reuses such a port.
 static NEXT_PORT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
 const PORTS_FROM: u16 = 20000;
 const PORTS_SPAN: u16 = 20000;
@@ -75,7 +79,10 @@ pub fn run_sample(
     let result = (|| {
         for i in 0..test.instances {
             let port = (base + i as u16).to_string();
-            let args = pinned(p.cpus.map(|c| c[1]), server_args(test, p.server_ip, &port));
+            let args = pinned(
+                p.cpus.map(|c| c[1]),
+                server_args(test, p.server_ip, &port, p.tunlab[1]),
+            );
             let a: Vec<&str> = args.iter().map(String::as_str).collect();
             servers.push(p.server.spawn(&a).map_err(|e| e.to_string())?);
         }
@@ -88,7 +95,7 @@ pub fn run_sample(
             let port = (base + i as u16).to_string();
             let args = pinned(
                 p.cpus.map(|c| c[0]),
-                client_args(test, p.server_ip, &port, secs),
+                client_args(test, p.server_ip, &port, secs, p.tunlab[0]),
             );
             let a: Vec<&str> = args.iter().map(String::as_str).collect();
             clients.push(p.client.spawn(&a).map_err(|e| e.to_string())?);
@@ -117,41 +124,59 @@ pub fn run_sample(
     result
 }
 
-pub(crate) fn server_args(t: &Test, ip: &str, port: &str) -> Vec<String> {
-    let mut a = if t.kind.is_rr() {
-        vec!["sockperf", "server", "-i", ip, "-p", port]
+/// `tunlab rr`'s protocol for an RR test.
+fn rr_proto(t: &Test) -> &'static str {
+    if t.kind == Kind::UdpRr {
+        "udp"
+    } else {
+        "tcp"
+    }
+}
+
+/// The server of one instance of `t`; `tunlab` is the executable on the
+/// server's host.
+pub(crate) fn server_args(t: &Test, ip: &str, port: &str, tunlab: &str) -> Vec<String> {
+    let a = if t.kind.is_rr() {
+        vec![
+            tunlab,
+            "rr",
+            "serve",
+            "--proto",
+            rr_proto(t),
+            "--bind",
+            ip,
+            "--port",
+            port,
+        ]
     } else {
         vec!["iperf3", "-s", "-1", "-B", ip, "-p", port]
     };
-    if t.kind == Kind::TcpRr {
-        a.push("--tcp");
-    }
     a.into_iter().map(String::from).collect()
 }
 
-pub(crate) fn client_args(t: &Test, ip: &str, port: &str, secs: u32) -> Vec<String> {
-    let mut a: Vec<String>;
+/// The client of one instance of `t` for `secs` seconds; `tunlab` is
+/// the executable on the client's host.
+pub(crate) fn client_args(t: &Test, ip: &str, port: &str, secs: u32, tunlab: &str) -> Vec<String> {
     if t.kind.is_rr() {
-        a = [
-            "sockperf",
-            "ping-pong",
-            "-i",
+        let (secs, size) = (secs.to_string(), t.size.to_string());
+        return [
+            tunlab,
+            "rr",
+            "client",
+            "--proto",
+            rr_proto(t),
             ip,
-            "-p",
+            "--port",
             port,
-            "-t",
-            &secs.to_string(),
-            "-m",
-            &t.size.to_string(),
+            "--time",
+            &secs,
+            "--size",
+            &size,
         ]
         .map(String::from)
         .to_vec();
-        if t.kind == Kind::TcpRr {
-            a.push("--tcp".into());
-        }
-        return a;
     }
-    a = [
+    let mut a: Vec<String> = [
         "iperf3",
         "-c",
         ip,
@@ -265,7 +290,7 @@ fn combine(t: &Test, outs: &[String], cpu: Usage, seconds: f64) -> Result<Sample
     if t.kind.is_rr() {
         let (mut tps, mut lat, mut p50, mut p99) = (0.0, 0.0, 0.0, 0.0);
         for o in outs {
-            let r = parse_sockperf(o)?;
+            let r = crate::rr::parse(o)?;
             tps += r.trans_s;
             lat += r.rtt_mean_us;
             p50 += r.rtt_p50_us;
@@ -381,14 +406,26 @@ pub fn ping_pong(
     };
     let port = take_ports(1);
     let p = port.to_string();
-    let sa = server_args(&test, ip, &p);
-    let sa: Vec<&str> = sa.iter().map(String::as_str).collect();
-    let mut srv = server.spawn(&sa).map_err(|e| e.to_string())?;
+    let mut srv = server
+        .spawn(&["sockperf", "server", "-i", ip, "-p", &p])
+        .map_err(|e| e.to_string())?;
     let result = (|| {
         wait_listening(server, &test, port)?;
-        let mut ca = client_args(&test, ip, &p, secs);
-        ca.extend(["--mps".into(), mps.to_string()]);
-        let ca: Vec<&str> = ca.iter().map(String::as_str).collect();
+        let (t, m, r) = (secs.to_string(), size.to_string(), mps.to_string());
+        let ca = [
+            "sockperf",
+            "ping-pong",
+            "-i",
+            ip,
+            "-p",
+            &p,
+            "-t",
+            &t,
+            "-m",
+            &m,
+            "--mps",
+            &r,
+        ];
         let c = client.spawn(&ca).map_err(|e| e.to_string())?;
         let out = wait_output(c, Instant::now(), Duration::from_secs(secs as u64 + 20))?;
         parse_sockperf(&out)

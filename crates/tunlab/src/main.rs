@@ -234,6 +234,14 @@ enum Command {
     /// allowed. Without --tx/--rx it sends over a veth pair between two
     /// namespaces of its own.
     Gen(Box<gen::Args>),
+    /// Request/response, netperf's TCP_RR and UDP_RR: `serve` echoes;
+    /// `client` does one transaction at a time (a SIZE-byte request, an
+    /// equal response) for --time seconds after a 0.1-s warm-up and prints
+    /// one JSON line: transactions, trans/s, mean, p50 and p99 round trip
+    /// (µs), UDP requests lost (no response within 200 ms). The lab's RR
+    /// tests run it.
+    #[command(subcommand)]
+    Rr(RrCommand),
     /// Send every frame that arrives on an interface back out of it with
     /// its MAC addresses swapped (testpmd's macswap), until interrupted:
     /// the PVP test's tenant. Prints "ready" once it listens, and on exit
@@ -306,6 +314,74 @@ enum Command {
         #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
         request: Vec<String>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum RrCommand {
+    /// Echo requests on IP:PORT until killed.
+    Serve {
+        #[arg(long, value_enum, default_value = "tcp")]
+        proto: RrProto,
+        /// The address to listen on.
+        #[arg(long)]
+        bind: std::net::IpAddr,
+        #[arg(long)]
+        port: u16,
+    },
+    /// Transactions against a server for --time seconds.
+    Client {
+        #[arg(long, value_enum, default_value = "tcp")]
+        proto: RrProto,
+        /// The server's address.
+        server: std::net::IpAddr,
+        #[arg(long)]
+        port: u16,
+        /// Seconds measured (after the warm-up).
+        #[arg(long, default_value = "10")]
+        time: f64,
+        /// Bytes of each request and of each response (UDP: 8 or more).
+        #[arg(long, default_value = "1")]
+        size: usize,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum RrProto {
+    Tcp,
+    Udp,
+}
+
+fn run_rr(c: RrCommand) -> ExitCode {
+    use tunlab_lab::rr::{self, Proto};
+    let p = |p: RrProto| match p {
+        RrProto::Tcp => Proto::Tcp,
+        RrProto::Udp => Proto::Udp,
+    };
+    let result = match c {
+        RrCommand::Serve { proto, bind, port } => rr::serve(p(proto), (bind, port).into()),
+        RrCommand::Client {
+            proto,
+            server,
+            port,
+            time,
+            size,
+        } => {
+            if !(time.is_finite() && time > 0.0) {
+                eprintln!("tunlab rr client: --time {time}: must be a positive number of seconds");
+                return ExitCode::from(2);
+            }
+            rr::client(p(proto), (server, port).into(), size, time).map(|r| {
+                println!("{}", serde_json::to_string(&r).unwrap_or_default());
+            })
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tunlab rr: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -426,6 +502,7 @@ fn main() -> ExitCode {
         Command::Soak(args) => bench::soak(args),
         Command::Gen(args) => gen::run(*args),
         Command::Reflect { at, reflector } => gen::reflect(&at, &reflector),
+        Command::Rr(c) => run_rr(c),
     }
 }
 

@@ -279,13 +279,13 @@ fn check_report_and_compare(dir: &Path, bench_stdout: &str) {
 fn a_failing_tool_is_reported_and_the_run_goes_on() {
     let _one = serial();
     let dir = out_dir("failing");
-    // A sockperf that always fails, first on PATH.
+    // An iperf3 that always fails, first on PATH.
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    let fake = bin.join("sockperf");
+    let fake = bin.join("iperf3");
     std::fs::write(
         &fake,
-        "#!/bin/sh\necho 'sockperf: planted failure' >&2\nexit 3\n",
+        "#!/bin/sh\necho 'iperf3: planted failure' >&2\nexit 3\n",
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -302,7 +302,7 @@ fn a_failing_tool_is_reported_and_the_run_goes_on() {
             "--variants",
             "none",
             "--tests",
-            "tcp_rr-64B-1i,udp_stream-64B-1i",
+            "tcp_stream-64B-1i,tcp_rr-64B-1i",
             "--samples",
             "1",
             "--seconds",
@@ -334,7 +334,7 @@ fn a_failing_tool_is_reported_and_the_run_goes_on() {
         "the next test still ran: {}",
         tests[1]["error"]
     );
-    assert!(tests[1]["samples"][0]["rx_pps"].as_f64().unwrap() > 0.0);
+    assert!(tests[1]["samples"][0]["trans_s"].as_f64().unwrap() > 0.0);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

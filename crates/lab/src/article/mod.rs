@@ -267,6 +267,30 @@ impl Claim {
         }
     }
 
+    /// The line across which the verdict turns: the article's figure
+    /// for `Above` and `Below`, no change (1.0) for `Gain` and `Saving`.
+    pub fn line(self) -> f64 {
+        match self {
+            Claim::Above(x) | Claim::Below(x) => x,
+            Claim::Gain(_) | Claim::Saving(_) => 1.0,
+        }
+    }
+
+    /// The interval reaches the line: another run could turn the verdict.
+    pub fn reached(self, r: &Ratio) -> bool {
+        r.lo <= self.line() && self.line() <= r.hi
+    }
+
+    /// The interval clears the line by its own half-width (the ratio is
+    /// two half-widths from it, on logs): a second run as precise would
+    /// turn the verdict only with an estimate off by a half-width the
+    /// wrong way, about one run in forty. Just clear, it would in one of
+    /// two.
+    pub fn settled(self, r: &Ratio) -> bool {
+        let half = (r.hi.ln() - r.lo.ln()) / 2.0;
+        (r.ratio.ln() - self.line().ln()).abs() >= 2.0 * half
+    }
+
     /// The verdict of an interval [lo, hi], and whether the interval lies
     /// clear of the line (see [`Verdict`]).
     fn judge(self, lo: f64, hi: f64) -> Verdict {
@@ -293,8 +317,9 @@ impl Claim {
 /// hold here**, in one of two ways: the interval lies wholly on the other
 /// side (`clear`: the article's claim is ruled out here), or it reaches
 /// the line (not `clear`: the claim is not shown, and the figure says by
-/// how much). The rounds go on for the checks not yet clear
-/// ([`open_cells`]); the verdict at the end is given either way, so that
+/// how much). The rounds go on for the checks whose intervals reach the
+/// lines their verdicts turn on, then for those clear by less than a
+/// half-width ([`open_cells`]); the verdict at the end is given either way, so that
 /// every finding gets one and two runs differ only where a truth lies
 /// within an interval's width past the line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -539,24 +564,27 @@ pub fn judge_ratio(finding: &'static str, c: &RatioCheck, r: &Results) -> Checke
 
 /// The cells the rounds past the first go to ([`crate::run::Focus`]),
 /// by what they have gathered so far (`r`): those of the ratio checks of
-/// `spec` whose intervals still reach their lines, so that the rounds go
-/// to the article's open questions rather than to ratios against the
-/// plan's baseline that no finding reads; when every check is clear of
-/// its line, those of the checks whose intervals are wider than the
-/// run's precision (`±max_ci_pct`). Empty ends the rounds: never on the
-/// round that happened to clear the last line, which would favour
-/// "holds" by chance (optional stopping), but by precision, the budget
-/// or the most rounds.
+/// `spec` whose intervals still reach the lines their verdicts turn on
+/// ([`Claim::line`]), so that the rounds go to the article's open
+/// questions rather than to ratios against the plan's baseline that no
+/// finding reads. When no interval reaches its line, those of the checks
+/// not yet settled ([`Claim::settled`]: clear by less than a half-width,
+/// so that a second run would as likely turn the verdict as not) or
+/// wider than the run's precision (`±max_ci_pct`). Empty ends the
+/// rounds: never on the round that happened to clear the last line,
+/// which would favour whichever verdict came first (optional stopping),
+/// but by margin and precision, the budget or the most rounds.
 pub fn open_cells(spec: &Spec, r: &Results) -> Vec<(Variant, String)> {
     let precision = r.plan.rule.max_ci_pct;
-    let cells = |only_open: bool| {
+    let cells = |open: &dyn Fn(Claim, &Ratio) -> bool| {
         let mut cells = Vec::new();
         for f in &spec.findings {
             for c in &f.checks {
                 let Check::Ratio(rc) = c else { continue };
-                let c = judge_ratio(f.id, rc, r);
-                let Some(x) = c.ratio else { continue };
-                if (only_open && c.clear) || (!only_open && x.half_width_pct() <= precision) {
+                let Some(x) = judge_ratio(f.id, rc, r).ratio else {
+                    continue;
+                };
+                if !open(rc.claim, &x) {
                     continue;
                 }
                 let (Some(at), Some(bt)) = (tests_of(r, rc.a), tests_of(r, rc.b)) else {
@@ -575,12 +603,11 @@ pub fn open_cells(spec: &Spec, r: &Results) -> Vec<(Variant, String)> {
         cells.dedup();
         cells
     };
-    let open = cells(true);
-    if open.is_empty() {
-        cells(false)
-    } else {
-        open
+    let reached = cells(&|c, x| c.reached(x));
+    if !reached.is_empty() {
+        return reached;
     }
+    cells(&|c, x| !c.settled(x) || x.half_width_pct() > precision)
 }
 
 /// One frame size of a PVP search, as `tunlab gen --json` writes it.

@@ -167,8 +167,8 @@ pub struct Sample {
     /// Received payload throughput across instances (both ways for bidirec).
     pub gbit_s: Option<f64>,
     pub trans_s: Option<f64>,
-    /// Round-trip latency in µs (`tunlab rr`'s; runs before 2026-11-28
-    /// had sockperf's, doubled from its half round trips).
+    /// Round-trip latency in µs (`tunlab rr`'s; runs before fa0a273 had
+    /// sockperf's, doubled from its half round trips).
     pub rtt_mean_us: Option<f64>,
     pub rtt_p50_us: Option<f64>,
     pub rtt_p99_us: Option<f64>,

@@ -172,6 +172,8 @@ pub struct Sample {
     pub rtt_mean_us: Option<f64>,
     pub rtt_p50_us: Option<f64>,
     pub rtt_p99_us: Option<f64>,
+    /// Datagrams lost: udp_stream's (iperf3's count), udp_rr's requests
+    /// not answered within 200 ms, first_packet's probes.
     pub udp_loss_pct: Option<f64>,
     /// UDP datagrams received per second.
     pub rx_pps: Option<f64>,

@@ -122,9 +122,10 @@ pub fn run(names: &str, profile: &str, out: Option<PathBuf>, rounds: Rounds) -> 
 
 /// The article's lab plan, run; its tables and report as `tunlab bench`
 /// writes them; its findings judged. Past the first rounds, the rounds
-/// go on only for the cells of checks not yet clear of their lines
-/// (their intervals reach the line), and when all are clear, for the
-/// checks still wider than the rule's precision; a budget left
+/// go on only for the cells of checks whose intervals reach the lines
+/// their verdicts turn on, and when none does, for the checks not yet
+/// settled or wider than the rule's precision
+/// (`article::open_cells`); a budget left
 /// unused goes into `saved` for the next article, and this one's budget
 /// takes what the ones before it left.
 fn lab(
@@ -155,7 +156,7 @@ fn lab(
     println!("profile {}: {}", plan.profile, plan.method());
     if rounds.rounds.is_none() {
         println!(
-            "the article's rule past round {}: only the cells of its checks not yet clear of their lines go on (both sides of each, paired by round); once all are clear, those of the checks wider than ±{}%",
+            "the article's rule past round {}: only the cells of its checks whose intervals reach their lines go on (both sides of each, paired by round); once none does, those of the checks clear by less than their half-width or wider than ±{}%",
             plan.rule.min_rounds, plan.rule.max_ci_pct
         );
     }

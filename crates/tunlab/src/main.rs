@@ -10,6 +10,7 @@ mod bench;
 mod gen;
 mod manpages;
 mod notify;
+mod rr;
 mod switch;
 
 /// tunlab: a tunnel switch (Geneve, VXLAN, GRE/NVGRE, STT, QinQ) with an
@@ -241,7 +242,7 @@ enum Command {
     /// (µs), UDP requests lost (no response within 200 ms). The lab's RR
     /// tests run it.
     #[command(subcommand)]
-    Rr(RrCommand),
+    Rr(rr::RrCommand),
     /// Send every frame that arrives on an interface back out of it with
     /// its MAC addresses swapped (testpmd's macswap), until interrupted:
     /// the PVP test's tenant. Prints "ready" once it listens, and on exit
@@ -316,72 +317,10 @@ enum Command {
     },
 }
 
-#[derive(Debug, Subcommand)]
-enum RrCommand {
-    /// Echo requests on IP:PORT until killed.
-    Serve {
-        #[arg(long, value_enum, default_value = "tcp")]
-        proto: RrProto,
-        /// The address to listen on.
-        #[arg(long)]
-        bind: std::net::IpAddr,
-        #[arg(long)]
-        port: u16,
-    },
-    /// Transactions against a server for --time seconds.
-    Client {
-        #[arg(long, value_enum, default_value = "tcp")]
-        proto: RrProto,
-        /// The server's address.
-        server: std::net::IpAddr,
-        #[arg(long)]
-        port: u16,
-        /// Seconds measured (after the warm-up).
-        #[arg(long, default_value = "10")]
-        time: f64,
-        /// Bytes of each request and of each response (UDP: 8 or more).
-        #[arg(long, default_value = "1")]
-        size: usize,
-    },
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum RrProto {
-    Tcp,
-    Udp,
-}
-
-fn run_rr(c: RrCommand) -> ExitCode {
-    use tunlab_lab::rr::{self, Proto};
-    let p = |p: RrProto| match p {
-        RrProto::Tcp => Proto::Tcp,
-        RrProto::Udp => Proto::Udp,
-    };
-    let result = match c {
-        RrCommand::Serve { proto, bind, port } => rr::serve(p(proto), (bind, port).into()),
-        RrCommand::Client {
-            proto,
-            server,
-            port,
-            time,
-            size,
-        } => {
-            if !(time.is_finite() && time > 0.0) {
-                eprintln!("tunlab rr client: --time {time}: must be a positive number of seconds");
-                return ExitCode::from(2);
-            }
-            rr::client(p(proto), (server, port).into(), size, time).map(|r| {
-                println!("{}", serde_json::to_string(&r).unwrap_or_default());
-            })
-        }
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("tunlab rr: {e}");
-            ExitCode::FAILURE
-        }
-    }
+/// A usage error of `tunlab CMD`: said on stderr, exit status 2.
+fn usage(cmd: &str, what: &str) -> ExitCode {
+    eprintln!("tunlab {cmd}: {what}");
+    ExitCode::from(2)
 }
 
 fn main() -> ExitCode {
@@ -393,10 +332,7 @@ fn main() -> ExitCode {
             decode_as,
         } => match decode::DecodeAs::with(&decode_as) {
             Ok(ports) => run_decode(&file, json, &ports),
-            Err(e) => {
-                eprintln!("tunlab decode: {e}");
-                ExitCode::from(2)
-            }
+            Err(e) => usage("decode", &e.to_string()),
         },
         Command::Switch {
             config,
@@ -502,7 +438,7 @@ fn main() -> ExitCode {
         Command::Soak(args) => bench::soak(args),
         Command::Gen(args) => gen::run(*args),
         Command::Reflect { at, reflector } => gen::reflect(&at, &reflector),
-        Command::Rr(c) => run_rr(c),
+        Command::Rr(c) => rr::run(c),
     }
 }
 

@@ -445,6 +445,25 @@ fn bad_arguments_name_the_valid_ones() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("valid: quick, full"));
+    // tunlab rr, as a user would run it: each wrong argument named.
+    for (args, code, says) in [
+        (
+            &["--time", "-1"][..],
+            2,
+            "--time -1: must be a positive number",
+        ),
+        (&["--proto", "udp", "--size", "4"][..], 1, "message size 4"),
+        (&["--proto", "sctp"][..], 2, "'sctp'"),
+    ] {
+        let o = tunlab()
+            .args(["rr", "client", "127.0.0.1", "--port", "9"])
+            .args(args)
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {e}");
+        assert!(e.contains(says), "{args:?}: {e}");
+    }
 }
 
 #[test]

@@ -146,7 +146,7 @@ impl Spec {
                 let per_round: u64 = p.tests.iter().map(|t| u64::from(p.seconds_of(t))).sum();
                 let s = per_round * p.variants.len() as u64 * p.rule.min_rounds as u64;
                 format!(
-                    "at least {} min of samples ({} variants × {} tests, {} s a sample, {} rounds), up to {} min at {} rounds while a check reaches its line or is wider than ±{} % (its cells alone; --budget caps it)",
+                    "at least {} min of samples ({} variants × {} tests, {} s a sample, {} rounds), up to {} min at {} rounds while a check reaches its line, is clear of it by less than its half-width, or is wider than ±{} % (its cells alone; --budget caps it)",
                     s.div_ceil(60),
                     p.variants.len(),
                     p.tests.len(),

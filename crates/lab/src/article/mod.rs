@@ -401,6 +401,11 @@ pub struct Checked {
     /// decided it); false when a "does not hold" means "not shown": the
     /// interval reaches the line. True for the other kinds of check.
     pub clear: bool,
+    /// A ratio check clears the line its verdict turns on by its own
+    /// half-width ([`Claim::settled`]); false: a second run may well
+    /// give the other verdict, and the row says so. True for the other
+    /// kinds of check.
+    pub settled: bool,
 }
 
 /// The end of a check's text when its variant is not in the profile's
@@ -450,6 +455,7 @@ fn not_here(finding: &'static str, needs: &str) -> Checked {
         ratio: None,
         outcome: Outcome::CannotTest,
         clear: true,
+        settled: true,
     }
 }
 
@@ -462,6 +468,7 @@ fn not_run(finding: &'static str, compared: String, why: String) -> Checked {
         ratio: None,
         outcome: Outcome::NotRun,
         clear: true,
+        settled: true,
     }
 }
 
@@ -548,8 +555,11 @@ pub fn judge_ratio(finding: &'static str, c: &RatioCheck, r: &Results) -> Checke
     };
     let v = c.claim.judge(ratio.lo, ratio.hi);
     let mut here = format!("{:.2}x [{:.2}, {:.2}]", ratio.ratio, ratio.lo, ratio.hi);
+    let settled = c.claim.settled(&ratio);
     if !v.clear {
         here.push_str(" (not shown: the interval reaches the line)");
+    } else if !settled {
+        here.push_str(" (near the line: a second run may differ)");
     }
     Checked {
         finding,
@@ -558,6 +568,7 @@ pub fn judge_ratio(finding: &'static str, c: &RatioCheck, r: &Results) -> Checke
         here,
         outcome: v.outcome,
         clear: v.clear,
+        settled,
         ratio: Some(ratio),
     }
 }
@@ -664,6 +675,7 @@ fn pvp_check(finding: &'static str, p: PvpCheck, k: &[PvpRow], u: &[PvpRow]) -> 
             None => Outcome::NotRun,
         },
         clear: true,
+        settled: true,
     };
     let (first, last) = (k.first(), k.last());
     match p {

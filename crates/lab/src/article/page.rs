@@ -96,6 +96,12 @@ pub fn tally(checked: &[Checked]) -> String {
             parts.push(format!("{}: {}", o.text(), n(o)));
         }
     }
+    let near = checked.iter().filter(|c| !c.settled).count();
+    if near > 0 {
+        parts.push(format!(
+            "near their lines (a second run may differ): {near}"
+        ));
+    }
     parts.join(", ")
 }
 

@@ -585,6 +585,12 @@ fn the_rounds_go_to_the_cells_of_checks_not_yet_settled() {
         "{}",
         sg5.here
     );
+    assert!(
+        !sg5.settled && sg5.here.contains("near the line"),
+        "{}",
+        sg5.here
+    );
+    assert!(c.iter().filter(|x| x.finding != "sg5").all(|x| x.settled));
     let one = "tcp_stream-32768B-1i".to_string();
     assert_eq!(
         open_cells(&spec, &r),

@@ -152,7 +152,7 @@ struct Wiring<'a> {
 /// the inner one, 58 B less with Geneve and OVN's option: 9100 lets the
 /// full profile's 9000-B frames through, where 9000 dropped every one at
 /// the tenant's veth (its MTU 8900).
-pub const LINK_MTU: u32 = 9100;
+const LINK_MTU: u32 = 9100;
 
 const LOCAL: Wiring<'static> = Wiring {
     node_ip: NODE_IP,

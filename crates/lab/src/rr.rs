@@ -75,29 +75,56 @@ fn io(what: &'static str, addr: SocketAddr) -> impl FnOnce(std::io::Error) -> Rr
     move |err| RrError::Io { what, addr, err }
 }
 
-/// Serve `addr` until killed: echo every TCP connection's bytes (each in
-/// a thread of its own), or every UDP datagram to its sender.
-pub fn serve(proto: Proto, addr: SocketAddr) -> Result<(), RrError> {
-    match proto {
-        Proto::Tcp => {
-            let l = TcpListener::bind(addr).map_err(io("listen on", addr))?;
-            for c in l.incoming() {
-                let Ok(c) = c else { continue };
-                std::thread::spawn(move || echo_tcp(c));
-            }
-            Ok(())
+/// A bound server: TCP listening, or a UDP socket.
+#[derive(Debug)]
+pub enum Server {
+    Tcp(TcpListener),
+    Udp(UdpSocket),
+}
+
+impl Server {
+    /// Bind `addr` (port 0: any free port, [`Server::addr`] says which).
+    pub fn bind(proto: Proto, addr: SocketAddr) -> Result<Server, RrError> {
+        Ok(match proto {
+            Proto::Tcp => Server::Tcp(TcpListener::bind(addr).map_err(io("listen on", addr))?),
+            Proto::Udp => Server::Udp(UdpSocket::bind(addr).map_err(io("bind", addr))?),
+        })
+    }
+
+    /// The address bound.
+    pub fn addr(&self) -> std::io::Result<SocketAddr> {
+        match self {
+            Server::Tcp(l) => l.local_addr(),
+            Server::Udp(s) => s.local_addr(),
         }
-        Proto::Udp => {
-            let s = UdpSocket::bind(addr).map_err(io("bind", addr))?;
-            let mut buf = vec![0u8; MAX_SIZE];
-            loop {
-                // A send that fails (the client gone) loses that one reply.
-                if let Ok((n, from)) = s.recv_from(&mut buf) {
-                    let _ = s.send_to(&buf[..n], from);
+    }
+
+    /// Echo until killed: every TCP connection's bytes (each in a thread
+    /// of its own), or every UDP datagram to its sender.
+    pub fn run(self) {
+        match self {
+            Server::Tcp(l) => {
+                for c in l.incoming().flatten() {
+                    std::thread::spawn(move || echo_tcp(c));
+                }
+            }
+            Server::Udp(s) => {
+                let mut buf = vec![0u8; MAX_SIZE];
+                loop {
+                    // A send that fails (the client gone) loses that reply.
+                    if let Ok((n, from)) = s.recv_from(&mut buf) {
+                        let _ = s.send_to(&buf[..n], from);
+                    }
                 }
             }
         }
     }
+}
+
+/// Serve `addr` until killed ([`Server::run`]).
+pub fn serve(proto: Proto, addr: SocketAddr) -> Result<(), RrError> {
+    Server::bind(proto, addr)?.run();
+    Ok(())
 }
 
 fn echo_tcp(mut c: TcpStream) {
@@ -315,32 +342,12 @@ pub fn parse(out: &str) -> Result<Report, String> {
 mod tests {
     use super::*;
 
+    /// The server `tunlab rr serve` runs, on a free port of loopback.
     fn server(proto: Proto) -> SocketAddr {
-        // Port 0 and ask: no clash with anything else running.
-        let addr: SocketAddr = "127.0.0.1:0".parse().expect("a literal");
-        match proto {
-            Proto::Tcp => {
-                let l = TcpListener::bind(addr).expect("bind");
-                let a = l.local_addr().expect("addr");
-                std::thread::spawn(move || {
-                    for c in l.incoming().flatten() {
-                        std::thread::spawn(move || echo_tcp(c));
-                    }
-                });
-                a
-            }
-            Proto::Udp => {
-                let s = UdpSocket::bind(addr).expect("bind");
-                let a = s.local_addr().expect("addr");
-                std::thread::spawn(move || {
-                    let mut buf = vec![0u8; MAX_SIZE];
-                    while let Ok((n, from)) = s.recv_from(&mut buf) {
-                        let _ = s.send_to(&buf[..n], from);
-                    }
-                });
-                a
-            }
-        }
+        let s = Server::bind(proto, "127.0.0.1:0".parse().expect("a literal")).expect("bind");
+        let a = s.addr().expect("addr");
+        std::thread::spawn(move || s.run());
+        a
     }
 
     #[test]

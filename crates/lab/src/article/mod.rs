@@ -294,11 +294,12 @@ impl Claim {
     /// The verdict of an interval [lo, hi], and whether the interval lies
     /// clear of the line (see [`Verdict`]).
     fn judge(self, lo: f64, hi: f64) -> Verdict {
+        let l = self.line();
         let (past, short) = match self {
-            Claim::Above(x) => (lo > x, hi < x),
-            Claim::Below(x) => (hi < x, lo > x),
-            Claim::Gain(a) => (lo > 1.0, hi < 1.0 || hi < a),
-            Claim::Saving(a) => (hi < 1.0, lo > 1.0 || lo > a),
+            Claim::Above(_) => (lo > l, hi < l),
+            Claim::Below(_) => (hi < l, lo > l),
+            Claim::Gain(a) => (lo > l, hi < l || hi < a),
+            Claim::Saving(a) => (hi < l, lo > l || lo > a),
         };
         Verdict {
             outcome: if past {

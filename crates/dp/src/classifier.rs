@@ -77,21 +77,39 @@ struct Subtable {
 /// The stages' fields, each with those of the stages before it: the
 /// in-port and tunnel metadata, then L2, then L3 (L4 is the rest).
 fn stage_fields() -> [FlowKey; 3] {
-    use crate::key::f;
+    use crate::key::{f, DP_WORDS, PACKET_WORDS, WORDS};
     let mut meta = FlowKey::default();
-    for p in [f::IN_PORT, f::TUN_FAMILY, f::TUN_ID, f::TUN_SRC, f::TUN_DST] {
+    for p in [
+        f::IN_PORT,
+        f::TUN_FAMILY,
+        f::TUN_ID,
+        f::TUN_SRC,
+        f::TUN_DST,
+        f::PKT_MARK,
+    ] {
         meta.set(p, p.max());
     }
-    // tun_ipv6_src/dst and tun_metadata0..7 (words 11 to 18).
-    for w in &mut meta.w[11..] {
-        *w = u64::MAX;
+    // tun_ipv6_src/dst and tun_metadata0..7 (words 11 to 18), and the
+    // pipeline's state: metadata, registers, conntrack, recirculation.
+    for i in (11..DP_WORDS).chain(PACKET_WORDS..WORDS) {
+        meta.w[i] = u64::MAX;
     }
     let mut l2 = meta;
     for p in [f::DL_TYPE, f::VLAN_TCI, f::DL_SRC, f::DL_DST] {
         l2.set(p, p.max());
     }
     let mut l3 = l2;
-    for p in [f::NW_PROTO, f::NW_TOS, f::NW_SRC, f::NW_DST] {
+    for p in [
+        f::NW_PROTO,
+        f::NW_TOS,
+        f::NW_SRC,
+        f::NW_DST,
+        f::NW_TTL,
+        f::NW_FRAG,
+        f::IPV6_LABEL,
+        f::ARP_SHA,
+        f::ARP_THA,
+    ] {
         l3.set(p, p.max());
     }
     // ipv6_src/dst (words 7 to 10).
@@ -583,7 +601,8 @@ mod tests {
         c.add(rule("priority=10,in_port=1 actions=output:2"), 0);
         c.add(rule("priority=20,in_port=1,dl_vlan=5 actions=output:3"), 0);
         c.add(rule("priority=20,in_port=1 actions=output:4"), 0);
-        let out = |c: &Classifier, k| c.get(c.lookup(0, &k).unwrap()).unwrap().flow.actions[0];
+        let out =
+            |c: &Classifier, k| c.get(c.lookup(0, &k).unwrap()).unwrap().flow.actions[0].clone();
         assert_eq!(out(&c, key(1, Some(5))), Action::Output(3));
         assert_eq!(out(&c, key(1, Some(6))), Action::Output(4));
         assert_eq!(out(&c, key(1, None)), Action::Output(4));
@@ -601,7 +620,7 @@ mod tests {
         assert_eq!(c.len(), 1);
         let rr = c.get(c.lookup(0, &key(1, None)).unwrap()).unwrap();
         assert_eq!(
-            (rr.packets, rr.bytes, rr.flow.actions[0]),
+            (rr.packets, rr.bytes, rr.flow.actions[0].clone()),
             (1, 100, Action::Output(3))
         );
     }
@@ -699,7 +718,8 @@ mod tests {
         let m = rule("priority=9,in_port=1,dl_vlan=3 actions=drop").m;
         assert_eq!(c.delete(None, &m, Some(9)), 1);
         // Same priority, two masks: the older rule wins.
-        let out = |c: &Classifier, k| c.get(c.lookup(0, &k).unwrap()).unwrap().flow.actions[0];
+        let out =
+            |c: &Classifier, k| c.get(c.lookup(0, &k).unwrap()).unwrap().flow.actions[0].clone();
         assert_eq!(out(&c, key(1, Some(3))), Action::Output(1));
         c.add(rule("priority=7,dl_vlan=3 actions=output:4"), 0);
         assert_eq!(out(&c, key(1, Some(3))), Action::Output(4));

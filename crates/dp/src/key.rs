@@ -2,12 +2,31 @@
 //! that a masked match is a few AND/compare operations (OVS's miniflow idea,
 //! simplified: a fixed layout, and each rule remembers which words its mask
 //! touches).
+//!
+//! The words come in three parts, as OVS's `struct flow` does:
+//!
+//! - words 0 to [`DP_WORDS`]: the packet fields the kernel datapath
+//!   extracts too (`struct tl_key` in `crates/ebpf/bpf/common.h` is these
+//!   words, in this layout);
+//! - words [`DP_WORDS`] to [`PACKET_WORDS`]: packet fields only the
+//!   userspace extractor fills (ARP hardware addresses, ND, TTL,
+//!   fragments, TCP flags, the IPv6 flow label); a megaflow that reads
+//!   them cannot be cached in the kernel;
+//! - words [`PACKET_WORDS`] to [`WORDS`]: the pipeline's own state, zero
+//!   when a packet enters (metadata, registers, conj_id) or set by
+//!   conntrack and recirculation (ct_*, recirc_id, dp_hash). No datapath
+//!   flow matches them: a translation that reads a register reads what
+//!   the translation itself wrote.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-/// Number of 64-bit words in a key: 15 for the fixed fields, 4 for
+/// Number of 64-bit words in a key.
+pub const WORDS: usize = 44;
+/// The words the kernel datapath extracts: 15 for the fixed fields, 4 for
 /// tun_metadata0..7.
-pub const WORDS: usize = 19;
+pub const DP_WORDS: usize = 19;
+/// The words that hold packet fields; the rest is pipeline state.
+pub const PACKET_WORDS: usize = 24;
 
 /// Where a field lives: word, bit shift, width in bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +90,79 @@ pub mod f {
     pub const TUN_IPV6_DST_LO: FieldPos = FieldPos::new(14, 0, 64);
     /// The first of the four words holding tun_metadata0..7.
     pub const TUN_METADATA_WORD0: u8 = 15;
+
+    /// The DSCP and ECN bits of NW_TOS (OVS's nw_tos keeps the DSCP bits
+    /// in place, ip_dscp shifts them down, nw_ecn is the rest).
+    pub const NW_DSCP: FieldPos = FieldPos::new(1, 58, 6);
+    pub const NW_ECN: FieldPos = FieldPos::new(1, 56, 2);
+    /// ICMP type and code, where OVS keeps them: in tp_src and tp_dst.
+    pub const ICMP_TYPE: FieldPos = FieldPos::new(2, 48, 8);
+    pub const ICMP_CODE: FieldPos = FieldPos::new(4, 0, 8);
+
+    // Packet fields the kernel datapath does not extract.
+    /// ARP's sender hardware address; ND's source link-layer address.
+    pub const ARP_SHA: FieldPos = FieldPos::new(19, 0, 48);
+    /// The IPv4 TTL or IPv6 hop limit.
+    pub const NW_TTL: FieldPos = FieldPos::new(19, 48, 8);
+    /// OVS's fragment bits: [`FRAG_ANY`](super::FRAG_ANY) a fragment,
+    /// [`FRAG_LATER`](super::FRAG_LATER) one past the first.
+    pub const NW_FRAG: FieldPos = FieldPos::new(19, 56, 2);
+    /// ARP's target hardware address; ND's target link-layer address.
+    pub const ARP_THA: FieldPos = FieldPos::new(20, 0, 48);
+    /// TCP's flags (12 bits: the 9 defined and 3 reserved).
+    pub const TCP_FLAGS: FieldPos = FieldPos::new(20, 48, 12);
+    pub const ND_TARGET_HI: FieldPos = FieldPos::new(21, 0, 64);
+    pub const ND_TARGET_LO: FieldPos = FieldPos::new(22, 0, 64);
+    pub const IPV6_LABEL: FieldPos = FieldPos::new(23, 0, 20);
+    /// The skb's mark.
+    pub const PKT_MARK: FieldPos = FieldPos::new(23, 32, 32);
+
+    // The pipeline's state: zero when a packet enters.
+    pub const METADATA: FieldPos = FieldPos::new(24, 0, 64);
+    /// The first of the eight words holding reg0..reg15, two to a word
+    /// (xreg0..xreg7), the even register in the high half as OVS's xregN
+    /// is reg(2N):reg(2N+1).
+    pub const REG_WORD0: u8 = 25;
+    pub const CONJ_ID: FieldPos = FieldPos::new(33, 0, 32);
+
+    // Conntrack and recirculation.
+    pub const CT_STATE: FieldPos = FieldPos::new(34, 0, 32);
+    pub const CT_MARK: FieldPos = FieldPos::new(34, 32, 32);
+    pub const CT_ZONE: FieldPos = FieldPos::new(35, 0, 16);
+    pub const CT_NW_PROTO: FieldPos = FieldPos::new(35, 16, 8);
+    pub const CT_TP_SRC: FieldPos = FieldPos::new(35, 32, 16);
+    pub const CT_TP_DST: FieldPos = FieldPos::new(35, 48, 16);
+    pub const CT_LABEL_HI: FieldPos = FieldPos::new(36, 0, 64);
+    pub const CT_LABEL_LO: FieldPos = FieldPos::new(37, 0, 64);
+    pub const CT_NW_SRC: FieldPos = FieldPos::new(38, 0, 32);
+    pub const CT_NW_DST: FieldPos = FieldPos::new(38, 32, 32);
+    pub const CT_IPV6_SRC_HI: FieldPos = FieldPos::new(39, 0, 64);
+    pub const CT_IPV6_SRC_LO: FieldPos = FieldPos::new(40, 0, 64);
+    pub const CT_IPV6_DST_HI: FieldPos = FieldPos::new(41, 0, 64);
+    pub const CT_IPV6_DST_LO: FieldPos = FieldPos::new(42, 0, 64);
+    pub const RECIRC_ID: FieldPos = FieldPos::new(43, 0, 32);
+    pub const DP_HASH: FieldPos = FieldPos::new(43, 32, 32);
+}
+
+/// OVS's `nw_frag` bits (FLOW_NW_FRAG_ANY, FLOW_NW_FRAG_LATER).
+pub const FRAG_ANY: u64 = 1;
+pub const FRAG_LATER: u64 = 2;
+
+/// Number of 32-bit registers (reg0..reg15).
+pub const REGS: usize = 16;
+
+/// Position of regN: two to a word from [`f::REG_WORD0`], the even one high.
+pub const fn reg(n: usize) -> FieldPos {
+    FieldPos::new(
+        (f::REG_WORD0 as usize + n / 2) as u8,
+        if n.is_multiple_of(2) { 32 } else { 0 },
+        32,
+    )
+}
+
+/// Position of xregN (reg(2N):reg(2N+1)), a whole word.
+pub const fn xreg(n: usize) -> FieldPos {
+    FieldPos::new((f::REG_WORD0 as usize + n) as u8, 0, 64)
 }
 
 /// tun_metadata0..7: Geneve options mapped by the TLV map, up to 32 bits
@@ -78,9 +170,15 @@ pub mod f {
 pub const TUN_METADATA_FIELDS: usize = 8;
 
 /// A packet's flow key, or a rule's match value or mask, in the same layout.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FlowKey {
     pub w: [u64; WORDS],
+}
+
+impl Default for FlowKey {
+    fn default() -> FlowKey {
+        FlowKey { w: [0; WORDS] }
+    }
 }
 
 impl std::fmt::Debug for FlowKey {
@@ -182,6 +280,54 @@ mod tests {
         for n in 0..TUN_METADATA_FIELDS {
             all.push(("tun_metadata", tun_metadata(n)));
         }
+        all.extend([
+            ("arp_sha", f::ARP_SHA),
+            ("nw_ttl", f::NW_TTL),
+            ("nw_frag", f::NW_FRAG),
+            ("arp_tha", f::ARP_THA),
+            ("tcp_flags", f::TCP_FLAGS),
+            ("nd_target_hi", f::ND_TARGET_HI),
+            ("nd_target_lo", f::ND_TARGET_LO),
+            ("ipv6_label", f::IPV6_LABEL),
+            ("pkt_mark", f::PKT_MARK),
+            ("metadata", f::METADATA),
+            ("conj_id", f::CONJ_ID),
+            ("ct_state", f::CT_STATE),
+            ("ct_mark", f::CT_MARK),
+            ("ct_zone", f::CT_ZONE),
+            ("ct_nw_proto", f::CT_NW_PROTO),
+            ("ct_tp_src", f::CT_TP_SRC),
+            ("ct_tp_dst", f::CT_TP_DST),
+            ("ct_label_hi", f::CT_LABEL_HI),
+            ("ct_label_lo", f::CT_LABEL_LO),
+            ("ct_nw_src", f::CT_NW_SRC),
+            ("ct_nw_dst", f::CT_NW_DST),
+            ("ct_ipv6_src_hi", f::CT_IPV6_SRC_HI),
+            ("ct_ipv6_src_lo", f::CT_IPV6_SRC_LO),
+            ("ct_ipv6_dst_hi", f::CT_IPV6_DST_HI),
+            ("ct_ipv6_dst_lo", f::CT_IPV6_DST_LO),
+            ("recirc_id", f::RECIRC_ID),
+            ("dp_hash", f::DP_HASH),
+        ]);
+        for n in 0..REGS {
+            all.push(("reg", reg(n)));
+        }
+        // The parts that fall within another field by design.
+        let within = [
+            (f::NW_DSCP, f::NW_TOS),
+            (f::NW_ECN, f::NW_TOS),
+            (f::ICMP_TYPE, f::TP_SRC),
+            (f::ICMP_CODE, f::TP_DST),
+        ];
+        for (part, whole) in within {
+            assert_eq!(part.word, whole.word);
+            assert_eq!(part.mask() & !whole.mask(), 0);
+        }
+        for (i, r) in (0..8).map(|n| (n, xreg(n))) {
+            assert_eq!(r.mask(), reg(2 * i).mask() | reg(2 * i + 1).mask());
+        }
+        let words: std::collections::BTreeSet<u8> = all.iter().map(|(_, p)| p.word).collect();
+        assert_eq!(words.len(), WORDS, "every word is used");
         for (i, (a, pa)) in all.iter().enumerate() {
             assert!((pa.word as usize) < WORDS, "{a}");
             for (b, pb) in &all[i + 1..] {

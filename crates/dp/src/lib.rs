@@ -7,6 +7,7 @@
 
 pub mod classifier;
 pub mod extract;
+pub mod field;
 pub mod flow;
 pub mod key;
 pub mod pipeline;

@@ -1,25 +1,31 @@
 //! The kernel datapath's map values, field for field the structs of
 //! `bpf/common.h` (sizes checked below); change both together.
 
-use tunlab_dp::key::WORDS;
+use tunlab_dp::key::DP_WORDS;
 use tunlab_dp::FlowKey;
 
-/// `struct tl_key`: a flow key in dp's layout.
+/// `struct tl_key`: the words of a flow key the programs extract, in dp's
+/// layout (the rest of dp's key is fields only user space reads, and the
+/// pipeline's state).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Key {
-    pub w: [u64; WORDS],
+    pub w: [u64; DP_WORDS],
 }
 
 impl From<&FlowKey> for Key {
     fn from(k: &FlowKey) -> Key {
-        Key { w: k.w }
+        let mut w = [0; DP_WORDS];
+        w.copy_from_slice(&k.w[..DP_WORDS]);
+        Key { w }
     }
 }
 
 impl From<Key> for FlowKey {
     fn from(k: Key) -> FlowKey {
-        FlowKey { w: k.w }
+        let mut out = FlowKey::default();
+        out.w[..DP_WORDS].copy_from_slice(&k.w);
+        out
     }
 }
 
@@ -94,7 +100,8 @@ impl Default for Mask {
 
 impl Mask {
     /// The layout for megaflow mask `mask`: its non-zero words, or too
-    /// wide if there are more than [`CKEY_WORDS`].
+    /// wide if there are more than [`CKEY_WORDS`]. Only the words the
+    /// programs extract count (see [`Mask::fits`]).
     pub fn of(mask: &FlowKey) -> Mask {
         let mut out = Mask {
             m: Key::from(mask),
@@ -103,7 +110,7 @@ impl Mask {
             pad: [0; 5],
             pm: [0; CKEY_WORDS],
         };
-        let used: Vec<usize> = (0..WORDS).filter(|&i| mask.w[i] != 0).collect();
+        let used: Vec<usize> = (0..DP_WORDS).filter(|&i| mask.w[i] != 0).collect();
         if used.len() > CKEY_WORDS {
             out.n = MASK_TOO_WIDE;
             return out;
@@ -116,6 +123,12 @@ impl Mask {
         }
         out.n = used.len() as u8;
         out
+    }
+
+    /// Whether the programs can apply `mask`: it keeps no bit past the
+    /// words they extract.
+    pub fn fits(mask: &FlowKey) -> bool {
+        mask.w[DP_WORDS..].iter().all(|&w| w == 0)
     }
 
     /// Words of the key the mask keeps (more than [`CKEY_WORDS`] when too
@@ -487,21 +500,38 @@ mod tests {
         #[test]
         fn packing_then_unpacking_gives_the_masked_key(
             mw in proptest::array::uniform19(prop_oneof![Just(0u64), any::<u64>()]),
-            kw in proptest::array::uniform19(any::<u64>()),
+            kw in proptest::collection::vec(any::<u64>(), tunlab_dp::key::WORDS),
         ) {
-            let m = Mask::of(&FlowKey { w: mw });
-            let key = FlowKey { w: kw };
+            let mask = FlowKey::from(Key { w: mw });
+            let m = Mask::of(&mask);
+            let mut key = FlowKey::default();
+            key.w.copy_from_slice(&kw);
             match m.pack(&key) {
-                Some(c) => {
-                    let mut masked = key;
-                    for (k, w) in masked.w.iter_mut().zip(mw) {
-                        *k &= w;
-                    }
-                    prop_assert_eq!(m.unpack(&c), masked);
-                }
+                Some(c) => prop_assert_eq!(m.unpack(&c), key.masked(&mask)),
                 None => prop_assert!(mw.iter().filter(|&&w| w != 0).count() > CKEY_WORDS),
             }
         }
+    }
+
+    /// The programs' key is dp's first words: a mask past them does not
+    /// fit, and the words past them are not packed.
+    #[test]
+    fn the_kernel_key_is_the_words_the_programs_extract() {
+        let mut key = FlowKey::default();
+        key.set(f::IN_PORT, 7);
+        key.set(f::NW_TTL, 64);
+        let k = Key::from(&key);
+        assert_eq!(k.w[0], 7);
+        let back = FlowKey::from(k);
+        assert_eq!((back.get(f::IN_PORT), back.get(f::NW_TTL)), (7, 0));
+        let mut mask = FlowKey::default();
+        mask.set(f::IN_PORT, f::IN_PORT.max());
+        assert!(Mask::fits(&mask));
+        mask.set(f::NW_TTL, f::NW_TTL.max());
+        assert!(!Mask::fits(&mask));
+        let m = Mask::of(&mask);
+        assert_eq!((m.n, m.idx[0]), (1, 0));
+        assert_eq!(m.unpack(&m.pack(&key).unwrap()), back);
     }
 
     #[test]

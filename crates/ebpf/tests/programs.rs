@@ -101,10 +101,11 @@ fn user_space_key(packet: &[u8], kind: TunnelKind, ofport: u32) -> FlowKey {
 }
 
 /// Megaflow masks of whole words that between them keep every word of
-/// the key, each within what the cache key packs: a frame's key, hit
-/// under each, agrees with user space's in every field.
+/// the kernel's key, each within what the cache key packs: a frame's key,
+/// hit under each, agrees with user space's in every field the programs
+/// extract.
 fn covering_masks() -> [FlowKey; 2] {
-    let words = tunlab_dp::key::WORDS;
+    let words = tunlab_dp::key::DP_WORDS;
     let max = maps::CKEY_WORDS;
     let mut a = FlowKey::default();
     let mut b = FlowKey::default();
@@ -435,6 +436,109 @@ fn tenant_misses_go_up() {
     assert_eq!(r.verdict, TC_ACT_SHOT);
 }
 
+/// A tenant frame: Ethernet from fa:16:3e:7f:a1:49 of type `et`, then `l3`.
+fn tenant_eth(et: u16, l3: &[u8]) -> Vec<u8> {
+    let mut f = tenant_frame()[..12].to_vec();
+    f.extend_from_slice(&et.to_be_bytes());
+    f.extend_from_slice(l3);
+    f
+}
+
+/// IPv6 from fe80::1 to fe80::2, next header `nh`, then `rest`.
+fn tenant_ipv6(nh: u8, rest: &[u8]) -> Vec<u8> {
+    let mut ip = vec![0x60, 0, 0, 1];
+    ip.extend_from_slice(&(rest.len() as u16).to_be_bytes());
+    ip.extend_from_slice(&[nh, 64]);
+    for last in [1, 2] {
+        ip.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, last]);
+    }
+    ip.extend_from_slice(rest);
+    tenant_eth(0x86dd, &ip)
+}
+
+/// Frames whose keys hold fields only user space extracts (ARP and ND
+/// addresses, fragments, TTL, TCP flags, the flow label): the programs
+/// extract the rest of each key as user space does, so an entry installed
+/// under user space's key is hit. But for an IPv6 first fragment: user
+/// space reads the protocol and ports behind the fragment header, as OVS
+/// does, the programs read nw_proto 44 and no ports, as for a later
+/// fragment, whose entry then answers the first fragment too (so the
+/// switch keeps flows that read an IPv6 fragment's L4 fields out of the
+/// cache).
+#[test]
+fn tenant_keys_agree_with_user_space_on_what_the_programs_extract() {
+    let udp = [0x07, 0xd0, 0, 53, 0, 16, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8];
+    let mut arp = vec![0, 1, 8, 0, 6, 4, 0, 2];
+    arp.extend_from_slice(&tenant_frame()[6..12]);
+    arp.extend_from_slice(&[10, 0, 0, 1, 2, 0, 0, 0, 0, 0xb, 10, 0, 0, 2]);
+    let mut ns = vec![135, 0, 0, 0, 0, 0, 0, 0];
+    ns.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+    ns.extend_from_slice(&[1, 1, 2, 0, 0, 0, 0, 0xa]);
+    let mut later4 = tenant_frame();
+    later4[14 + 6..14 + 8].copy_from_slice(&185u16.to_be_bytes());
+    let fragment = |offlg: u16| {
+        let mut f = vec![17, 0];
+        f.extend_from_slice(&offlg.to_be_bytes());
+        f.extend_from_slice(&[0, 0, 0, 7]);
+        f.extend_from_slice(&udp);
+        f
+    };
+    let later6 = tenant_ipv6(44, &fragment(185 << 3));
+    let first6 = tenant_ipv6(44, &fragment(1));
+    let agree = [
+        ("ipv4 tcp", tenant_frame()),
+        ("arp", tenant_eth(0x0806, &arp)),
+        ("nd ns", tenant_ipv6(58, &ns)),
+        ("ipv4 later fragment", later4),
+        ("ipv6 udp", tenant_ipv6(17, &udp)),
+        ("ipv6 later fragment", later6.clone()),
+    ];
+    let key = |frame: &[u8]| {
+        let mut k = FlowKey::default();
+        extract(frame, 1, &mut k);
+        k
+    };
+    for mask in covering_masks() {
+        let mut dp = datapath_for(TunnelKind::Geneve, 4);
+        // The loopback device (ifindex 1) as tenant port 1, upcall TAP 99.
+        dp.set_port_entry(
+            1,
+            maps::PortEntry {
+                ofport: 1,
+                role: maps::ROLE_VETH,
+                peer_ifindex: 99,
+                policed: 0,
+            },
+        )
+        .unwrap();
+        let run = |dp: &KernelDatapath, frame: &[u8]| {
+            run_tc(dp.program_fd(FROM_TENANT).unwrap(), frame, 1)
+                .unwrap()
+                .verdict
+        };
+        // Each frame alone in the cache (a new generation each), as a drop.
+        for (name, frame) in &agree {
+            dp.revalidate(&mask).unwrap();
+            dp.install(&key(frame), Flow::default()).unwrap();
+            assert_eq!(run(&dp, frame), TC_ACT_SHOT, "{name}");
+        }
+        let reads_l4 = mask.get(tunlab_dp::key::f::NW_PROTO) != 0;
+        dp.revalidate(&mask).unwrap();
+        dp.install(&key(&first6), Flow::default()).unwrap();
+        let own = if reads_l4 {
+            TC_ACT_REDIRECT
+        } else {
+            TC_ACT_SHOT
+        };
+        assert_eq!(run(&dp, &first6), own, "first fragment, its own entry");
+        if reads_l4 {
+            dp.revalidate(&mask).unwrap();
+            dp.install(&key(&later6), Flow::default()).unwrap();
+            assert_eq!(run(&dp, &first6), TC_ACT_SHOT, "the later one's entry");
+        }
+    }
+}
+
 /// The revalidator's batched sweep over more entries than one batch
 /// holds: every entry seen once, the stale ones deleted (in batches),
 /// the fresh ones kept, and the idle ones deleted once the limit passes.
@@ -657,6 +761,8 @@ fn hits_leave_samples_of_their_whole_keys() {
         assert_eq!(run_tc(prog, &pkt, 0).unwrap().verdict, TC_ACT_REDIRECT);
     }
     let samples = dp.key_samples().unwrap();
+    // The programs' part of the key: the fields they extract.
+    let key = FlowKey::from(maps::Key::from(&key));
     assert!(
         samples.contains(&key) && !before.contains(&key),
         "before {before:?}, after {samples:?}"

@@ -23,6 +23,17 @@ pub enum ApiError {
     Refused(String),
 }
 
+/// A change to the flow table, as a flow_mod (or `tunlab ctl`) asks it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FlowChange {
+    /// Add this rule (replacing one with the same match and priority).
+    Add(FlowRule),
+    /// Give the rules `sel` picks these actions.
+    Modify { sel: Selector, actions: Vec<Action> },
+    /// Delete the rules `sel` picks.
+    Delete(Selector),
+}
+
 /// A rule with its counters summed over the workers.
 #[derive(Debug, Clone)]
 pub struct FlowEntry {
@@ -55,6 +66,32 @@ impl Switch {
             replaced
         })?;
         Ok(replaced.first().copied().unwrap_or(0))
+    }
+
+    /// Make `changes` in order, all in one step on each worker (no packet
+    /// sees some of them and not the others: an OpenFlow bundle's commit),
+    /// then revalidate once.
+    pub fn change_flows(&self, changes: Vec<FlowChange>) -> Result<(), ApiError> {
+        let changes = std::sync::Arc::new(changes);
+        self.on_all(move |n| {
+            let now = n.ofproto.uptime_ns();
+            let c = &mut n.ofproto.classifier;
+            for ch in changes.iter() {
+                match ch {
+                    FlowChange::Add(rule) => {
+                        c.add(rule.clone(), now);
+                    }
+                    FlowChange::Modify { sel, actions } => {
+                        c.modify(sel, actions, None);
+                    }
+                    FlowChange::Delete(sel) => {
+                        c.delete_where(sel);
+                    }
+                }
+            }
+            n.revalidate();
+        })?;
+        Ok(())
     }
 
     /// Delete the rules `sel` picks; how many.

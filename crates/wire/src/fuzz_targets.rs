@@ -52,6 +52,10 @@ pub fn openflow(data: &[u8]) {
             for o in &fm.matches {
                 assert!(o.value.len() < n && o.mask.is_none_or(|k| k.len() == o.value.len()));
             }
+            openflow_actions_rewrite(&fm.actions, &[openflow::OF13, openflow::OF15]);
+        }
+        if let Ok(po) = openflow::parse_packet_out15(&m) {
+            openflow_actions_rewrite(&po.actions, &[openflow::OF13, openflow::OF15]);
         }
         // Every message body any handler reads: parsed or refused, and
         // what parses builds back to what it read.
@@ -83,9 +87,12 @@ pub fn openflow(data: &[u8]) {
                 a.emit10(&mut b);
             }
             assert_eq!(b.len() % 8, 0);
+            openflow_actions_rewrite(&fm.actions, &[openflow::OF10]);
         }
         if let Some(nx) = openflow::parse_nx(&m) {
-            let _ = openflow::parse_nx_flow_mod(nx.body);
+            if let Ok(fm) = openflow::parse_nx_flow_mod(nx.body) {
+                openflow_actions_rewrite(&fm.actions, &[openflow::OF10]);
+            }
             let _ = openflow::parse_tlv_table_mod(nx.body);
         }
         if let Ok((_, body)) = openflow::parse_stats10(&m) {
@@ -99,6 +106,38 @@ pub fn openflow(data: &[u8]) {
         let e = openflow::error(m.version(), 1, 1, m.xid(), m.bytes());
         assert_eq!(openflow::frame(&e).unwrap(), Some(e.len()));
         rest = &rest[n..];
+    }
+}
+
+/// Actions read from a message, written in each of the `versions` its
+/// reader speaks (1.0; 1.3 and 1.5: Nicira's actions, moves as REG_MOVE
+/// or COPY_FIELD, loads as REG_LOAD or set_field, clones nesting their
+/// version's forms): each writing reads back, and writes again to the
+/// same bytes.
+fn openflow_actions_rewrite(actions: &[openflow::Action<'_>], versions: &[u8]) {
+    for &v in versions {
+        let mut b = Vec::new();
+        for a in actions {
+            a.emit_in(v, &mut b);
+        }
+        assert_eq!(b.len() % 8, 0);
+        if b.len() > openflow::MAX_LEN {
+            continue;
+        }
+        let back = if v == openflow::OF10 {
+            openflow::actions10(&b, 0)
+        } else {
+            let mut ins = Vec::new();
+            openflow::put_apply_actions_in(v, &mut ins, actions);
+            assert_eq!(&ins[ins.len() - b.len()..], &b[..]);
+            openflow::parse_actions(&b, 0)
+        }
+        .expect("written actions read back");
+        let mut again = Vec::new();
+        for a in &back {
+            a.emit_in(v, &mut again);
+        }
+        assert_eq!(again, b);
     }
 }
 

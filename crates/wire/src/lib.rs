@@ -25,6 +25,7 @@ pub mod icmp;
 pub mod ipv4;
 pub mod ipv6;
 pub mod openflow;
+pub mod rewrite;
 pub mod stt;
 pub mod tcp;
 pub mod tunnel;

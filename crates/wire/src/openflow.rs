@@ -21,6 +21,7 @@ pub const HEADER_LEN: usize = 8;
 /// Wire versions.
 pub const OF10: u8 = 0x01;
 pub const OF13: u8 = 0x04;
+pub const OF15: u8 = 0x06;
 /// The largest message the length field can describe.
 pub const MAX_LEN: usize = u16::MAX as usize;
 
@@ -258,32 +259,113 @@ pub struct Oxm<'a> {
     pub mask: Option<&'a [u8]>,
 }
 
-/// An action of an apply-actions instruction (1.3 § 7.2.5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// An action of an apply-actions instruction (1.3 § 7.2.5), of a
+/// PACKET_OUT, or nested in a clone. The readers take every version's
+/// encodings (1.0's through [`actions10`]); [`Action::emit_in`] writes
+/// each as Open vSwitch 3.1 does in the version asked for (see
+/// [`nxast`](self#nicira-actions) for which form that is).
+///
+/// Not `Copy` (a clone holds its actions); clone it where a copy was
+/// taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action<'a> {
+    /// OFPAT_OUTPUT (1.0's with its port widened to 32 bits).
     Output {
         port: u32,
         /// Bytes of the packet to send when `port` is the controller
         /// (0xffff: all of it, unbuffered); 0 elsewhere.
         max_len: u16,
     },
-    PushVlan {
-        ethertype: u16,
-    },
+    /// OFPAT_PUSH_VLAN: push a tag of TPID `ethertype`.
+    PushVlan { ethertype: u16 },
+    /// OFPAT_POP_VLAN (1.0's STRIP_VLAN).
     PopVlan,
+    /// OFPAT_SET_FIELD: one OXM TLV. OpenFlow 1.5 lets it carry a mask
+    /// (set only the mask's bits), which the reader takes in any version;
+    /// the writer writes a masked one as such in 1.5 and as Nicira loads
+    /// before (Open vSwitch's choice). An experimenter field (class
+    /// 0xffff) keeps its 4-byte experimenter id at the start of `value`.
     SetField(Oxm<'a>),
     /// Nicira's resubmit (NXAST_RESUBMIT and NXAST_RESUBMIT_TABLE): look
     /// the packet up again as if it came in on `port` (OpenFlow 1.0's
     /// numbers: 0xfff8 is the port it came in on) in `table` (0xff: the
     /// current one).
-    NxResubmit {
-        port: u16,
-        table: u8,
+    NxResubmit { port: u16, table: u8 },
+    /// NXAST_RESUBMIT_TABLE_CT (`resubmit(port,table,ct)`): a resubmit
+    /// that looks the packet up with its conntrack original direction
+    /// tuple in place of its own addresses and ports; `port` and `table`
+    /// as in [`Action::NxResubmit`].
+    NxResubmitCt { port: u16, table: u8 },
+    /// NXAST_REG_LOAD (`load:value->dst[ofs..ofs+n_bits-1]`): set bits
+    /// `ofs..ofs + n_bits` of field `dst` to the low `n_bits` bits of
+    /// `value`. `n_bits` is 1..=64; `ofs` has 10 bits on the wire. 1.5
+    /// writes it as the masked set_field it is
+    /// ([`reg_load_value_mask`]).
+    RegLoad {
+        ofs: u16,
+        n_bits: u8,
+        dst: OxmHeader,
+        value: u64,
     },
-    /// Any other action type: the caller refuses it by type.
-    Other {
-        typ: u16,
+    /// NXAST_REG_LOAD2: a set_field by Nicira's action (one TLV, value
+    /// and maybe a mask), which Open vSwitch uses before 1.5 for fields
+    /// REG_LOAD cannot name (experimenter and variable-length fields);
+    /// 1.5 writes it as OFPAT_SET_FIELD. Experimenter TLVs as in
+    /// [`Action::SetField`].
+    RegLoad2(Oxm<'a>),
+    /// `move:src[src_ofs..]->dst[dst_ofs..]`: copy `n_bits` bits. Read
+    /// from NXAST_REG_MOVE, OpenFlow 1.5's OFPAT_COPY_FIELD or ONF's 1.3
+    /// copy-field; written as NXAST_REG_MOVE before 1.5 and
+    /// OFPAT_COPY_FIELD in 1.5.
+    Move {
+        n_bits: u16,
+        src_ofs: u16,
+        dst_ofs: u16,
+        src: OxmHeader,
+        dst: OxmHeader,
     },
+    /// NXAST_STACK_PUSH (`push:field[ofs..ofs+n_bits-1]`): push those
+    /// bits of `field` on the action stack.
+    StackPush {
+        field: OxmHeader,
+        ofs: u16,
+        n_bits: u16,
+    },
+    /// NXAST_STACK_POP (`pop:field[ofs..ofs+n_bits-1]`): pop the stack's
+    /// top into those bits of `field`.
+    StackPop {
+        field: OxmHeader,
+        ofs: u16,
+        n_bits: u16,
+    },
+    /// NXAST_NOTE (`note:..`): opaque bytes, no effect. They run from the
+    /// action's byte 10 to its end, its padding included: Open vSwitch
+    /// keeps (and prints) the zeros, so `note:01.02.03` reads back as
+    /// 01 02 03 00 00 00. Written padded with zeros to 8.
+    Note(&'a [u8]),
+    /// `dec_ttl`: decrement the IP TTL or hop limit (the packet goes to
+    /// controller 0 when it runs out). OFPAT_DEC_NW_TTL from 1.1,
+    /// NXAST_DEC_TTL (read in any version) in 1.0.
+    DecTtl,
+    /// NXAST_DEC_TTL_CNT_IDS (`dec_ttl(id,...)`): dec_ttl that sends a
+    /// packet whose TTL runs out to the controllers with these ids;
+    /// `ids` are their 16-bit big-endian numbers ([`cnt_ids`] reads
+    /// them).
+    DecTtlCntIds { ids: &'a [u8] },
+    /// NXAST_CLONE (`clone(...)`): run the nested actions on a copy of
+    /// the packet, then carry on with the original.
+    Clone(Vec<Action<'a>>),
+    /// NXAST_CT_CLEAR: forget the packet's connection tracking state.
+    CtClear,
+    /// A Nicira action (experimenter 0xffff, vendor 0x00002320) not
+    /// read into any of the above (ct, conjunction, controller2, learn,
+    /// output_reg, check_pkt_larger, ...): the caller refuses it by
+    /// `subtype` ([`nxast_name`] names it). Written as a bare 16-byte
+    /// Nicira header.
+    NxOther { subtype: u16 },
+    /// Any other action type (another vendor's experimenter action:
+    /// 0xffff): the caller refuses it by type.
+    Other { typ: u16 },
 }
 
 /// A flow_mod of OpenFlow 1.3, read.
@@ -382,8 +464,22 @@ fn each_action<'a>(
     Ok(out)
 }
 
-/// The actions of `b`, at `base` in the message.
+/// The action list `b` of OpenFlow 1.1 or later (an apply-actions
+/// instruction's, a PACKET_OUT's), at `base` in the message for the
+/// offsets in errors: 1.3's and 1.5's encodings alike.
+pub fn parse_actions(b: &[u8], base: usize) -> Result<Vec<Action<'_>>> {
+    actions(b, base)
+}
+
+/// The actions of `b`, at `base` in the message (1.1 and later; the
+/// same reader takes 1.3's and 1.5's encodings).
 fn actions(b: &[u8], base: usize) -> Result<Vec<Action<'_>>> {
+    actions_at(b, base, 0)
+}
+
+/// [`actions`] of a list nested `depth` clones deep.
+fn actions_at(b: &[u8], base: usize, depth: usize) -> Result<Vec<Action<'_>>> {
+    nxast::check_depth(depth, base)?;
     each_action(b, base, |typ, a, at| {
         let len = a.len();
         Ok(match typ {
@@ -400,22 +496,14 @@ fn actions(b: &[u8], base: usize) -> Result<Vec<Action<'_>>> {
                 ethertype: be16(a, 4),
             },
             18 => Action::PopVlan,
-            // One TLV, then padding to 8.
-            25 => Action::SetField(oxm(&a[4..], at + 4)?.0),
-            EXPERIMENTER_ACTION
-                if len == 16
-                    && be32(a, 4) == NX_VENDOR
-                    && matches!(be16(a, 8), NXAST_RESUBMIT | NXAST_RESUBMIT_TABLE) =>
-            {
-                Action::NxResubmit {
-                    port: be16(a, 10),
-                    table: if be16(a, 8) == NXAST_RESUBMIT {
-                        0xff
-                    } else {
-                        a[12]
-                    },
-                }
+            // One TLV (1.5: maybe masked), then padding to 8.
+            25 => Action::SetField(nxast::action_oxm(&a[4..], at + 4, "OFPAT_SET_FIELD")?.0),
+            nxast::AT_DEC_NW_TTL => nxast::read_dec_nw_ttl(a, at)?,
+            nxast::AT_COPY_FIELD => nxast::read_copy_field(a, at)?,
+            EXPERIMENTER_ACTION if len >= 8 && be32(a, 4) == NX_VENDOR => {
+                nxast::read_nx(a, at, |inner, base| actions_at(inner, base, depth + 1))?
             }
+            EXPERIMENTER_ACTION => nxast::read_experimenter(a, at)?,
             t => Action::Other { typ: t },
         })
     })
@@ -486,12 +574,16 @@ pub fn parse_flow_mod<'a>(m: &Message<'a>) -> Result<FlowMod<'a>> {
 mod build;
 mod multipart;
 mod nicira;
+mod nxast;
 mod of10;
+mod of15;
 mod packet;
 pub use build::*;
 pub use multipart::*;
 pub use nicira::*;
+pub use nxast::*;
 pub use of10::*;
+pub use of15::*;
 pub use packet::*;
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! forms ovs-ofctl writes them.
 
 use super::*;
+use crate::field::{self, Field, Fmt, REG_NAMES, TUN_METADATA_NAMES};
 
 /// Print a rule back in ovs-ofctl syntax (what `dump-flows` shows after
 /// the counters). Parsing the output gives back the same rule.
@@ -41,44 +42,7 @@ pub fn format_flow(r: &FlowRule, ports: &dyn PortNames) -> String {
         if i > 0 {
             s.push(',');
         }
-        let port = |n: PortNo| ports.port_name(n).unwrap_or_else(|| n.to_string());
-        let _ = match a {
-            Action::Output(n) => write!(s, "output:{}", port(*n)),
-            Action::InPort => write!(s, "in_port"),
-            Action::Normal => write!(s, "normal"),
-            Action::Flood => write!(s, "flood"),
-            Action::Controller { max_len } => write!(s, "controller:{max_len}"),
-            Action::SetTunDst(ip) => write!(
-                s,
-                "set_field:{ip}->{}",
-                if ip.is_ipv4() {
-                    "tun_dst"
-                } else {
-                    "tun_ipv6_dst"
-                }
-            ),
-            Action::SetTunSrc(ip) => write!(
-                s,
-                "set_field:{ip}->{}",
-                if ip.is_ipv4() {
-                    "tun_src"
-                } else {
-                    "tun_ipv6_src"
-                }
-            ),
-            Action::SetTunId(v) => write!(s, "set_field:{v:#x}->tun_id"),
-            Action::SetTunMetadata(n, v) => write!(s, "set_field:{v:#x}->tun_metadata{n}"),
-            Action::PushVlan(t) => write!(s, "push_vlan:{t:#06x}"),
-            Action::PopVlan => write!(s, "pop_vlan"),
-            Action::ModVlanVid(v) => write!(s, "mod_vlan_vid:{v}"),
-            Action::ModVlanPcp(v) => write!(s, "mod_vlan_pcp:{v}"),
-            Action::Resubmit { port: p, table } => write!(
-                s,
-                "resubmit({},{})",
-                p.map(port).unwrap_or_default(),
-                table.map(|t| t.to_string()).unwrap_or_default()
-            ),
-        };
+        super::actions::format_action(&mut s, a, ports);
     }
     s
 }
@@ -86,198 +50,346 @@ pub fn format_flow(r: &FlowRule, ports: &dyn PortNames) -> String {
 struct MatchDisplay<'a>(&'a Match, &'a dyn PortNames);
 
 impl fmt::Display for MatchDisplay<'_> {
+    /// The fields in the order and forms of OVS's `match_format`, so that
+    /// a rule reads as `ovs-ofctl dump-flows` prints it.
     fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.l2(out)?;
-        self.l3(out)?;
-        self.tunnel(out)
+        let skip = self.metadata(out)?;
+        self.tunnel(out)?;
+        self.l2(out, skip.0)?;
+        self.l3(out, skip.1)?;
+        self.l4(out)
+    }
+}
+
+/// A number as C's `%#x` writes it: `0` for zero, else `0x...`.
+pub(super) fn c_hex(v: u128) -> String {
+    if v == 0 {
+        "0".into()
+    } else {
+        format!("{v:#x}")
     }
 }
 
 /// How a match prints its fields: present or not, value, mask, and the
 /// forms ovs-ofctl writes numbers and addresses in.
 impl MatchDisplay<'_> {
-    fn has(&self, p: FieldPos) -> bool {
-        self.0.mask.get(p) != 0
+    fn fl(name: &str) -> &'static Field {
+        field::by_name(name).expect("a field of the table")
     }
 
-    fn val(&self, p: FieldPos) -> u64 {
-        self.0.value.get(p)
+    fn val(&self, fl: &Field) -> u128 {
+        fl.get(&self.0.value)
     }
 
-    fn msk(&self, p: FieldPos) -> u64 {
-        self.0.mask.get(p)
+    fn msk(&self, fl: &Field) -> u128 {
+        fl.get(&self.0.mask)
     }
 
-    /// `name=0xV,` or `name=0xV/0xM,`.
-    fn num(&self, out: &mut fmt::Formatter<'_>, name: &str, p: FieldPos) -> fmt::Result {
-        if self.msk(p) == p.max() {
-            write!(out, "{name}={:#x},", self.val(p))
-        } else {
-            write!(out, "{name}={:#x}/{:#x},", self.val(p), self.msk(p))
+    fn raw(&self, p: FieldPos) -> (u64, u64) {
+        (self.0.value.get(p), self.0.mask.get(p))
+    }
+
+    /// `name=0xV,` or `name=0xV/0xM,` (OVS's `format_uint32_masked` and
+    /// `format_be64_masked`).
+    fn hex(&self, out: &mut fmt::Formatter<'_>, name: &str, fl: &Field) -> fmt::Result {
+        let (v, m) = (self.val(fl), self.msk(fl));
+        if m == 0 {
+            return Ok(());
+        }
+        write!(out, "{name}={}", c_hex(v))?;
+        if m != fl.all_ones() {
+            write!(out, "/{}", c_hex(m))?;
+        }
+        write!(out, ",")
+    }
+
+    /// A 16-bit field as `format_be16_masked`: decimal when exact, hex
+    /// with its mask.
+    fn be16(&self, out: &mut fmt::Formatter<'_>, name: &str, p: FieldPos) -> fmt::Result {
+        let (v, m) = self.raw(p);
+        match m {
+            0 => Ok(()),
+            0xffff => write!(out, "{name}={v},"),
+            _ => write!(out, "{name}={v:#x}/{m:#x},"),
         }
     }
 
-    /// A transport port as OVS writes it: in decimal when exact, in hex
-    /// with its mask (`tp_dst=80`, `tp_dst=0x1000/0xf000`).
-    fn port(&self, out: &mut fmt::Formatter<'_>, name: &str, p: FieldPos) -> fmt::Result {
-        if self.msk(p) == p.max() {
-            write!(out, "{name}={},", self.val(p))
-        } else {
-            self.num(out, name, p)
+    fn ip4(&self, out: &mut fmt::Formatter<'_>, name: &str, p: FieldPos) -> fmt::Result {
+        let (v, m) = self.raw(p);
+        if m != 0 {
+            write!(out, "{name}={},", v4(v, m))?;
+        }
+        Ok(())
+    }
+
+    fn ip6(&self, out: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
+        let fl = Self::fl(name);
+        let (v, m) = (self.val(fl), self.msk(fl));
+        if m != 0 {
+            write!(out, "{name}={},", v6(v, m))?;
+        }
+        Ok(())
+    }
+
+    fn eth(&self, out: &mut fmt::Formatter<'_>, name: &str, p: FieldPos) -> fmt::Result {
+        let (v, m) = self.raw(p);
+        match m {
+            0 => Ok(()),
+            0xffff_ffff_ffff => write!(out, "{name}={},", mac(v)),
+            _ => write!(out, "{name}={}/{},", mac(v), mac(m)),
         }
     }
 
-    fn v6(&self, hi: FieldPos, lo: FieldPos) -> String {
-        let a = Ipv6Addr::from(((self.val(hi) as u128) << 64) | self.val(lo) as u128);
-        let mk = ((self.msk(hi) as u128) << 64) | self.msk(lo) as u128;
-        if mk == u128::MAX {
-            a.to_string()
-        } else {
-            format!("{a}/{}", Ipv6Addr::from(mk))
+    /// The pipeline's fields, conntrack's, and the protocol shorthand;
+    /// returns whether the shorthand stood for dl_type and nw_proto.
+    fn metadata(&self, out: &mut fmt::Formatter<'_>) -> Result<(bool, bool), fmt::Error> {
+        self.hex(out, "pkt_mark", Self::fl("pkt_mark"))?;
+        self.hex(out, "recirc_id", Self::fl("recirc_id"))?;
+        self.hex(out, "dp_hash", Self::fl("dp_hash"))?;
+        let (v, m) = self.raw(f::CONJ_ID);
+        if m != 0 {
+            write!(out, "conj_id={v},")?;
         }
-    }
-
-    /// The port, the Ethernet type (as a shorthand where one fits), the
-    /// addresses and the VLAN.
-    fn l2(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (has, val, msk) = (|p| self.has(p), |p| self.val(p), |p| self.msk(p));
-        if has(f::IN_PORT) {
-            let n = val(f::IN_PORT) as u32;
+        let (v, m) = self.raw(f::CT_STATE);
+        if m != 0 {
             write!(
                 out,
-                "in_port={},",
-                self.1.port_name(n).unwrap_or_else(|| n.to_string())
+                "ct_state={},",
+                flags(v, m, 0xff, field::CT_STATE_FLAGS)
             )?;
         }
-        if has(f::DL_TYPE) {
-            let et = val(f::DL_TYPE);
-            let proto = has(f::NW_PROTO).then(|| val(f::NW_PROTO));
-            match SHORTHANDS
+        let (v, m) = self.raw(f::CT_ZONE);
+        match m {
+            0 => {}
+            0xffff => write!(out, "ct_zone={v},")?,
+            _ => write!(out, "ct_zone={v:#x}/{m:#x},")?,
+        }
+        self.hex(out, "ct_mark", Self::fl("ct_mark"))?;
+        self.hex(out, "ct_label", Self::fl("ct_label"))?;
+        self.ip4(out, "ct_nw_src", f::CT_NW_SRC)?;
+        self.ip6(out, "ct_ipv6_src")?;
+        self.ip4(out, "ct_nw_dst", f::CT_NW_DST)?;
+        self.ip6(out, "ct_ipv6_dst")?;
+        let (v, m) = self.raw(f::CT_NW_PROTO);
+        if m != 0 {
+            write!(out, "ct_nw_proto={v},")?;
+            self.be16(out, "ct_tp_src", f::CT_TP_SRC)?;
+            self.be16(out, "ct_tp_dst", f::CT_TP_DST)?;
+        }
+        let (mut skip_type, mut skip_proto) = (false, false);
+        let (et, et_m) = self.raw(f::DL_TYPE);
+        let (proto, proto_m) = self.raw(f::NW_PROTO);
+        if et_m != 0 {
+            let named = SHORTHANDS
                 .iter()
-                .find(|(_, e, p)| *e as u64 == et && proto == Some(*p as u64) && *p != 0)
-            {
-                Some((name, _, _)) => write!(out, "{name},")?,
-                None => {
-                    match SHORTHANDS
-                        .iter()
-                        .find(|(_, e, p)| *e as u64 == et && *p == 0)
-                    {
-                        Some((name, _, _)) => write!(out, "{name},")?,
-                        None => write!(out, "dl_type={et:#06x},")?,
-                    }
-                    if let Some(p) = proto {
-                        write!(out, "nw_proto={p},")?;
-                    }
-                }
-            }
-        } else if has(f::NW_PROTO) {
-            write!(out, "nw_proto={},", val(f::NW_PROTO))?;
-        }
-        if has(f::DL_SRC) {
-            write!(out, "dl_src={}", mac(val(f::DL_SRC)))?;
-            if msk(f::DL_SRC) != f::DL_SRC.max() {
-                write!(out, "/{}", mac(msk(f::DL_SRC)))?;
-            }
-            write!(out, ",")?;
-        }
-        if has(f::DL_DST) {
-            write!(out, "dl_dst={}", mac(val(f::DL_DST)))?;
-            if msk(f::DL_DST) != f::DL_DST.max() {
-                write!(out, "/{}", mac(msk(f::DL_DST)))?;
-            }
-            write!(out, ",")?;
-        }
-        if has(f::VLAN_TCI) {
-            let (v, mk) = (val(f::VLAN_TCI), msk(f::VLAN_TCI));
-            match mk {
-                0x1fff if v & 0x1000 != 0 => write!(out, "dl_vlan={},", v & 0xfff)?,
-                0xf000 if v & 0x1000 != 0 => write!(out, "dl_vlan_pcp={},", v >> 13)?,
-                0xffff if v == 0 => write!(out, "dl_vlan=0xffff,")?,
-                0xffff if v & 0x1000 != 0 => {
-                    write!(out, "dl_vlan={},dl_vlan_pcp={},", v & 0xfff, v >> 13)?
-                }
-                _ => write!(out, "vlan_tci={v:#06x}/{mk:#06x},")?,
+                .find(|(_, e, p)| *e as u64 == et && proto_m != 0 && proto == *p as u64 && *p != 0);
+            let plain = SHORTHANDS
+                .iter()
+                .find(|(_, e, p)| *e as u64 == et && *p == 0);
+            if let Some((name, _, _)) = named {
+                write!(out, "{name},")?;
+                (skip_type, skip_proto) = (true, true);
+            } else if let Some((name, _, _)) = plain {
+                write!(out, "{name},")?;
+                skip_type = true;
             }
         }
-        Ok(())
+        for name in REG_NAMES {
+            self.hex(out, name, Self::fl(name))?;
+        }
+        Ok((skip_type, skip_proto))
     }
 
-    /// IPv4 and IPv6 addresses, TOS, transport ports.
-    fn l3(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (has, val, msk) = (|p| self.has(p), |p| self.val(p), |p| self.msk(p));
-        let v6 = |hi, lo| self.v6(hi, lo);
-        let port = |out: &mut fmt::Formatter<'_>, name: &str, p| self.port(out, name, p);
-        if has(f::NW_SRC) {
-            write!(out, "nw_src={},", v4(val(f::NW_SRC), msk(f::NW_SRC)))?;
-        }
-        if has(f::NW_DST) {
-            write!(out, "nw_dst={},", v4(val(f::NW_DST), msk(f::NW_DST)))?;
-        }
-        if has(f::IPV6_SRC_HI) || has(f::IPV6_SRC_LO) {
-            write!(out, "ipv6_src={},", v6(f::IPV6_SRC_HI, f::IPV6_SRC_LO))?;
-        }
-        if has(f::IPV6_DST_HI) || has(f::IPV6_DST_LO) {
-            write!(out, "ipv6_dst={},", v6(f::IPV6_DST_HI, f::IPV6_DST_LO))?;
-        }
-        if has(f::NW_TOS) {
-            write!(out, "nw_tos={},", val(f::NW_TOS))?;
-        }
-        if has(f::TP_SRC) {
-            port(out, "tp_src", f::TP_SRC)?;
-        }
-        if has(f::TP_DST) {
-            port(out, "tp_dst", f::TP_DST)?;
-        }
-        Ok(())
-    }
-
-    /// The tunnel's id, addresses and metadata.
+    /// The tunnel's id, addresses and metadata, then metadata and the
+    /// in-port, as OVS places them.
     fn tunnel(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (has, val, msk) = (|p| self.has(p), |p| self.val(p), |p| self.msk(p));
-        let v6 = |hi, lo| self.v6(hi, lo);
-        let num = |out: &mut fmt::Formatter<'_>, name: &str, p| self.num(out, name, p);
-        if has(f::TUN_ID) {
-            num(out, "tun_id", f::TUN_ID)?;
+        self.hex(out, "tun_id", Self::fl("tun_id"))?;
+        self.ip4(out, "tun_src", f::TUN_SRC)?;
+        self.ip4(out, "tun_dst", f::TUN_DST)?;
+        self.ip6(out, "tun_ipv6_src")?;
+        self.ip6(out, "tun_ipv6_dst")?;
+        for name in TUN_METADATA_NAMES {
+            self.hex(out, name, Self::fl(name))?;
         }
-        if has(f::TUN_SRC) {
-            write!(out, "tun_src={},", v4(val(f::TUN_SRC), msk(f::TUN_SRC)))?;
-        }
-        if has(f::TUN_DST) {
-            write!(out, "tun_dst={},", v4(val(f::TUN_DST), msk(f::TUN_DST)))?;
-        }
-        if has(f::TUN_IPV6_SRC_HI) || has(f::TUN_IPV6_SRC_LO) {
-            write!(
-                out,
-                "tun_ipv6_src={},",
-                v6(f::TUN_IPV6_SRC_HI, f::TUN_IPV6_SRC_LO)
-            )?;
-        }
-        if has(f::TUN_IPV6_DST_HI) || has(f::TUN_IPV6_DST_LO) {
-            write!(
-                out,
-                "tun_ipv6_dst={},",
-                v6(f::TUN_IPV6_DST_HI, f::TUN_IPV6_DST_LO)
-            )?;
-        }
-        for n in 0..TUN_METADATA_FIELDS {
-            if has(tun_metadata(n)) {
-                num(
-                    out,
-                    [
-                        "tun_metadata0",
-                        "tun_metadata1",
-                        "tun_metadata2",
-                        "tun_metadata3",
-                        "tun_metadata4",
-                        "tun_metadata5",
-                        "tun_metadata6",
-                        "tun_metadata7",
-                    ][n],
-                    tun_metadata(n),
-                )?;
-            }
+        self.hex(out, "metadata", Self::fl("metadata"))?;
+        let (v, m) = self.raw(f::IN_PORT);
+        if m != 0 {
+            write!(out, "in_port={},", port_text(v as u32, self.1))?;
         }
         Ok(())
+    }
+
+    /// The VLAN, the Ethernet addresses, and dl_type where no shorthand
+    /// said it.
+    fn l2(&self, out: &mut fmt::Formatter<'_>, skip_type: bool) -> fmt::Result {
+        let (v, mk) = self.raw(f::VLAN_TCI);
+        if mk != 0 {
+            let (vid_m, pcp_m) = (mk & 0x0fff, mk & 0xe000);
+            if mk & 0x1000 != 0
+                && v & 0x1000 != 0
+                && (vid_m == 0 || vid_m == 0x0fff)
+                && (pcp_m == 0 || pcp_m == 0xe000)
+                && (vid_m != 0 || pcp_m != 0)
+            {
+                if vid_m != 0 {
+                    write!(out, "dl_vlan={},", v & 0xfff)?;
+                }
+                if pcp_m != 0 {
+                    write!(out, "dl_vlan_pcp={},", v >> 13)?;
+                }
+            } else if mk == 0xffff {
+                write!(out, "vlan_tci={v:#06x},")?;
+            } else {
+                write!(out, "vlan_tci={v:#06x}/{mk:#06x},")?;
+            }
+        }
+        self.eth(out, "dl_src", f::DL_SRC)?;
+        self.eth(out, "dl_dst", f::DL_DST)?;
+        let (et, m) = self.raw(f::DL_TYPE);
+        if !skip_type && m != 0 {
+            write!(out, "dl_type={et:#06x},")?;
+        }
+        Ok(())
+    }
+
+    /// Addresses, protocol, TOS, TTL and fragments.
+    fn l3(&self, out: &mut fmt::Formatter<'_>, skip_proto: bool) -> fmt::Result {
+        let et = self.0.value.get(f::DL_TYPE);
+        let arp = et == 0x0806 || et == 0x8035;
+        if et == 0x86dd {
+            self.ip6(out, "ipv6_src")?;
+            self.ip6(out, "ipv6_dst")?;
+            let (v, m) = self.raw(f::IPV6_LABEL);
+            match m {
+                0 => {}
+                0xfffff => write!(out, "ipv6_label={v:#07x},")?,
+                _ => write!(out, "ipv6_label={v:#07x}/{m:#07x},")?,
+            }
+        } else if arp {
+            self.ip4(out, "arp_spa", f::NW_SRC)?;
+            self.ip4(out, "arp_tpa", f::NW_DST)?;
+        } else {
+            self.ip4(out, "nw_src", f::NW_SRC)?;
+            self.ip4(out, "nw_dst", f::NW_DST)?;
+        }
+        let (proto, m) = self.raw(f::NW_PROTO);
+        if !skip_proto && m != 0 {
+            write!(out, "{}={proto},", if arp { "arp_op" } else { "nw_proto" })?;
+        }
+        if arp {
+            self.eth(out, "arp_sha", f::ARP_SHA)?;
+            self.eth(out, "arp_tha", f::ARP_THA)?;
+        }
+        let (tos, m) = self.raw(f::NW_TOS);
+        if m & 0xfc != 0 {
+            write!(out, "nw_tos={},", tos & 0xfc)?;
+        }
+        if m & 0x03 != 0 {
+            write!(out, "nw_ecn={},", tos & 0x03)?;
+        }
+        let (ttl, m) = self.raw(f::NW_TTL);
+        if m != 0 {
+            write!(out, "nw_ttl={ttl},")?;
+        }
+        let (v, m) = self.raw(f::NW_FRAG);
+        let any = v & 1 != 0;
+        let later = v & 2 != 0;
+        match m {
+            3 => write!(
+                out,
+                "nw_frag={},",
+                match (any, later) {
+                    (true, true) => "later",
+                    (true, false) => "first",
+                    (false, false) => "no",
+                    (false, true) => "<error>",
+                }
+            )?,
+            1 => write!(out, "nw_frag={},", if any { "yes" } else { "no" })?,
+            2 => write!(
+                out,
+                "nw_frag={},",
+                if later { "later" } else { "not_later" }
+            )?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Ports, or ICMP's type and code (and ND's fields), and TCP flags.
+    fn l4(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let et = self.0.value.get(f::DL_TYPE);
+        let proto = self.0.value.get(f::NW_PROTO);
+        if et == 0x0800 && proto == 1 {
+            self.be16(out, "icmp_type", f::TP_SRC)?;
+            self.be16(out, "icmp_code", f::TP_DST)?;
+        } else if et == 0x86dd && proto == 58 {
+            self.be16(out, "icmp_type", f::TP_SRC)?;
+            self.be16(out, "icmp_code", f::TP_DST)?;
+            self.ip6(out, "nd_target")?;
+            self.eth(out, "nd_sll", f::ARP_SHA)?;
+            self.eth(out, "nd_tll", f::ARP_THA)?;
+        } else {
+            self.be16(out, "tp_src", f::TP_SRC)?;
+            self.be16(out, "tp_dst", f::TP_DST)?;
+        }
+        let (v, m) = self.raw(f::TCP_FLAGS);
+        if (et == 0x0800 || et == 0x86dd) && proto == 6 && m != 0 {
+            write!(
+                out,
+                "tcp_flags={},",
+                flags(v, m, 0xfff, field::TCP_FLAG_NAMES)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A port by its name, OpenFlow's reserved name, or its number.
+pub(super) fn port_text(n: PortNo, ports: &dyn PortNames) -> String {
+    if let Some(name) = ports.port_name(n) {
+        return name;
+    }
+    match RESERVED_PORTS.iter().find(|(_, p)| *p == n) {
+        Some((name, _)) => name.to_string(),
+        None => n.to_string(),
+    }
+}
+
+/// Flags as OVS's `format_flags_masked` writes them: with the whole mask,
+/// the names joined by `|` (`0` for none); else `+set-clear` for each
+/// masked bit, lowest first.
+fn flags(v: u64, m: u64, all: u64, names: &[(u32, &str)]) -> String {
+    let name = |bit: u64| {
+        names
+            .iter()
+            .find(|(b, _)| *b as u64 == bit)
+            .map_or_else(|| format!("{bit:#x}"), |(_, n)| n.to_string())
+    };
+    let bits = |x: u64| (0..64).map(|i| 1u64 << i).filter(move |b| x & b != 0);
+    if m == all {
+        if v == 0 {
+            return "0".into();
+        }
+        return bits(v).map(name).collect::<Vec<_>>().join("|");
+    }
+    bits(m)
+        .map(|b| format!("{}{}", if v & b != 0 { '+' } else { '-' }, name(b)))
+        .collect()
+}
+
+/// A field's value (with its mask unless exact) as OVS's `mf_format`
+/// writes it: a set_field's value.
+pub(super) fn value_text(fl: &Field, v: u128, m: u128) -> String {
+    let exact = m == fl.all_ones();
+    match fl.fmt {
+        Fmt::Ethernet if exact => mac(v as u64),
+        Fmt::Ethernet => format!("{}/{}", mac(v as u64), mac(m as u64)),
+        Fmt::Ipv4 => v4(v as u64, m as u64),
+        Fmt::Ipv6 => v6(v, m),
+        Fmt::Decimal | Fmt::Port if exact => v.to_string(),
+        _ if exact => c_hex(v),
+        _ => format!("{}/{}", c_hex(v), c_hex(m)),
     }
 }
 
@@ -290,12 +402,28 @@ fn mac(v: u64) -> String {
     )
 }
 
-/// An IPv4 address, with its mask unless it is exact.
+/// An IPv4 address as OVS writes it: alone when exact, `/N` for a
+/// prefix, else with its mask.
 fn v4(v: u64, mk: u64) -> String {
     let a = Ipv4Addr::from(v as u32);
-    if mk == 0xffff_ffff {
+    let m = mk as u32;
+    if m == u32::MAX {
         a.to_string()
+    } else if m.leading_ones() + m.trailing_zeros() == 32 {
+        format!("{a}/{}", m.leading_ones())
     } else {
-        format!("{a}/{}", Ipv4Addr::from(mk as u32))
+        format!("{a}/{}", Ipv4Addr::from(m))
+    }
+}
+
+/// An IPv6 address, the same way.
+fn v6(v: u128, m: u128) -> String {
+    let a = Ipv6Addr::from(v);
+    if m == u128::MAX {
+        a.to_string()
+    } else if m.leading_ones() + m.trailing_zeros() == 128 {
+        format!("{a}/{}", m.leading_ones())
+    } else {
+        format!("{a}/{}", Ipv6Addr::from(m))
     }
 }

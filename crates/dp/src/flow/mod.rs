@@ -7,21 +7,26 @@
 //! in_port=2 actions=set_field:10.222.0.6->tun_dst,output:1
 //! ```
 //!
-//! Supported matches: `in_port`, `dl_src`, `dl_dst` (with `/mask`),
-//! `dl_type`, `dl_vlan`, `dl_vlan_pcp`, `vlan_tci` (`/mask`), `nw_src`,
-//! `nw_dst` (`/prefix` or `/mask`), `nw_proto`, `nw_tos`, `tp_src`,
-//! `tp_dst` (`/mask`), `ipv6_src`, `ipv6_dst`, `tun_id` (`/mask`),
-//! `tun_src`, `tun_dst`, `tun_ipv6_src`, `tun_ipv6_dst`,
-//! `tun_metadata0`..`tun_metadata7` (`/mask`), the shorthands `ip`, `ipv6`,
-//! `arp`, `icmp`, `icmp6`, `tcp`, `tcp6`, `udp`, `udp6`, and `priority`,
-//! `table`, `cookie`. Actions: `output:N` (or a bare port), `in_port`,
-//! `normal`, `flood` (`all`), `controller[:MAX_LEN]`, `drop`, `set_field:V->F` for the tunnel fields,
-//! `set_tunnel:N`, `set_tunnel64:N`, `push_vlan:TPID`, `pop_vlan`
-//! (`strip_vlan`), `mod_vlan_vid:N`, `mod_vlan_pcp:N`, `resubmit(P,T)` /
-//! `resubmit:P`. As in OVS, L3/L4 fields need their prerequisite
-//! (`nw_src` needs `ip` or `arp`; `tp_dst` needs `tcp` or `udp`).
+//! Matches: every field of Open vSwitch's that tunlab holds (the table in
+//! [`crate::field`]: in_port, Ethernet, VLAN, IPv4, IPv6, ARP, ND, ICMP,
+//! TCP/UDP/SCTP ports, TTL, fragments, TCP flags, the tunnel's fields and
+//! tun_metadata0..7, metadata, reg0..15, xreg0..7, xxreg0..3, pkt_mark,
+//! conj_id, ct_state and the other conntrack fields), with masks where
+//! OVS allows them, the OpenFlow 1.0 forms (`dl_vlan`, `dl_vlan_pcp`,
+//! `tp_src`), the shorthands `ip`, `ipv6`, `arp`, `rarp`, `icmp`,
+//! `icmp6`, `tcp`, `tcp6`, `udp`, `udp6`, `sctp`, `sctp6`, and `priority`,
+//! `table`, `cookie`, the timeouts and `send_flow_rem`. A rule prints in
+//! OVS's field order and forms (`match_format`), so that it reads as
+//! `ovs-ofctl dump-flows` prints it. Actions: `output:N` (or a bare port),
+//! `in_port`, `normal`, `flood` (`all`), `controller[:MAX_LEN]`, `drop`,
+//! `set_field:V->F` for the tunnel fields, `set_tunnel:N`,
+//! `set_tunnel64:N`, `push_vlan:TPID`, `pop_vlan` (`strip_vlan`),
+//! `mod_vlan_vid:N`, `mod_vlan_pcp:N`, `resubmit(P,T)` / `resubmit:P`. As
+//! in OVS, a field needs its prerequisites (`nw_src` needs `ip` or `arp`;
+//! `tp_dst` needs `tcp` or `udp`; `nd_target` an ND ICMPv6 type).
 
-use crate::key::{f, tun_metadata, FieldPos, FlowKey, TUN_METADATA_FIELDS};
+use crate::field::{Field, SubField};
+use crate::key::{f, FieldPos, FlowKey, TUN_METADATA_FIELDS};
 use std::fmt::{self, Write as _};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -40,11 +45,6 @@ impl Match {
         self.value.set(p, v & m);
         self.mask.set(p, m);
     }
-    /// A 128-bit field (an IPv6 address) kept as two 64-bit halves.
-    fn set128(&mut self, hi: FieldPos, lo: FieldPos, v: u128, m: u128) {
-        self.set(hi, (v >> 64) as u64, (m >> 64) as u64);
-        self.set(lo, v as u64, m as u64);
-    }
     fn exact(&mut self, p: FieldPos, v: u64) {
         self.set(p, v, p.max());
     }
@@ -61,7 +61,7 @@ impl Match {
 }
 
 /// What a rule does with a packet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     Output(PortNo),
     InPort,
@@ -86,6 +86,33 @@ pub enum Action {
     /// Every port but the one the packet came in on (OpenFlow's FLOOD;
     /// ALL is the same here: no port has flooding turned off).
     Flood,
+    /// `set_field:VALUE[/MASK]->FIELD`, or `load:VALUE->FIELD[BITS]`
+    /// (`load`: printed back so), on a field of the pipeline (metadata,
+    /// registers, in_port) or of the packet's headers: the bits of `mask`
+    /// become those of `value` (both in the field's terms).
+    SetField {
+        field: &'static Field,
+        value: u128,
+        mask: u128,
+        load: bool,
+    },
+    /// `move:SRC[BITS]->DST[BITS]`: copy bits between fields.
+    Move {
+        src: SubField,
+        dst: SubField,
+    },
+    /// `push:FIELD[BITS]`, `pop:FIELD[BITS]`: OVS's field stack, one per
+    /// translation (resubmits share it).
+    Push(SubField),
+    Pop(SubField),
+    /// `note:HEX`: does nothing; kept for whoever reads the rules.
+    Note(Vec<u8>),
+    /// `dec_ttl`: the IPv4 TTL or IPv6 hop limit less one; a packet whose
+    /// TTL is 1 or 0 goes no further (dropped: `ttl_expired`).
+    DecTtl,
+    /// `clone(ACTIONS)`: the actions on a copy of the packet; what they
+    /// change does not reach the actions after.
+    Clone(Vec<Action>),
 }
 
 /// A parsed flow rule.
@@ -155,6 +182,7 @@ impl PortNames for NumericPorts {
     }
 }
 
+mod actions;
 mod format;
 mod parse;
 
@@ -171,6 +199,22 @@ const SHORTHANDS: &[(&str, u16, u8)] = &[
     ("icmp6", 0x86dd, 58),
     ("tcp6", 0x86dd, 6),
     ("udp6", 0x86dd, 17),
+    ("rarp", 0x8035, 0),
+    ("sctp", 0x0800, 132),
+    ("sctp6", 0x86dd, 132),
+];
+
+/// OpenFlow's reserved port numbers by the names OVS gives them
+/// (`ofputil_port_from_string`), as `in_port=LOCAL` writes them.
+pub const RESERVED_PORTS: &[(&str, PortNo)] = &[
+    ("IN_PORT", 0xffff_fff8),
+    ("TABLE", 0xffff_fff9),
+    ("NORMAL", 0xffff_fffa),
+    ("FLOOD", 0xffff_fffb),
+    ("ALL", 0xffff_fffc),
+    ("CONTROLLER", 0xffff_fffd),
+    ("LOCAL", 0xffff_fffe),
+    ("ANY", 0xffff_ffff),
 ];
 
 /// The body of the `flow_parse` fuzz target: any text either parses into a
@@ -194,6 +238,7 @@ pub fn fuzz_parse(data: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::tun_metadata;
     use proptest::prelude::*;
 
     fn parse(s: &str) -> Result<FlowRule, FlowError> {
@@ -394,6 +439,22 @@ mod tests {
                 (0usize..8, any::<u32>())
                     .prop_map(|(n, v)| format!("set_field:{v}->tun_metadata{n}")),
                 (0u8..255).prop_map(|t| format!("resubmit(,{t})")),
+                (0usize..16, any::<u32>()).prop_map(|(n, v)| format!("set_field:{v:#x}->reg{n}")),
+                (any::<u64>(), any::<u64>())
+                    .prop_map(|(v, m)| format!("set_field:{v:#x}/{m:#x}->metadata")),
+                (0usize..16, 0usize..16)
+                    .prop_map(|(a, b)| format!("move:NXM_NX_REG{a}[0..15]->NXM_NX_REG{b}[16..31]")),
+                (0usize..4).prop_map(|n| format!("push:NXM_NX_XXREG{n}[]")),
+                (0usize..8).prop_map(|n| format!("pop:OXM_OF_PKT_REG{n}[]")),
+                (0usize..16, any::<u16>())
+                    .prop_map(|(n, v)| format!("load:{v:#x}->NXM_NX_REG{n}[8..23]")),
+                proptest::collection::vec(any::<u8>(), 0..6).prop_map(|b| format!(
+                    "note:{}",
+                    b.iter()
+                        .map(|x| format!("{x:02x}"))
+                        .collect::<Vec<_>>()
+                        .join(".")
+                )),
             ],
             1..5,
         )

@@ -2,17 +2,18 @@
 //! prerequisites, the actions; errors point at the token with a caret.
 
 use super::*;
+use crate::field::{self, Field, Fmt, Prereq};
 
 /// A token with its byte offset in the rule text.
 #[derive(Debug, Clone, Copy)]
-struct Tok<'a> {
-    s: &'a str,
-    at: usize,
+pub(super) struct Tok<'a> {
+    pub(super) s: &'a str,
+    pub(super) at: usize,
 }
 
 /// Split at top-level separators (commas, and spaces if `spaces`), keeping
 /// parenthesised groups such as `resubmit(,1)` whole.
-fn split(s: &str, base: usize, spaces: bool) -> Vec<Tok<'_>> {
+pub(super) fn split(s: &str, base: usize, spaces: bool) -> Vec<Tok<'_>> {
     let mut out = Vec::new();
     let mut depth = 0i32;
     let mut start = 0;
@@ -62,18 +63,18 @@ fn parse_u64(s: &str) -> Option<u64> {
     }
 }
 
-struct Parser<'a, 'p> {
-    text: &'a str,
-    ports: &'p dyn PortNames,
+pub(super) struct Parser<'a, 'p> {
+    pub(super) text: &'a str,
+    pub(super) ports: &'p dyn PortNames,
 }
 
 impl<'a> Parser<'a, '_> {
-    fn err(&self, t: Tok, msg: impl Into<String>) -> FlowError {
+    pub(super) fn err(&self, t: Tok, msg: impl Into<String>) -> FlowError {
         FlowError::new(self.text, t.at, t.at + t.s.len(), msg)
     }
 
     /// A number for `field`, at most `max`.
-    fn num(&self, t: Tok, field: &str, v: &str, max: u64) -> Result<u64, FlowError> {
+    pub(super) fn num(&self, t: Tok, field: &str, v: &str, max: u64) -> Result<u64, FlowError> {
         let n =
             parse_u64(v).ok_or_else(|| self.err(t, format!("{field}: '{v}' is not a number")))?;
         if n > max {
@@ -82,25 +83,23 @@ impl<'a> Parser<'a, '_> {
         Ok(n)
     }
 
-    /// `value` or `value/mask`, numbers.
-    fn masked(&self, t: Tok, field: &str, v: &str, max: u64) -> Result<(u64, u64), FlowError> {
-        match v.split_once('/') {
-            Some((a, m)) => Ok((self.num(t, field, a, max)?, self.num(t, field, m, max)?)),
-            None => Ok((self.num(t, field, v, max)?, max)),
-        }
-    }
-
-    fn port(&self, t: Tok, field: &str, v: &str) -> Result<PortNo, FlowError> {
+    pub(super) fn port(&self, t: Tok, field: &str, v: &str) -> Result<PortNo, FlowError> {
         if let Some(n) = parse_u64(v) {
             return u32::try_from(n)
                 .map_err(|_| self.err(t, format!("{field}: port {n} is out of range")));
+        }
+        if let Some(&(_, n)) = RESERVED_PORTS
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(v))
+        {
+            return Ok(n);
         }
         self.ports
             .port_no(v)
             .ok_or_else(|| self.err(t, format!("{field}: no port named '{v}'")))
     }
 
-    fn mac(&self, t: Tok, field: &str, v: &str) -> Result<(u64, u64), FlowError> {
+    pub(super) fn mac(&self, t: Tok, field: &str, v: &str) -> Result<(u64, u64), FlowError> {
         let one = |s: &str| {
             s.parse::<tunlab_wire::MacAddr>()
                 .map(|m| FlowKey::mac(m.0))
@@ -117,7 +116,7 @@ impl<'a> Parser<'a, '_> {
         }
     }
 
-    fn ipv4(&self, t: Tok, field: &str, v: &str) -> Result<(u64, u64), FlowError> {
+    pub(super) fn ipv4(&self, t: Tok, field: &str, v: &str) -> Result<(u64, u64), FlowError> {
         let addr = |s: &str| {
             s.parse::<Ipv4Addr>()
                 .map(|a| u32::from(a) as u64)
@@ -138,7 +137,7 @@ impl<'a> Parser<'a, '_> {
         }
     }
 
-    fn ipv6(&self, t: Tok, field: &str, v: &str) -> Result<(u128, u128), FlowError> {
+    pub(super) fn ipv6(&self, t: Tok, field: &str, v: &str) -> Result<(u128, u128), FlowError> {
         let addr = |s: &str| {
             s.parse::<Ipv6Addr>()
                 .map(u128::from)
@@ -160,14 +159,13 @@ impl<'a> Parser<'a, '_> {
         }
     }
 
-    fn ip_any(&self, t: Tok, field: &str, v: &str) -> Result<IpAddr, FlowError> {
+    pub(super) fn ip_any(&self, t: Tok, field: &str, v: &str) -> Result<IpAddr, FlowError> {
         v.parse::<IpAddr>()
             .map_err(|_| self.err(t, format!("{field}: '{v}' is not an IP address")))
     }
 }
 
-const MATCH_FIELDS: &str = "in_port, dl_src, dl_dst, dl_type, dl_vlan, dl_vlan_pcp, vlan_tci, nw_src, nw_dst, nw_proto, nw_tos, tp_src, tp_dst, ipv6_src, ipv6_dst, tun_id, tun_src, tun_dst, tun_ipv6_src, tun_ipv6_dst, tun_metadata0..7, priority, table, cookie, ip, ipv6, arp, icmp, icmp6, tcp, tcp6, udp, udp6";
-const ACTIONS: &str = "output:N, in_port, normal, flood, all, controller[:MAX_LEN], drop, set_field:V->tun_dst|tun_src|tun_ipv6_dst|tun_ipv6_src|tun_id|tun_metadataN, set_tunnel:N, set_tunnel64:N, push_vlan:TPID, pop_vlan, strip_vlan, mod_vlan_vid:N, mod_vlan_pcp:N, resubmit(P,T), resubmit:P";
+const MATCH_FIELDS: &str = "in_port, dl_src, dl_dst, dl_type, dl_vlan, dl_vlan_pcp, vlan_tci, nw_src, nw_dst, nw_proto, nw_tos, nw_ecn, nw_ttl, nw_frag, tp_src, tp_dst, tcp_flags, icmp_type, icmp_code, arp_op, arp_spa, arp_tpa, arp_sha, arp_tha, ipv6_src, ipv6_dst, ipv6_label, nd_target, nd_sll, nd_tll, metadata, reg0..15, xreg0..7, xxreg0..3, pkt_mark, conj_id, ct_state, ct_zone, ct_mark, ct_label, ct_nw_src, ct_nw_dst, ct_nw_proto, ct_tp_src, ct_tp_dst, ct_ipv6_src, ct_ipv6_dst, tun_id, tun_src, tun_dst, tun_ipv6_src, tun_ipv6_dst, tun_metadata0..7, priority, table, cookie, ip, ipv6, arp, rarp, icmp, icmp6, tcp, tcp6, udp, udp6, sctp, sctp6";
 
 /// Parse one rule in ovs-ofctl syntax.
 pub fn parse_flow(text: &str, ports: &dyn PortNames) -> Result<FlowRule, FlowError> {
@@ -194,91 +192,62 @@ pub fn parse_flow(text: &str, ports: &dyn PortNames) -> Result<FlowRule, FlowErr
         actions: Vec::new(),
     };
     // Prerequisites, checked after all fields are known (order is free).
-    let mut pre = Prereqs::default();
+    let mut named = Vec::new();
     for t in split(match_part, 0, true) {
         let (k, v) = match t.s.split_once('=') {
             Some((k, v)) => (k.trim(), v.trim()),
             None => (t.s, ""),
         };
-        if !p.rule_field(t, k, v, &mut rule)? && !p.tunnel_field(t, k, v, &mut rule.m, &mut pre)? {
-            p.packet_field(t, k, v, &mut rule.m, &mut pre)?;
+        if !p.rule_field(t, k, v, &mut rule)? {
+            p.match_field(t, k, v, &mut rule.m, &mut named)?;
         }
     }
-    pre.check(&p, &mut rule.m)?;
-    rule.actions = parse_actions(&p, actions_part, actions_at)?;
+    check_prereqs(&p, &named, &mut rule.m)?;
+    rule.actions = super::actions::parse_actions(&p, actions_part, actions_at, Some(&rule.m))?;
     Ok(rule)
 }
 
-/// The fields a rule's match names that need others beside them: an IP
-/// field needs `ip`/`arp`/`ipv6`, a port needs `tcp`/`udp`, an IPv6
-/// address needs `ipv6`; the tunnel's address fields say its family.
-#[derive(Default)]
-struct Prereqs<'a> {
-    l3: Option<Tok<'a>>,
-    l4: Option<Tok<'a>>,
-    v6: Option<Tok<'a>>,
-    tun_v4: Option<Tok<'a>>,
-    tun_v6: Option<Tok<'a>>,
-}
-
-impl<'a> Prereqs<'a> {
-    /// Refuse a field whose prerequisite is missing, naming it; set the
-    /// tunnel's family from the tunnel address fields that constrain
-    /// anything (a /0 mask matches every tunnel, IPv6 too).
-    fn check(&self, p: &Parser<'a, '_>, m: &mut Match) -> Result<(), FlowError> {
-        let v4_used = m.mask.get(f::TUN_SRC) != 0 || m.mask.get(f::TUN_DST) != 0;
-        let v6_used = [
-            f::TUN_IPV6_SRC_HI,
-            f::TUN_IPV6_SRC_LO,
-            f::TUN_IPV6_DST_HI,
-            f::TUN_IPV6_DST_LO,
-        ]
-        .iter()
-        .any(|&f| m.mask.get(f) != 0);
-        match (v4_used, v6_used) {
-            (true, true) => {
-                let t = self
-                    .tun_v6
-                    .or(self.tun_v4)
-                    .unwrap_or(Tok { s: p.text, at: 0 });
-                return Err(p.err(t, "a tunnel is IPv4 or IPv6: do not match tun_src/tun_dst and tun_ipv6_src/tun_ipv6_dst together"));
+/// Refuse a field whose prerequisite the rule lacks, naming what to add;
+/// set the tunnel's family from the tunnel address fields that constrain
+/// anything (a /0 mask matches every tunnel, IPv6 too).
+fn check_prereqs(p: &Parser, named: &[(Tok, Prereq)], m: &mut Match) -> Result<(), FlowError> {
+    let v4_used = m.mask.get(f::TUN_SRC) != 0 || m.mask.get(f::TUN_DST) != 0;
+    let v6_used = [
+        f::TUN_IPV6_SRC_HI,
+        f::TUN_IPV6_SRC_LO,
+        f::TUN_IPV6_DST_HI,
+        f::TUN_IPV6_DST_LO,
+    ]
+    .iter()
+    .any(|&f| m.mask.get(f) != 0);
+    let tun_tok = |v6: bool| {
+        named.iter().rev().find(|(t, _)| {
+            let k = t.s.split('=').next().unwrap_or("");
+            if v6 {
+                k.starts_with("tun_ipv6")
+            } else {
+                k == "tun_src" || k == "tun_dst"
             }
-            (true, false) => m.exact(f::TUN_FAMILY, 4),
-            (false, true) => m.exact(f::TUN_FAMILY, 6),
-            (false, false) => {}
+        })
+    };
+    match (v4_used, v6_used) {
+        (true, true) => {
+            let t = tun_tok(true)
+                .or(tun_tok(false))
+                .map_or(Tok { s: p.text, at: 0 }, |(t, _)| *t);
+            return Err(p.err(t, "a tunnel is IPv4 or IPv6: do not match tun_src/tun_dst and tun_ipv6_src/tun_ipv6_dst together"));
         }
-        let name = |t: Tok<'a>| t.s.split('=').next().unwrap_or(t.s).to_string();
-        let dl_type = (m.mask.get(f::DL_TYPE) != 0).then(|| m.value.get(f::DL_TYPE));
-        if let Some(t) = self.l3 {
-            if !matches!(dl_type, Some(0x0800) | Some(0x0806) | Some(0x86dd)) {
-                return Err(p.err(
-                    t,
-                    format!(
-                        "{}: needs an IP match first (add 'ip,' or 'arp,' to the rule)",
-                        name(t)
-                    ),
-                ));
-            }
-        }
-        if let Some(t) = self.v6 {
-            if dl_type != Some(0x86dd) {
-                return Err(p.err(t, format!("{}: needs 'ipv6,' in the rule", name(t))));
-            }
-        }
-        if let Some(t) = self.l4 {
-            let proto = (m.mask.get(f::NW_PROTO) != 0).then(|| m.value.get(f::NW_PROTO));
-            if !matches!(proto, Some(6) | Some(17) | Some(132)) {
-                return Err(p.err(
-                    t,
-                    format!(
-                        "{}: needs a transport match first (add 'tcp,' or 'udp,' to the rule)",
-                        name(t)
-                    ),
-                ));
-            }
-        }
-        Ok(())
+        (true, false) => m.exact(f::TUN_FAMILY, 4),
+        (false, true) => m.exact(f::TUN_FAMILY, 6),
+        (false, false) => {}
     }
+    for (t, pre) in named {
+        if !pre.met(&m.value, &m.mask) {
+            let name = t.s.split('=').next().unwrap_or(t.s);
+            return Err(p.err(*t, format!("{name}: {}", pre.hint())));
+        }
+    }
+    Ok(())
 }
 
 impl<'a> Parser<'a, '_> {
@@ -307,97 +276,26 @@ impl<'a> Parser<'a, '_> {
         Ok(true)
     }
 
-    /// A tunnel field (tun_id, the tunnel's addresses, tun_metadataN);
-    /// false if `k` is none of them.
-    fn tunnel_field(
+    /// A match field (any of OVS's field names tunlab holds, the OpenFlow
+    /// 1.0 forms `dl_vlan`, `dl_vlan_pcp`, `tp_src`, or a shorthand such
+    /// as `tcp`), with the prerequisite it brings to `named`; an error
+    /// naming the known fields if `k` is none.
+    fn match_field(
         &self,
         t: Tok<'a>,
         k: &str,
         v: &str,
         m: &mut Match,
-        pre: &mut Prereqs<'a>,
-    ) -> Result<bool, FlowError> {
-        let p = self;
-        match k {
-            "tun_id" | "tunnel_id" => {
-                let (a, b) = p.masked(t, k, v, u64::MAX)?;
-                m.set(f::TUN_ID, a, b)
-            }
-            "tun_src" | "tun_dst" => {
-                let (a, b) = p.ipv4(t, k, v)?;
-                m.set(
-                    if k == "tun_src" {
-                        f::TUN_SRC
-                    } else {
-                        f::TUN_DST
-                    },
-                    a,
-                    b,
-                );
-                pre.tun_v4 = Some(t);
-            }
-            "tun_ipv6_src" | "tun_ipv6_dst" => {
-                let (a, b) = p.ipv6(t, k, v)?;
-                let (hi, lo) = if k == "tun_ipv6_src" {
-                    (f::TUN_IPV6_SRC_HI, f::TUN_IPV6_SRC_LO)
-                } else {
-                    (f::TUN_IPV6_DST_HI, f::TUN_IPV6_DST_LO)
-                };
-                m.set128(hi, lo, a, b);
-                pre.tun_v6 = Some(t);
-            }
-            _ if k.starts_with("tun_metadata") => {
-                let n = tun_metadata_index(p, t, k)?;
-                let (a, b) = p.masked(t, k, v, u32::MAX as u64)?;
-                m.set(tun_metadata(n), a, b)
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    /// A field of the packet (Ethernet, VLAN, IP, transport) or a
-    /// shorthand (`ip`, `tcp`, ...); an error naming the known fields if
-    /// `k` is none.
-    fn packet_field(
-        &self,
-        t: Tok<'a>,
-        k: &str,
-        v: &str,
-        m: &mut Match,
-        pre: &mut Prereqs<'a>,
+        named: &mut Vec<(Tok<'a>, Prereq)>,
     ) -> Result<(), FlowError> {
         let p = self;
-        match k {
-            "in_port" => m.exact(f::IN_PORT, p.port(t, k, v)? as u64),
-            "dl_src" | "eth_src" => {
-                let (a, b) = p.mac(t, k, v)?;
-                m.set(f::DL_SRC, a, b)
+        // The OpenFlow 1.0 names that stand for several fields.
+        let (field, pre) = match k {
+            "in_port" => {
+                m.exact(f::IN_PORT, p.port(t, k, v)? as u64);
+                return Ok(());
             }
-            "dl_dst" | "eth_dst" => {
-                let (a, b) = p.mac(t, k, v)?;
-                m.set(f::DL_DST, a, b)
-            }
-            "dl_type" | "eth_type" => m.exact(f::DL_TYPE, p.num(t, k, v, 0xffff)?),
-            "dl_vlan" => {
-                let n = p.num(t, k, v, 0xffff)?;
-                if n == 0xffff {
-                    // OVS: dl_vlan=0xffff matches frames without a tag.
-                    m.set(f::VLAN_TCI, 0, 0xffff)
-                } else if n > 4095 {
-                    return Err(p.err(
-                        t,
-                        format!("dl_vlan: {n} is out of range (0..4095, or 0xffff for no tag)"),
-                    ));
-                } else {
-                    let old = (m.value.get(f::VLAN_TCI), m.mask.get(f::VLAN_TCI));
-                    m.set(
-                        f::VLAN_TCI,
-                        (old.0 & 0xe000) | 0x1000 | n,
-                        (old.1 & 0xe000) | 0x1fff,
-                    )
-                }
-            }
+            "dl_vlan" => return p.dl_vlan(t, v, m),
             "dl_vlan_pcp" => {
                 let n = p.num(t, k, v, 7)?;
                 let old = (m.value.get(f::VLAN_TCI), m.mask.get(f::VLAN_TCI));
@@ -405,70 +303,207 @@ impl<'a> Parser<'a, '_> {
                     f::VLAN_TCI,
                     (old.0 & 0x0fff) | 0x1000 | (n << 13),
                     (old.1 & 0x0fff) | 0xf000,
-                )
+                );
+                return Ok(());
             }
-            "vlan_tci" => {
-                let (a, b) = p.masked(t, k, v, 0xffff)?;
-                m.set(f::VLAN_TCI, a, b)
+            "tp_src" | "tp_dst" => (&k[3..], Prereq::L4),
+            "nw_src" | "ip_src" | "nw_dst" | "ip_dst" => (k, Prereq::Ipv4OrArp),
+            "nw_proto" | "ip_proto" => (k, Prereq::IpOrArp),
+            "icmp_type" | "icmp_code" => (k, Prereq::IcmpAny),
+            _ if k.starts_with("tun_metadata") => {
+                tun_metadata_index(p, t, k)?;
+                (k, Prereq::None)
             }
-            "nw_src" | "ip_src" => {
-                let (a, b) = p.ipv4(t, k, v)?;
-                m.set(f::NW_SRC, a, b);
-                pre.l3 = Some(t);
-            }
-            "nw_dst" | "ip_dst" => {
-                let (a, b) = p.ipv4(t, k, v)?;
-                m.set(f::NW_DST, a, b);
-                pre.l3 = Some(t);
-            }
-            "nw_proto" | "ip_proto" => {
-                m.exact(f::NW_PROTO, p.num(t, k, v, 255)?);
-                pre.l3 = pre.l3.or(Some(t));
-            }
-            "nw_tos" => {
-                m.exact(f::NW_TOS, p.num(t, k, v, 255)?);
-                pre.l3 = pre.l3.or(Some(t));
-            }
-            "tp_src" | "tcp_src" | "udp_src" => {
-                let (a, b) = p.masked(t, k, v, 0xffff)?;
-                m.set(f::TP_SRC, a, b);
-                pre.l4 = Some(t);
-            }
-            "tp_dst" | "tcp_dst" | "udp_dst" => {
-                let (a, b) = p.masked(t, k, v, 0xffff)?;
-                m.set(f::TP_DST, a, b);
-                pre.l4 = Some(t);
-            }
-            "ipv6_src" | "ipv6_dst" => {
-                let (a, b) = p.ipv6(t, k, v)?;
-                let (hi, lo) = if k == "ipv6_src" {
-                    (f::IPV6_SRC_HI, f::IPV6_SRC_LO)
-                } else {
-                    (f::IPV6_DST_HI, f::IPV6_DST_LO)
-                };
-                m.set128(hi, lo, a, b);
-                pre.v6 = Some(t);
-            }
-            _ => match SHORTHANDS.iter().find(|(n, _, _)| *n == k) {
+            _ => (k, Prereq::None),
+        };
+        let fl = match field {
+            "src" => field::by_name("tcp_src"),
+            "dst" => field::by_name("tcp_dst"),
+            _ => field::by_name(field).filter(|fl| !fl.name.starts_with("NXM")),
+        };
+        let Some(fl) = fl else {
+            return match SHORTHANDS.iter().find(|(n, _, _)| *n == k) {
                 Some(&(_, et, proto)) if v.is_empty() => {
                     m.exact(f::DL_TYPE, et as u64);
                     if proto != 0 {
                         m.exact(f::NW_PROTO, proto as u64);
                     }
+                    Ok(())
                 }
-                _ => {
-                    return Err(p.err(
-                        t,
-                        format!("unknown match field '{k}' (known: {MATCH_FIELDS})"),
-                    ))
-                }
-            },
+                _ => Err(p.err(
+                    t,
+                    format!("unknown match field '{k}' (known: {MATCH_FIELDS})"),
+                )),
+            };
+        };
+        let (val, mask) = p.field_value(t, k, fl, v)?;
+        fl.set_match(&mut m.value, &mut m.mask, val, mask);
+        let pre = if pre == Prereq::None { fl.prereq } else { pre };
+        if pre != Prereq::None {
+            named.push((t, pre));
+        }
+        if matches!(
+            fl.name,
+            "tun_src" | "tun_dst" | "tun_ipv6_src" | "tun_ipv6_dst"
+        ) {
+            // Named for the tunnel-family check.
+            named.push((t, Prereq::None));
         }
         Ok(())
     }
+
+    /// `dl_vlan=N`: a tag with VID N (any PCP); 0xffff: no tag.
+    fn dl_vlan(&self, t: Tok, v: &str, m: &mut Match) -> Result<(), FlowError> {
+        let n = self.num(t, "dl_vlan", v, 0xffff)?;
+        if n == 0xffff {
+            // OVS: dl_vlan=0xffff matches frames without a tag.
+            m.set(f::VLAN_TCI, 0, 0xffff)
+        } else if n > 4095 {
+            return Err(self.err(
+                t,
+                format!("dl_vlan: {n} is out of range (0..4095, or 0xffff for no tag)"),
+            ));
+        } else {
+            let old = (m.value.get(f::VLAN_TCI), m.mask.get(f::VLAN_TCI));
+            m.set(
+                f::VLAN_TCI,
+                (old.0 & 0xe000) | 0x1000 | n,
+                (old.1 & 0xe000) | 0x1fff,
+            )
+        }
+        Ok(())
+    }
+
+    /// A field's value and mask, written in the field's format; a mask
+    /// on a field OVS matches only whole is refused.
+    pub(super) fn field_value(
+        &self,
+        t: Tok,
+        k: &str,
+        fl: &Field,
+        v: &str,
+    ) -> Result<(u128, u128), FlowError> {
+        let ones = fl.all_ones();
+        let (val, mask) = match fl.fmt {
+            Fmt::Ethernet => {
+                let (a, b) = self.mac(t, k, v)?;
+                (a as u128, b as u128)
+            }
+            Fmt::Ipv4 => {
+                let (a, b) = self.ipv4(t, k, v)?;
+                (a as u128, b as u128)
+            }
+            Fmt::Ipv6 => self.ipv6(t, k, v)?,
+            Fmt::Port => (self.port(t, k, v)? as u128, ones),
+            Fmt::CtState => self.flags(t, k, v, field::CT_STATE_FLAGS, ones)?,
+            Fmt::TcpFlags => self.flags(t, k, v, field::TCP_FLAG_NAMES, ones)?,
+            Fmt::Frag => match v {
+                "no" => (0, field::FRAG_ANY),
+                "yes" => (field::FRAG_ANY, field::FRAG_ANY),
+                "first" => (field::FRAG_ANY, field::FRAG_ANY | field::FRAG_LATER),
+                "later" => (
+                    field::FRAG_ANY | field::FRAG_LATER,
+                    field::FRAG_ANY | field::FRAG_LATER,
+                ),
+                "not_later" => (0, field::FRAG_LATER),
+                _ => {
+                    return Err(self.err(
+                        t,
+                        format!("{k}: '{v}' is not no, yes, first, later or not_later"),
+                    ))
+                }
+            },
+            Fmt::Decimal | Fmt::Hex => match v.split_once('/') {
+                Some((a, b)) => (self.wide(t, k, a)?, self.wide(t, k, b)?),
+                None => (self.wide(t, k, v)?, ones),
+            },
+        };
+        let max = fl.max_value();
+        if val & !max != 0 || mask & !ones != 0 {
+            return Err(self.err(
+                t,
+                format!(
+                    "{k}: {v} is out of range (the field holds {})",
+                    if fl.shift > 0 {
+                        format!("the bits {max:#x}")
+                    } else {
+                        format!("0 to {max}")
+                    }
+                ),
+            ));
+        }
+        if !fl.maskable && mask != ones && mask != 0 {
+            return Err(self.err(t, format!("{k} cannot be masked (OVS matches it whole)")));
+        }
+        Ok((val, mask))
+    }
+
+    /// A number of up to 128 bits, decimal or 0x-hex.
+    pub(super) fn wide(&self, t: Tok, k: &str, v: &str) -> Result<u128, FlowError> {
+        let n = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+            Some(h) => u128::from_str_radix(h, 16).ok(),
+            None => v.parse().ok(),
+        };
+        n.ok_or_else(|| self.err(t, format!("{k}: '{v}' is not a number")))
+    }
+
+    /// Flags as OVS writes them: `+trk-new` (these bits set, those clear,
+    /// the rest wildcarded), `trk|est` (exactly these), or a number with
+    /// an optional mask.
+    pub(super) fn flags(
+        &self,
+        t: Tok,
+        k: &str,
+        v: &str,
+        names: &[(u32, &str)],
+        ones: u128,
+    ) -> Result<(u128, u128), FlowError> {
+        if v.starts_with(|c: char| c.is_ascii_digit()) {
+            return match v.split_once('/') {
+                Some((a, b)) => Ok((self.wide(t, k, a)?, self.wide(t, k, b)?)),
+                None => Ok((self.wide(t, k, v)?, ones)),
+            };
+        }
+        let bit = |name: &str| {
+            names
+                .iter()
+                .find(|(_, n)| *n == name)
+                .map(|(b, _)| *b as u128)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = names.iter().map(|(_, n)| *n).collect();
+                    self.err(
+                        t,
+                        format!("{k}: unknown flag '{name}' (known: {})", known.join(", ")),
+                    )
+                })
+        };
+        if v.starts_with(['+', '-']) {
+            let (mut val, mut mask) = (0, 0);
+            let mut rest = v;
+            while let Some(sign) = rest.chars().next() {
+                let body = &rest[1..];
+                let end = body.find(['+', '-']).unwrap_or(body.len());
+                let b = bit(&body[..end])?;
+                if mask & b != 0 {
+                    return Err(self.err(t, format!("{k}: '{}' twice", &body[..end])));
+                }
+                mask |= b;
+                if sign == '+' {
+                    val |= b;
+                }
+                rest = &body[end..];
+            }
+            return Ok((val, mask));
+        }
+        let mut val = 0;
+        for name in v.split('|') {
+            val |= bit(name)?;
+        }
+        Ok((val, ones))
+    }
 }
 
-fn tun_metadata_index(p: &Parser, t: Tok, k: &str) -> Result<usize, FlowError> {
+pub(super) fn tun_metadata_index(p: &Parser, t: Tok, k: &str) -> Result<usize, FlowError> {
     match k
         .strip_prefix("tun_metadata")
         .and_then(|n| n.parse::<usize>().ok())
@@ -498,116 +533,4 @@ fn find_actions(text: &str) -> Option<(usize, usize)> {
         }
     }
     None
-}
-
-fn parse_actions(p: &Parser, s: &str, base: usize) -> Result<Vec<Action>, FlowError> {
-    let toks = split(s, base, false);
-    if toks.is_empty() {
-        return Err(FlowError::new(
-            p.text,
-            base,
-            base + 1,
-            "actions= is empty (write 'actions=drop' to drop)",
-        ));
-    }
-    let mut out = Vec::new();
-    for t in &toks {
-        let t = *t;
-        let (k, v) = match t.s.split_once(':') {
-            Some((k, v)) => (k.trim(), v.trim()),
-            None => (t.s, ""),
-        };
-        let a = match k {
-            "drop" if v.is_empty() => {
-                if toks.len() > 1 {
-                    return Err(p.err(t, "drop must be the only action"));
-                }
-                continue;
-            }
-            "output" => Action::Output(p.port(t, "output", v)?),
-            "in_port" | "IN_PORT" if v.is_empty() => Action::InPort,
-            "normal" | "NORMAL" if v.is_empty() => Action::Normal,
-            "flood" | "FLOOD" | "all" | "ALL" if v.is_empty() => Action::Flood,
-            "controller" | "CONTROLLER" => Action::Controller {
-                max_len: if v.is_empty() {
-                    u16::MAX
-                } else {
-                    p.num(t, "controller", v, u16::MAX as u64)? as u16
-                },
-            },
-            "pop_vlan" | "strip_vlan" if v.is_empty() => Action::PopVlan,
-            "push_vlan" => {
-                let tpid = p.num(t, "push_vlan", v, 0xffff)? as u16;
-                if tpid != 0x8100 && tpid != 0x88a8 {
-                    return Err(p.err(t, format!("push_vlan: TPID {tpid:#06x} is neither 0x8100 (802.1Q) nor 0x88a8 (802.1ad)")));
-                }
-                Action::PushVlan(tpid)
-            }
-            "mod_vlan_vid" => Action::ModVlanVid(p.num(t, "mod_vlan_vid", v, 4095)? as u16),
-            "mod_vlan_pcp" => Action::ModVlanPcp(p.num(t, "mod_vlan_pcp", v, 7)? as u8),
-            "set_tunnel" => Action::SetTunId(p.num(t, "set_tunnel", v, u32::MAX as u64)?),
-            "set_tunnel64" => Action::SetTunId(p.num(t, "set_tunnel64", v, u64::MAX)?),
-            "set_field" | "load" if k == "set_field" => {
-                let (val, field) = v.split_once("->").ok_or_else(|| {
-                    p.err(
-                        t,
-                        "set_field: expected VALUE->FIELD, e.g. set_field:10.0.0.2->tun_dst",
-                    )
-                })?;
-                let (val, field) = (val.trim(), field.trim());
-                match field {
-                    "tun_dst" | "tun_ipv6_dst" => Action::SetTunDst(p.ip_any(t, field, val)?),
-                    "tun_src" | "tun_ipv6_src" => Action::SetTunSrc(p.ip_any(t, field, val)?),
-                    "tun_id" | "tunnel_id" => Action::SetTunId(p.num(t, field, val, u64::MAX)?),
-                    _ if field.starts_with("tun_metadata") => {
-                        let n = tun_metadata_index(p, t, field)?;
-                        Action::SetTunMetadata(n as u8, p.num(t, field, val, u32::MAX as u64)? as u32)
-                    }
-                    _ => return Err(p.err(t, format!("set_field: tunlab cannot set '{field}' (it sets tun_dst, tun_src, tun_ipv6_dst, tun_ipv6_src, tun_id, tun_metadata0..7)"))),
-                }
-            }
-            _ if k.starts_with("resubmit") => parse_resubmit(p, t)?,
-            _ if v.is_empty() && parse_u64(k).is_some() => Action::Output(p.port(t, "output", k)?),
-            _ => match p.ports.port_no(t.s) {
-                Some(no) if v.is_empty() => Action::Output(no),
-                _ => return Err(p.err(t, format!("unknown action '{}' (known: {ACTIONS})", t.s))),
-            },
-        };
-        out.push(a);
-    }
-    Ok(out)
-}
-
-fn parse_resubmit(p: &Parser, t: Tok) -> Result<Action, FlowError> {
-    let s = t.s;
-    if let Some(port) = s.strip_prefix("resubmit:") {
-        return Ok(Action::Resubmit {
-            port: Some(p.port(t, "resubmit", port.trim())?),
-            table: None,
-        });
-    }
-    let inner = s
-        .strip_prefix("resubmit(")
-        .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| {
-            p.err(
-                t,
-                "resubmit: expected resubmit(PORT,TABLE), resubmit(,TABLE) or resubmit:PORT",
-            )
-        })?;
-    let (a, b) = inner.split_once(',').unwrap_or((inner, ""));
-    let port = if a.trim().is_empty() {
-        None
-    } else {
-        Some(p.port(t, "resubmit", a.trim())?)
-    };
-    let table = if b.trim().is_empty() {
-        None
-    } else {
-        Some(p.num(t, "resubmit table", b.trim(), 254)? as u8)
-    };
-    if port.is_none() && table.is_none() {
-        return Err(p.err(t, "resubmit: give a port, a table or both"));
-    }
-    Ok(Action::Resubmit { port, table })
 }

@@ -84,7 +84,9 @@ impl KernelDatapath {
     /// generation, so that no entry installed before forwards again.
     /// Returns once the kernel has all of it. A union mask too wide for the
     /// cache key is set all the same: flows then go under masks of their
-    /// own, or stay in the slow path (counted as slow_wide_mask).
+    /// own, or stay in the slow path (counted as slow_wide_mask). Only
+    /// the words the programs extract are applied ([`Mask::of`]): a flow
+    /// whose decision reads others is the caller's to keep out.
     pub fn revalidate(&mut self, mask: &FlowKey) -> Result<(), Error> {
         let mut m: Array<_, Mask> = self.map_mut("tl_mask")?;
         let layout = Mask::of(mask);
@@ -223,7 +225,9 @@ impl KernelDatapath {
     /// Install a flow for `key` under its own megaflow mask `mask` (which
     /// keeps the in_port), taking a mask slot for it if it is new; its
     /// cache key (which names the mask: [`crate::maps::mask_id`]).
-    /// [`Error::MasksFull`] when every slot holds another mask.
+    /// [`Error::MasksFull`] when every slot holds another mask,
+    /// [`Error::MaskPastKernelKey`] when it keeps a field the programs do
+    /// not extract.
     pub fn install_masked(
         &mut self,
         key: &FlowKey,
@@ -231,6 +235,9 @@ impl KernelDatapath {
         flow: Flow,
     ) -> Result<CKey, Error> {
         check_port(key)?;
+        if !Mask::fits(mask) {
+            return Err(Error::MaskPastKernelKey);
+        }
         let id = self.mask_slot(mask)?;
         let Some(k) = self.masks[id as usize].pack_as(key, id) else {
             return Err(Error::MaskTooWide {
@@ -280,8 +287,8 @@ impl KernelDatapath {
         let mut out = Vec::new();
         for i in 0..m.len() {
             for k in m.get(&i, 0).map_err(map_err("tl_samples"))?.iter() {
-                if k.w != [0; tunlab_dp::key::WORDS] {
-                    out.push(FlowKey { w: k.w });
+                if k.w != [0; tunlab_dp::key::DP_WORDS] {
+                    out.push(FlowKey::from(*k));
                 }
             }
         }

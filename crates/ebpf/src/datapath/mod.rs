@@ -64,6 +64,9 @@ pub enum Error {
     /// The megaflow mask keeps more words than the cache key packs.
     #[error("the megaflow mask keeps {words} key words, the kernel's flow cache key {max}")]
     MaskTooWide { words: usize, max: usize },
+    /// The megaflow mask keeps a field only user space extracts.
+    #[error("the megaflow mask keeps a field the kernel datapath does not extract")]
+    MaskPastKernelKey,
 }
 
 pub(crate) fn map_err(map: &'static str) -> impl Fn(aya::maps::MapError) -> Error {

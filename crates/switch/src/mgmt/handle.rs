@@ -7,7 +7,7 @@ use super::stats::{
     bad_len, gone, multipart, port_state, ports, stats10, table_reply, table_request, to_ms,
     BRC_BAD_EXPERIMENTER, BRC_EPERM,
 };
-use super::{ours, send, Conn, Next};
+use super::{bundle, ours, send, Conn, Next};
 use crate::ofproto::openflow::flow_mod::{self as openflow, FlowChange};
 use crate::workers::{Expired, RemovedReason, Switch};
 use tunlab_dp::key::TUN_METADATA_FIELDS;
@@ -49,7 +49,9 @@ pub(super) fn handle(
     if m.version() != v {
         return error(c, of::ET_BAD_REQUEST, of::BRC_BAD_VERSION);
     }
-    let (barrier_request, barrier_reply, stats_request) = if v == of::OF13 {
+    // 1.3 and 1.5 share the numbers and most layouts; 1.0 differs.
+    let oxm = v != of::OF10;
+    let (barrier_request, barrier_reply, stats_request) = if oxm {
         (
             t13::BARRIER_REQUEST,
             t13::BARRIER_REPLY,
@@ -79,7 +81,7 @@ pub(super) fn handle(
         // Requests are answered in order as they come: everything before
         // a barrier is done when it is read.
         t if t == barrier_request => reply(c, of::header(v, barrier_reply, 8, m.xid()).to_vec()),
-        t if t == stats_request && v == of::OF13 => answer(c, multipart(m, dpid, sw)),
+        t if t == stats_request && oxm => answer(c, multipart(m, v, dpid, sw)),
         t if t == stats_request && table_request(v, m.body()) => {
             let active = sw.on(0, |n| n.ofproto.classifier.len()).unwrap_or(0);
             reply(c, table_reply(v, m.xid(), active as u32))
@@ -88,24 +90,32 @@ pub(super) fn handle(
         // One flow table, two doors: a flow_mod becomes the same typed
         // change a `tunlab ctl` request makes.
         of::FLOW_MOD => {
-            let change = if v == of::OF13 {
-                of::parse_flow_mod(m)
-                    .map_err(bad_len)
-                    .and_then(|fm| openflow::flow_change(&fm))
-            } else {
-                // 1.0's fixed match.
-                of::parse_flow_mod10(m)
-                    .map_err(bad_len)
-                    .and_then(|(fm, m10)| {
-                        openflow::flow_change_with(&fm, &openflow::match10_text(&m10), None)
-                    })
-            };
-            let done = change.and_then(|ch| flow_mod(ch, sw, outbox));
+            let done = flow_mod_change(v, m).and_then(|ch| flow_mod(ch, sw, outbox));
             answer(c, done.map(|()| Vec::new()))
         }
+        of::BUNDLE_CONTROL if v >= of::OF15 => bundle::control(c, v, m, sw),
+        of::BUNDLE_ADD_MESSAGE if v >= of::OF15 => bundle::add(c, v, m),
         of::EXPERIMENTER => experimenter(c, v, m, sw, outbox),
-        of::PACKET_OUT if v == of::OF13 => answer(c, packet_out(m, sw).map(|()| Vec::new())),
+        of::PACKET_OUT if oxm => answer(c, packet_out(v, m, sw).map(|()| Vec::new())),
         _ => error(c, of::ET_BAD_REQUEST, of::BRC_BAD_TYPE),
+    }
+}
+
+/// The change a FLOW_MOD of version `v` asks for: one flow table, two
+/// doors (a flow_mod becomes the same typed change a `tunlab ctl`
+/// request makes).
+pub(super) fn flow_mod_change(v: u8, m: &Message<'_>) -> Result<FlowChange, (u16, u16)> {
+    if v == of::OF10 {
+        // 1.0's fixed match.
+        of::parse_flow_mod10(m)
+            .map_err(bad_len)
+            .and_then(|(fm, m10)| {
+                openflow::match10(&m10).and_then(|m| openflow::flow_change_with(&fm, m, None))
+            })
+    } else {
+        of::parse_flow_mod(m)
+            .map_err(bad_len)
+            .and_then(|fm| openflow::flow_change(&fm))
     }
 }
 
@@ -124,6 +134,9 @@ fn experimenter(
         // flow_mods are both read, and statistics go out in the form
         // asked (NXST or plain), so there is nothing to switch.
         Some(nx) if nx.subtype == of::NXT_SET_FLOW_FORMAT => Next::Keep,
+        // A 1.0 flow_mod's table in its command's high byte: always read
+        // so (a client that has not turned it on sends 0 there).
+        Some(nx) if nx.subtype == of::NXT_FLOW_MOD_TABLE_ID => Next::Keep,
         // A 1.0 client's flow_mod with an NXM match.
         Some(nx) if nx.subtype == of::NXT_FLOW_MOD => {
             let change = of::parse_nx_flow_mod(nx.body)
@@ -169,7 +182,7 @@ fn experimenter(
 }
 
 /// Send `bytes`; whether the connection stays.
-fn reply(c: &mut Conn, bytes: Vec<u8>) -> Next {
+pub(super) fn reply(c: &mut Conn, bytes: Vec<u8>) -> Next {
     match send(c, &bytes) {
         Ok(()) => Next::Keep,
         Err(_) => Next::Close,
@@ -177,7 +190,7 @@ fn reply(c: &mut Conn, bytes: Vec<u8>) -> Next {
 }
 
 /// Refuse message `m` with OpenFlow error (type, code).
-fn refuse(c: &mut Conn, v: u8, m: &Message<'_>, (typ, code): (u16, u16)) -> Next {
+pub(super) fn refuse(c: &mut Conn, v: u8, m: &Message<'_>, (typ, code): (u16, u16)) -> Next {
     reply(c, of::error(v, typ, code, m.xid(), m.bytes()))
 }
 
@@ -308,23 +321,27 @@ fn tlv_table_mod(
 
 /// PACKET_OUT: the frame goes through worker 0 with the message's
 /// actions, as if it came in on the message's in_port.
-fn packet_out(m: &Message<'_>, sw: &mut Switch) -> Result<(), (u16, u16)> {
-    let po = of::parse_packet_out(m).map_err(|_| (of::ET_BAD_REQUEST, of::BRC_BAD_LEN))?;
-    if po.buffer_id != of::NO_BUFFER {
+fn packet_out(v: u8, m: &Message<'_>, sw: &mut Switch) -> Result<(), (u16, u16)> {
+    let bad = |_| (of::ET_BAD_REQUEST, of::BRC_BAD_LEN);
+    // 1.5 says the in_port in a match.
+    let (buffer_id, in_port, actions, frame) = if v >= of::OF15 {
+        let po = of::parse_packet_out15(m).map_err(bad)?;
+        let in_port = po
+            .in_port()
+            .unwrap_or(crate::ofproto::openflow::PORT_CONTROLLER);
+        (po.buffer_id, in_port, po.actions, po.frame)
+    } else {
+        let po = of::parse_packet_out(m).map_err(bad)?;
+        (po.buffer_id, po.in_port, po.actions, po.frame)
+    };
+    if buffer_id != of::NO_BUFFER {
         return Err((of::ET_BAD_REQUEST, of::BRC_BUFFER_UNKNOWN));
     }
-    let mut text = Vec::new();
-    for a in &po.actions {
-        text.push(crate::ofproto::openflow::flow_mod::action_text(a)?);
-    }
-    if text.is_empty() {
+    let actions = crate::ofproto::openflow::actions::from_wire(&actions, None, true)?;
+    if actions.is_empty() {
         return Ok(()); // no actions: the packet is dropped
     }
-    let names = sw.on(0, |n| n.ofproto.port_map()).map_err(gone)?;
-    let actions = tunlab_dp::parse_flow(&format!("actions={}", text.join(",")), &names)
-        .map_err(|_| (of::ET_BAD_ACTION, of::BAC_BAD_TYPE))?
-        .actions;
-    let (in_port, frame) = (po.in_port, po.frame.to_vec());
+    let frame = frame.to_vec();
     sw.on(0, move |n| n.packet_out(in_port, &frame, &actions))
         .map_err(gone)
 }
@@ -392,11 +409,11 @@ fn hello(c: &mut Conn, m: &Message<'_>) -> Next {
         None => {
             // 1.3 § 6.3.1: an ASCII reason in the data.
             let why = format!(
-                "tunlab speaks OpenFlow 1.0 and 1.3; the peer offered version {:#x}",
+                "tunlab speaks OpenFlow 1.0, 1.3 and 1.5; the peer offered version {:#x}",
                 m.version()
             );
             let e = of::error(
-                m.version().min(of::OF13),
+                m.version().min(of::OF15),
                 of::ET_HELLO_FAILED,
                 of::HFC_INCOMPATIBLE,
                 m.xid(),
@@ -418,7 +435,7 @@ fn features_reply(v: u8, xid: u32, dpid: u64) -> Vec<u8> {
     r.extend_from_slice(&dpid.to_be_bytes());
     r.extend_from_slice(&0u32.to_be_bytes()); // n_buffers
     r.push(crate::ofproto::openflow::MAX_TABLE + 1); // n_tables
-    if v == of::OF13 {
+    if v != of::OF10 {
         r.extend_from_slice(&[0, 0, 0]); // auxiliary_id, pad
         r.extend_from_slice(&(FLOW_STATS | PORT_STATS).to_be_bytes());
         r.extend_from_slice(&0u32.to_be_bytes()); // reserved
@@ -437,7 +454,7 @@ mod tests {
 
     #[test]
     fn features_replies_have_their_versions_layout() {
-        for v in [of::OF10, of::OF13] {
+        for v in [of::OF10, of::OF13, of::OF15] {
             let r = features_reply(v, 3, 0x0000_1234_5678_9abc);
             let m = Message::new_checked(&r).unwrap();
             assert_eq!((m.version(), m.msg_type(), m.len(), m.xid()), (v, 6, 32, 3));

@@ -4,7 +4,7 @@
 //! `[switch] openflow`: `tcp:IP[:PORT]` (the switch connects, and
 //! reconnects with a backoff of 1 to 8 s, as OVS's rconn) and
 //! `ptcp:[PORT][:IP]` (the switch listens). Each connection speaks
-//! OpenFlow 1.0 or 1.3, agreed in the HELLO exchange.
+//! OpenFlow 1.0, 1.3 or 1.5, agreed in the HELLO exchange.
 //!
 //! What each message gets is in [`handle`]. Controller connections (the
 //! `openflow` list) also get the asynchronous messages: PACKET_IN from the
@@ -22,6 +22,7 @@
 //! sent within 500 ms closes that connection, after an error saying why
 //! where OpenFlow has one.
 
+mod bundle;
 mod handle;
 mod stats;
 mod stream;
@@ -58,7 +59,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// The versions this switch speaks.
 fn ours() -> u32 {
-    of::version_bitmap(&[of::OF10, of::OF13])
+    of::version_bitmap(&[of::OF10, of::OF13, of::OF15])
 }
 
 /// One OpenFlow connection.
@@ -82,6 +83,8 @@ struct Conn {
     hello_sent: bool,
     /// The controller's address, for the log.
     peer: Option<SocketAddr>,
+    /// Bundles open on this connection (gone with it).
+    bundles: bundle::Bundles,
 }
 
 impl Conn {
@@ -97,6 +100,7 @@ impl Conn {
             active,
             heard: Instant::now(),
             probed: false,
+            bundles: bundle::Bundles::new(),
         }
     }
 }
@@ -433,13 +437,13 @@ impl MgmtServer {
         if let Some(before) = &self.ports {
             for (name, no) in &now {
                 if !before.contains(&(name.clone(), *no)) {
-                    let desc = stats::port_desc(name, *no);
+                    let desc = stats::port_desc(of::OF13, name, *no);
                     self.outbox.push(of::port_status(of::PPR_ADD, &desc));
                 }
             }
             for (name, no) in before {
                 if !now.contains(&(name.clone(), *no)) {
-                    let desc = stats::port_desc(name, *no);
+                    let desc = stats::port_desc(of::OF13, name, *no);
                     self.outbox.push(of::port_status(of::PPR_DELETE, &desc));
                 }
             }
@@ -605,7 +609,7 @@ fn say_hello(c: &mut Conn) -> std::io::Result<()> {
         return Ok(());
     }
     c.hello_sent = true;
-    send(c, &of::hello(of::OF13, ours(), 0))
+    send(c, &of::hello(of::OF15, ours(), 0))
 }
 
 /// Write a whole message; a peer that does not read is dropped rather

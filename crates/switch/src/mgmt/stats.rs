@@ -3,7 +3,7 @@
 //! 1.0's statistics and Nicira's NXST that `ovs-ofctl` asks for.
 
 use crate::api::FlowEntry;
-use crate::ofproto::openflow::flow_mod;
+use crate::ofproto::openflow::nx_match;
 use crate::workers::Switch;
 use tunlab_dp::Selector;
 use tunlab_wire::openflow::{self as of, Message};
@@ -113,7 +113,7 @@ pub(super) fn stats10(
 /// One rule's NXST_FLOW entry: NXM match, 1.0 actions.
 fn nx_flow_entry(e: &FlowEntry) -> Vec<u8> {
     let fields = crate::ofproto::openflow::match_fields_nxm(&e.flow.m);
-    let actions = crate::ofproto::openflow::of_actions(&e.flow.actions);
+    let actions = crate::ofproto::openflow::of_actions_in(&e.flow.actions, of::OF10);
     let oxms: Vec<of::Oxm<'_>> = fields
         .iter()
         .map(crate::ofproto::openflow::Field::oxm)
@@ -148,28 +148,41 @@ fn desc(dpid: u64, sw: &Switch) -> Vec<u8> {
     )
 }
 
-/// The replies to a 1.3 multipart request, or the error that refuses it.
+/// Multipart types beyond those of the wire crate (1.3 § 7.3.5).
+const MP_GROUP_DESC: u16 = 7;
+const MP_METER_FEATURES: u16 = 11;
+
+/// The replies to a 1.3 or 1.5 multipart request, or the error that
+/// refuses it. 1.5 lays out flows (OFPMP_FLOW_DESC), the aggregate (OXS
+/// statistics) and ports (with properties) its own way.
 pub(super) fn multipart(
     m: &Message<'_>,
+    v: u8,
     dpid: u64,
     sw: &mut Switch,
 ) -> Result<Vec<Vec<u8>>, (u16, u16)> {
     let bad_len = |_| (of::ET_BAD_REQUEST, of::BRC_BAD_LEN);
+    let v15 = v >= of::OF15;
     let mp = of::parse_multipart(m).map_err(bad_len)?;
     let entries: Vec<Vec<u8>> = match mp.typ {
         of::MP_DESC => vec![desc(dpid, sw)],
         of::MP_FLOW | of::MP_AGGREGATE => {
             let req = of::parse_flow_stats_request(mp.body).map_err(bad_len)?;
             let picked = flow_stats(&req, sw)?;
-            if mp.typ == of::MP_FLOW {
-                picked.iter().map(flow_entry).collect()
-            } else {
-                let (p, b) = picked
-                    .iter()
-                    .fold((0, 0), |(p, b), e| (p + e.packets, b + e.bytes));
-                vec![of::aggregate_body(p, b, picked.len() as u32)]
+            let (p, b) = picked
+                .iter()
+                .fold((0, 0), |(p, b), e| (p + e.packets, b + e.bytes));
+            match (mp.typ == of::MP_FLOW, v15) {
+                (true, false) => picked.iter().map(flow_entry).collect(),
+                (true, true) => picked.iter().map(flow_desc15).collect(),
+                (false, false) => vec![of::aggregate_body(p, b, picked.len() as u32)],
+                (false, true) => vec![of::aggregate_body15(p, b, picked.len() as u32)],
             }
         }
+        // No meters (as OVS answers for a datapath without them), and no
+        // groups yet.
+        MP_METER_FEATURES => vec![vec![0; 16]],
+        MP_GROUP_DESC => Vec::new(),
         // Tables 0 up to the highest that holds a rule: each one's rules
         // and the packets they matched; table 0 also looked up (and
         // missed) what no rule matched.
@@ -186,6 +199,8 @@ pub(super) fn multipart(
                 })
                 .collect()
         }
+        // 1.4+ port statistics (with properties) are not built.
+        of::MP_PORT_STATS if v15 => return Err((of::ET_BAD_REQUEST, BRC_BAD_MULTIPART)),
         of::MP_PORT_STATS => {
             let want = of::parse_port_request(mp.body).map_err(bad_len)?;
             let rows = sw.ports().map_err(gone)?;
@@ -220,7 +235,7 @@ pub(super) fn multipart(
                 .map_err(gone)?;
             ports
                 .iter()
-                .map(|(name, ofport)| port_desc(name, *ofport))
+                .map(|(name, ofport)| port_desc(v, name, *ofport))
                 .collect()
         }
         // A request with a body would set the table's features: refused.
@@ -231,7 +246,7 @@ pub(super) fn multipart(
         of::MP_TABLE_FEATURES => return Err((ET_TABLE_FEATURES_FAILED, TFFC_EPERM)),
         _ => return Err((of::ET_BAD_REQUEST, BRC_BAD_MULTIPART)),
     };
-    Ok(of::multipart_replies(m.xid(), mp.typ, &entries))
+    Ok(of::multipart_replies_in(v, m.xid(), mp.typ, &entries))
 }
 
 /// The rules a flow or aggregate request picks: by table, by cookie
@@ -241,10 +256,10 @@ fn flow_stats(
     req: &of::FlowStatsRequest<'_>,
     sw: &mut Switch,
 ) -> Result<Vec<FlowEntry>, (u16, u16)> {
-    let read = flow_mod::read_match(&req.matches)?;
+    let read = nx_match::pull_match(&req.matches)?;
     let sel = Selector {
         table: (req.table_id != of::TABLE_ALL).then_some(req.table_id),
-        m: flow_mod::match_of(&read.fields)?,
+        m: read.m,
         strict: None,
         cookie: read
             .cookie
@@ -263,6 +278,34 @@ fn flow_stats(
         .into_iter()
         .filter(|e| sel.picks(&e.flow) && outputs(e) && req.out_group == of::GROUP_ANY)
         .collect())
+}
+
+/// One rule's flow description (1.5): its match with 1.5's packet
+/// registers, its statistics as OXS.
+fn flow_desc15(e: &FlowEntry) -> Vec<u8> {
+    use crate::ofproto::openflow::{nx_match, of_actions_in, Field, OfAction};
+    let fields = nx_match::put_match(&e.flow.m, nx_match::Encoding::Oxm(of::OF15));
+    let actions = of_actions_in(&e.flow.actions, of::OF15);
+    of::FlowDesc15 {
+        table_id: e.flow.table,
+        priority: e.flow.priority,
+        idle_timeout: e.flow.idle_timeout,
+        hard_timeout: e.flow.hard_timeout,
+        flags: if e.flow.send_flow_rem {
+            crate::ofproto::openflow::FF_SEND_FLOW_REM
+        } else {
+            0
+        },
+        importance: 0,
+        cookie: e.flow.cookie,
+        duration_ns: to_ms(e.age_ns),
+        idle_ns: to_ms(e.idle_ns),
+        packets: e.packets,
+        bytes: e.bytes,
+        matches: fields.iter().map(Field::oxm).collect(),
+        actions: actions.iter().map(OfAction::view).collect(),
+    }
+    .emit()
 }
 
 /// One rule's flow statistics entry.
@@ -294,11 +337,12 @@ fn flow_entry(e: &FlowEntry) -> Vec<u8> {
     .emit()
 }
 
-/// A port's description: its device's MAC and link state where it is a
-/// device here (a tunnel port is not: always live).
-pub(super) fn port_desc(name: &str, ofport: u32) -> Vec<u8> {
+/// A port's description, in version `v`'s layout: its device's MAC and
+/// link state where it is a device here (a tunnel port is not: always
+/// live).
+pub(super) fn port_desc(v: u8, name: &str, ofport: u32) -> Vec<u8> {
     let (hw_addr, state) = port_state(name);
-    of::PortDesc {
+    let d = of::PortDesc {
         port_no: ofport,
         hw_addr,
         name,
@@ -307,8 +351,12 @@ pub(super) fn port_desc(name: &str, ofport: u32) -> Vec<u8> {
         curr: 0,
         curr_speed: 0,
         max_speed: 0,
+    };
+    if v >= of::OF15 {
+        d.emit14()
+    } else {
+        d.emit()
     }
-    .emit()
 }
 
 /// A port's MAC and state, where it is a device in this namespace (a

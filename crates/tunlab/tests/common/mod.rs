@@ -351,6 +351,14 @@ pub fn udp_echo(a: &Netns, b: &Netns, b_ip: &str, count: u8, tries: usize) -> bo
 
 /// A 2 MB TCP transfer from `a` to `b`; returns (sent sum, received sum).
 pub fn tcp_transfer(a: &Netns, b: &Netns, b_ip: &str) -> (u64, u64) {
+    tcp_transfer_via(a, b, b_ip, b_ip)
+}
+
+/// [`tcp_transfer`] to a server listening on `listen_ip` in `b`, the
+/// client connecting to `connect_ip` (another address, which the switch
+/// rewrites on the way: a DNAT).
+pub fn tcp_transfer_via(a: &Netns, b: &Netns, listen_ip: &str, connect_ip: &str) -> (u64, u64) {
+    let b_ip = listen_ip;
     let data: Vec<u8> = (0..2_000_000u32)
         .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
         .collect();
@@ -375,7 +383,7 @@ pub fn tcp_transfer(a: &Netns, b: &Netns, b_ip: &str) -> (u64, u64) {
     });
     std::thread::sleep(Duration::from_millis(100));
     let client = in_ns(a.name(), {
-        let b_ip = b_ip.to_string();
+        let b_ip = connect_ip.to_string();
         move || {
             let mut c = TcpStream::connect_timeout(
                 &format!("{b_ip}:7001").parse().unwrap(),

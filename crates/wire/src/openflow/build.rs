@@ -4,10 +4,7 @@
 //! form; the bytes agree with Open vSwitch 3.1's for the same rule (the
 //! golden vectors in this module's tests were captured from it).
 
-use super::{
-    header, Action, FlowMod, Oxm, EXPERIMENTER_ACTION, FLOW_MOD, NXAST_RESUBMIT_TABLE, NX_VENDOR,
-    OF13,
-};
+use super::{header, Action, FlowMod, Oxm, FLOW_MOD, NXAST_RESUBMIT_TABLE, OF10, OF13};
 
 /// The apply-actions instruction's type.
 pub const IT_APPLY_ACTIONS: u16 = 4;
@@ -64,49 +61,109 @@ pub fn put_match(out: &mut Vec<u8>, fields: &[Oxm<'_>]) {
 }
 
 impl Action<'_> {
-    /// The action as OpenFlow 1.3 writes it. An `Other` (read from a
-    /// message, never built here) becomes an empty action of its type.
+    /// The action as OpenFlow 1.3 writes it ([`Action::emit_in`] at
+    /// 1.3). An `Other` (read from a message, never built here) becomes
+    /// an empty action of its type, an `NxOther` a bare Nicira header.
     pub fn emit(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        let typ = match *self {
-            Action::Output { .. } => AT_OUTPUT,
-            Action::PushVlan { .. } => AT_PUSH_VLAN,
-            Action::PopVlan => AT_POP_VLAN,
-            Action::SetField(_) => AT_SET_FIELD,
-            Action::NxResubmit { .. } => EXPERIMENTER_ACTION,
-            Action::Other { typ } => typ,
-        };
-        out.extend_from_slice(&typ.to_be_bytes());
-        out.extend_from_slice(&[0, 0]);
+        self.emit_any(OF13, out);
+    }
+
+    /// The action as Open vSwitch 3.1 writes it in wire version
+    /// `version`: 1.0 as [`Action::emit10`]; before 1.5 a move is
+    /// NXAST_REG_MOVE, a load NXAST_REG_LOAD, a masked set_field Nicira
+    /// loads; in 1.5 a move is OFPAT_COPY_FIELD and loads are (masked)
+    /// OFPAT_SET_FIELDs. Field headers are written as given.
+    pub fn emit_in(&self, version: u8, out: &mut Vec<u8>) {
+        if version <= OF10 {
+            self.emit10(out);
+        } else {
+            self.emit_any(version, out);
+        }
+    }
+
+    /// [`Action::emit_in`] past 1.0's own forms (1.0 comes here for the
+    /// Nicira actions it shares).
+    pub(super) fn emit_any(&self, version: u8, out: &mut Vec<u8>) {
+        use super::nxast::{self as nx, NXAST_CT_CLEAR, NXAST_STACK_POP, NXAST_STACK_PUSH};
         match *self {
             Action::Output { port, max_len } => {
+                let s = nx::start(out, AT_OUTPUT);
                 out.extend_from_slice(&port.to_be_bytes());
                 out.extend_from_slice(&max_len.to_be_bytes());
                 out.extend_from_slice(&[0; 6]);
+                nx::finish(out, s);
             }
             Action::PushVlan { ethertype } => {
+                let s = nx::start(out, AT_PUSH_VLAN);
                 out.extend_from_slice(&ethertype.to_be_bytes());
                 out.extend_from_slice(&[0, 0]);
+                nx::finish(out, s);
             }
-            Action::PopVlan | Action::Other { .. } => out.extend_from_slice(&[0; 4]),
-            Action::SetField(o) => o.emit(out),
+            Action::PopVlan | Action::Other { .. } => {
+                let typ = match *self {
+                    Action::Other { typ } => typ,
+                    _ => AT_POP_VLAN,
+                };
+                let s = nx::start(out, typ);
+                out.extend_from_slice(&[0; 4]);
+                nx::finish(out, s);
+            }
+            Action::SetField(ref o) => nx::put_set_field(out, o, version),
             Action::NxResubmit { port, table } => {
-                out.extend_from_slice(&NX_VENDOR.to_be_bytes());
-                out.extend_from_slice(&NXAST_RESUBMIT_TABLE.to_be_bytes());
+                let s = nx::start_nx(out, NXAST_RESUBMIT_TABLE);
                 out.extend_from_slice(&port.to_be_bytes());
-                out.push(table);
-                out.extend_from_slice(&[0; 3]);
+                out.extend_from_slice(&[table, 0, 0, 0]);
+                nx::finish(out, s);
             }
+            Action::NxResubmitCt { port, table } => nx::put_resubmit_ct(out, port, table),
+            Action::RegLoad {
+                ofs,
+                n_bits,
+                ref dst,
+                value,
+            } => nx::put_load(out, ofs, n_bits, dst, value, version),
+            Action::RegLoad2(ref o) => nx::put_load2(out, o, version),
+            Action::Move {
+                n_bits,
+                src_ofs,
+                dst_ofs,
+                ref src,
+                ref dst,
+            } => nx::put_move(out, n_bits, src_ofs, dst_ofs, src, dst, version),
+            Action::StackPush {
+                ref field,
+                ofs,
+                n_bits,
+            } => nx::put_stack(out, NXAST_STACK_PUSH, field, ofs, n_bits),
+            Action::StackPop {
+                ref field,
+                ofs,
+                n_bits,
+            } => nx::put_stack(out, NXAST_STACK_POP, field, ofs, n_bits),
+            Action::Note(note) => nx::put_note(out, note),
+            Action::DecTtl => nx::put_dec_ttl(out, version),
+            Action::DecTtlCntIds { ids } => nx::put_cnt_ids(out, ids),
+            Action::Clone(ref acts) => nx::put_clone(out, |out| {
+                for a in acts {
+                    a.emit_in(version, out);
+                }
+            }),
+            Action::CtClear => nx::put_nx_empty(out, NXAST_CT_CLEAR),
+            Action::NxOther { subtype } => nx::put_nx_empty(out, subtype),
         }
-        pad8(out, start);
-        let len = out.len() - start;
-        put_len(out, start + 2, len);
     }
 }
 
 /// The apply-actions instruction holding `actions`; nothing for none
-/// (a rule that drops has no instructions, as OVS writes it).
+/// (a rule that drops has no instructions, as OVS writes it). 1.3's
+/// encodings ([`put_apply_actions_in`] writes any version's).
 pub fn put_apply_actions(out: &mut Vec<u8>, actions: &[Action<'_>]) {
+    put_apply_actions_in(OF13, out, actions);
+}
+
+/// [`put_apply_actions`] with the actions as `version` (1.1 or later)
+/// writes them.
+pub fn put_apply_actions_in(version: u8, out: &mut Vec<u8>, actions: &[Action<'_>]) {
     if actions.is_empty() {
         return;
     }
@@ -114,7 +171,7 @@ pub fn put_apply_actions(out: &mut Vec<u8>, actions: &[Action<'_>]) {
     out.extend_from_slice(&IT_APPLY_ACTIONS.to_be_bytes());
     out.extend_from_slice(&[0; 6]);
     for a in actions {
-        a.emit(out);
+        a.emit_in(version, out);
     }
     let len = out.len() - start;
     put_len(out, start + 2, len);
@@ -125,7 +182,14 @@ impl FlowMod<'_> {
     /// (the apply-actions instruction only; other instructions are for
     /// reading).
     pub fn emit(&self, xid: u32) -> Vec<u8> {
-        let mut m = header(OF13, FLOW_MOD, 0, xid).to_vec();
+        self.emit_in(OF13, xid)
+    }
+
+    /// [`FlowMod::emit`] at wire version `version` (1.3 or later: their
+    /// FLOW_MODs are laid out alike; the actions take the version's
+    /// forms).
+    pub fn emit_in(&self, version: u8, xid: u32) -> Vec<u8> {
+        let mut m = header(version, FLOW_MOD, 0, xid).to_vec();
         m.extend_from_slice(&self.cookie.to_be_bytes());
         m.extend_from_slice(&self.cookie_mask.to_be_bytes());
         m.push(self.table_id);
@@ -139,7 +203,7 @@ impl FlowMod<'_> {
         m.extend_from_slice(&self.flags.to_be_bytes());
         m.extend_from_slice(&[0, 0]);
         put_match(&mut m, &self.matches);
-        put_apply_actions(&mut m, &self.actions);
+        put_apply_actions_in(version, &mut m, &self.actions);
         let len = (m.len().min(u16::MAX as usize) as u16).to_be_bytes();
         m[2..4].copy_from_slice(&len);
         m

@@ -54,9 +54,17 @@ pub fn parse_multipart<'a>(m: &Message<'a>) -> Result<Multipart<'a>> {
 /// The replies of type `typ` to request `xid` carrying `entries` (whole
 /// entries, never split), as few messages as fit in 64 KiB each; every
 /// one but the last says REPLY_MORE. No entries: one empty reply.
+/// OpenFlow 1.3's; [`multipart_replies_in`] writes any version's.
 pub fn multipart_replies(xid: u32, typ: u16, entries: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    multipart_replies_in(OF13, xid, typ, entries)
+}
+
+/// [`multipart_replies`] at wire version `version` (1.3 and later lay
+/// a multipart reply out alike; 1.5's flow descriptions and aggregate
+/// body differ only inside the entries).
+pub fn multipart_replies_in(version: u8, xid: u32, typ: u16, entries: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let start = |out: &mut Vec<u8>| {
-        out.extend_from_slice(&header(OF13, MULTIPART_REPLY, MP_BODY_AT, xid));
+        out.extend_from_slice(&header(version, MULTIPART_REPLY, MP_BODY_AT, xid));
         out.extend_from_slice(&typ.to_be_bytes());
         out.extend_from_slice(&[0; 6]);
     };

@@ -19,6 +19,8 @@ use crate::{be16, be32};
 pub const EXPERIMENTER: u8 = 4;
 /// Subtypes.
 pub const NXT_SET_FLOW_FORMAT: u32 = 12;
+/// Turn on (or off) the table id in a 1.0 flow_mod's command's high byte.
+pub const NXT_FLOW_MOD_TABLE_ID: u32 = 15;
 pub const NXT_TLV_TABLE_MOD: u32 = 24;
 pub const NXT_TLV_TABLE_REQUEST: u32 = 25;
 pub const NXT_TLV_TABLE_REPLY: u32 = 26;

@@ -9,8 +9,9 @@
 //! 32 bits, VLAN edits as set_field, NXAST_REG_LOAD of a whole field as
 //! set_field), so one path turns either version's flow_mod into a rule.
 
+use super::NXAST_RESUBMIT_TABLE;
 use super::{header, oxms, Action, FlowMod, Message, Oxm, HEADER_LEN, NX_VENDOR, OF10, OXM_BASIC};
-use super::{put_match, EXPERIMENTER_ACTION, NXAST_RESUBMIT, NXAST_RESUBMIT_TABLE};
+use super::{nxast, put_match, EXPERIMENTER_ACTION, NXAST_REG_LOAD, NXAST_REG_LOAD2};
 use crate::error::{need, Error, Layer, Result};
 use crate::{be16, be32};
 
@@ -33,9 +34,7 @@ pub const AT10_SET_VLAN_PCP: u16 = 2;
 pub const AT10_STRIP_VLAN: u16 = 3;
 /// Nicira action subtypes beyond resubmit.
 pub const NXAST_SET_TUNNEL: u16 = 2;
-pub const NXAST_REG_LOAD: u16 = 7;
 pub const NXAST_SET_TUNNEL64: u16 = 9;
-pub const NXAST_REG_LOAD2: u16 = 33;
 /// NXM classes: OpenFlow 1.0's fields and Nicira's.
 pub const NXM_0: u16 = 0x0000;
 
@@ -120,8 +119,14 @@ fn bad(field: &'static str, offset: usize, reason: &'static str) -> Error {
 
 /// 1.0's actions of `b` (at `base` in the message), as [`Action`]s.
 pub fn actions10(b: &[u8], base: usize) -> Result<Vec<Action<'_>>> {
+    actions10_at(b, base, 0)
+}
+
+/// [`actions10`] of a list nested `depth` clones deep.
+fn actions10_at(b: &[u8], base: usize, depth: usize) -> Result<Vec<Action<'_>>> {
+    nxast::check_depth(depth, base)?;
     super::each_action(b, base, |typ, a, at| {
-        let vendor = typ == EXPERIMENTER_ACTION && a.len() >= 16 && be32(a, 4) == NX_VENDOR;
+        let vendor = typ == EXPERIMENTER_ACTION && be32(a, 4) == NX_VENDOR;
         Ok(match typ {
             AT10_OUTPUT => Action::Output {
                 port: port_from10(be16(a, 4)),
@@ -140,21 +145,24 @@ pub fn actions10(b: &[u8], base: usize) -> Result<Vec<Action<'_>>> {
                 mask: None,
             }),
             AT10_STRIP_VLAN => Action::PopVlan,
-            _ if vendor => nx_action(a, at)?,
+            _ if vendor => nx_action(a, at, depth)?,
             t => Action::Other { typ: t },
         })
     })
 }
 
-/// A Nicira vendor action (16 bytes or more, vendor checked).
-fn nx_action(a: &[u8], base: usize) -> Result<Action<'_>> {
-    let sub = be16(a, 8);
+/// A Nicira vendor action (vendor checked). Beyond what the `nxast`
+/// reader takes in every version, 1.0 keeps its own readings:
+/// set_tunnel(64) and a REG_LOAD of a whole field are set_fields, and so
+/// is REG_LOAD2.
+fn nx_action(a: &[u8], base: usize, depth: usize) -> Result<Action<'_>> {
     let len = a.len();
+    if len < 16 {
+        // Refused there, as too short for its header.
+        return nxast::read_nx(a, base, |_, _| Ok(Vec::new()));
+    }
+    let sub = be16(a, 8);
     Ok(match sub {
-        NXAST_RESUBMIT | NXAST_RESUBMIT_TABLE => Action::NxResubmit {
-            port: be16(a, 10),
-            table: if sub == NXAST_RESUBMIT { 0xff } else { a[12] },
-        },
         NXAST_SET_TUNNEL => Action::SetField(Oxm {
             class: OXM_BASIC,
             field: 38,
@@ -167,17 +175,21 @@ fn nx_action(a: &[u8], base: usize) -> Result<Action<'_>> {
             value: &a[16..24],
             mask: None,
         }),
-        // A load of a whole field is a set_field; of part of one, not
-        // something tunlab does.
+        // A load of a whole field is a set_field; of part of one, a
+        // RegLoad.
         NXAST_REG_LOAD if len >= 24 => {
             let ofs_nbits = be16(a, 10);
             let dst = be32(a, 12);
             let field_len = (dst & 0xff) as usize;
             let (ofs, nbits) = (ofs_nbits >> 6, (ofs_nbits & 0x3f) + 1);
-            if ofs != 0 || usize::from(nbits) != field_len * 8 || field_len == 0 || field_len > 8 {
-                return Ok(Action::Other {
-                    typ: EXPERIMENTER_ACTION,
-                });
+            if ofs != 0
+                || usize::from(nbits) != field_len * 8
+                || field_len == 0
+                || field_len > 8
+                || dst & 0x100 != 0
+                || (dst >> 16) as u16 == nxast::OXM_EXPERIMENTER
+            {
+                return nxast::read_nx(a, base, |_, _| Ok(Vec::new()));
             }
             Action::SetField(Oxm {
                 class: (dst >> 16) as u16,
@@ -186,26 +198,22 @@ fn nx_action(a: &[u8], base: usize) -> Result<Action<'_>> {
                 mask: None,
             })
         }
-        NXAST_REG_LOAD2 => {
-            let o = oxms(&a[10..], base + 10)?;
-            match o.first() {
-                Some(o) => Action::SetField(*o),
-                None => Action::Other {
-                    typ: EXPERIMENTER_ACTION,
-                },
-            }
-        }
-        _ => Action::Other {
-            typ: EXPERIMENTER_ACTION,
+        NXAST_REG_LOAD2 => match nxast::read_nx(a, base, |_, _| Ok(Vec::new()))? {
+            Action::RegLoad2(o) => Action::SetField(o),
+            other => other,
         },
+        _ => nxast::read_nx(a, base, |inner, at| actions10_at(inner, at, depth + 1))?,
     })
 }
 
 impl Action<'_> {
     /// The action as OpenFlow 1.0 (with Nicira's actions) writes it, as
     /// Open vSwitch does: VLAN set_fields as SET_VLAN_VID/PCP, other
-    /// set_fields as NXAST_REG_LOAD, push_vlan as nothing (in 1.0 it is a
-    /// side effect of setting a VLAN field).
+    /// set_fields as NXAST_REG_LOAD (a masked one, one per run of mask
+    /// bits), push_vlan as nothing (in 1.0 it is a side effect of setting
+    /// a VLAN field), dec_ttl as NXAST_DEC_TTL, the other Nicira actions
+    /// as in every version (a clone's actions in 1.0's forms). `Other`
+    /// writes nothing.
     pub fn emit10(&self, out: &mut Vec<u8>) {
         let put = |out: &mut Vec<u8>, typ: u16, body: &[u8]| {
             let len = (4 + body.len()).div_ceil(8) * 8;
@@ -220,26 +228,42 @@ impl Action<'_> {
             body.extend_from_slice(rest);
             put(out, EXPERIMENTER_ACTION, &body);
         };
-        match *self {
-            Action::Output { port, max_len } => {
+        match self {
+            &Action::Output { port, max_len } => {
                 let mut b = port_to10(port).to_be_bytes().to_vec();
                 b.extend_from_slice(&max_len.to_be_bytes());
                 put(out, AT10_OUTPUT, &b);
             }
             Action::PushVlan { .. } => {}
             Action::PopVlan => put(out, AT10_STRIP_VLAN, &[0; 4]),
-            Action::SetField(o) if o.class == OXM_BASIC && o.field == 6 && o.value.len() == 2 => {
+            Action::SetField(o)
+                if o.mask.is_none()
+                    && o.class == OXM_BASIC
+                    && o.field == 6
+                    && o.value.len() == 2 =>
+            {
                 let vid = be16(o.value, 0) & 0x0fff;
                 let mut b = vid.to_be_bytes().to_vec();
                 b.extend_from_slice(&[0, 0]);
                 put(out, AT10_SET_VLAN_VID, &b);
             }
-            Action::SetField(o) if o.class == OXM_BASIC && o.field == 7 && o.value.len() == 1 => {
+            Action::SetField(o)
+                if o.mask.is_none()
+                    && o.class == OXM_BASIC
+                    && o.field == 7
+                    && o.value.len() == 1 =>
+            {
                 put(out, AT10_SET_VLAN_PCP, &[o.value[0], 0, 0, 0]);
             }
+            // A masked set_field: loads of its mask's bits (or REG_LOAD2).
+            Action::SetField(o) if o.mask.is_some() => nxast::put_set_field(out, o, OF10),
             // tun_metadata is of variable length: NXAST_REG_LOAD2 with the
-            // OXM TLV, as OVS writes it (ovs-ofctl prints set_field).
-            Action::SetField(o) if o.class == super::NXM_1 && (40..104).contains(&o.field) => {
+            // OXM TLV, as OVS writes it (ovs-ofctl prints set_field); so is
+            // an experimenter's field, which REG_LOAD cannot name.
+            Action::SetField(o)
+                if (o.class == super::NXM_1 && (40..104).contains(&o.field))
+                    || o.class == nxast::OXM_EXPERIMENTER =>
+            {
                 let mut b = Vec::new();
                 o.emit(&mut b);
                 nx(out, NXAST_REG_LOAD2, &b);
@@ -273,11 +297,17 @@ impl Action<'_> {
                 }
             }
             Action::SetField(_) | Action::Other { .. } => {}
-            Action::NxResubmit { port, table } => {
+            &Action::NxResubmit { port, table } => {
                 let mut b = port.to_be_bytes().to_vec();
                 b.extend_from_slice(&[table, 0, 0, 0]);
                 nx(out, NXAST_RESUBMIT_TABLE, &b);
             }
+            Action::Clone(acts) => nxast::put_clone(out, |out| {
+                for a in acts {
+                    a.emit10(out);
+                }
+            }),
+            a => a.emit_any(OF10, out),
         }
     }
 }
@@ -291,7 +321,9 @@ pub fn parse_flow_mod10<'a>(m: &Message<'a>) -> Result<(FlowMod<'a>, Match10)> {
     let fm = FlowMod {
         cookie: u64::from(be32(b, AT)) << 32 | u64::from(be32(b, AT + 4)),
         cookie_mask: 0,
-        table_id: 0,
+        // With Nicira's flow_mod_table_id turned on, the command's high
+        // byte is the table (0 otherwise).
+        table_id: (be16(b, AT + 8) >> 8) as u8,
         command: be16(b, AT + 8) as u8,
         idle_timeout: be16(b, AT + 10),
         hard_timeout: be16(b, AT + 12),
@@ -591,14 +623,14 @@ mod tests {
             },
         ];
         assert_eq!(&fm.actions[3..], &want_ports[..]);
-        match fm.actions[0] {
+        match &fm.actions[0] {
             Action::SetField(o) => assert_eq!(
                 (o.field, o.value),
                 (38, &[0, 0, 0, 0x11, 0x22, 0x33, 0x44, 0x55][..])
             ),
             a => panic!("{a:?}"),
         }
-        match fm.actions[2] {
+        match &fm.actions[2] {
             Action::SetField(o) => {
                 assert_eq!((o.class, o.field, o.value), (NXM_1, 31, &[10, 0, 0, 9][..]))
             }

@@ -22,7 +22,7 @@ use crate::port::tenant_tap_options;
 use crate::port::{default_tenant_mtu, geneve_options, remote_and_key, StartError};
 use std::collections::HashMap;
 use std::net::IpAddr;
-use tunlab_dp::key::f;
+use tunlab_dp::key::{f, DP_WORDS};
 use tunlab_dp::{Action, Classifier, DropReason, FlowKey, Op, TlvMap, TunnelSet};
 use tunlab_ebpf::maps::{self as km, Flow, TunnelKey, TunnelPortEntry};
 use tunlab_ebpf::{Destination, KernelDatapath};
@@ -493,6 +493,7 @@ impl Kernel {
     /// decision's mask); its cache key, or why it is not cached.
     fn put(&mut self, key: &FlowKey, mask: &FlowKey, flow: Flow) -> Result<km::CKey, &'static str> {
         use tunlab_ebpf::datapath::Error as E;
+        kernel_extracts_alike(key, mask)?;
         let put = match self.dp.install_masked(key, mask, flow) {
             Err(E::MasksFull { .. }) => {
                 *self
@@ -506,6 +507,7 @@ impl Kernel {
         put.map_err(|e| match e {
             E::PortTooLarge { .. } => "in_port_too_large",
             E::MaskTooWide { .. } => "mask_too_wide",
+            E::MaskPastKernelKey => "needs_userspace_fields",
             E::CacheFull => "cache_full",
             _ => "map_update_failed",
         })
@@ -612,10 +614,43 @@ impl Sweeper for EbpfSweeper {
     }
 }
 
+/// Whether the programs read every field of `key` (the packet's whole key,
+/// as user space extracted it) that a decision under megaflow mask `mask`
+/// depends on, as user space does; if not, why the flow stays in the slow
+/// path:
+///
+/// - `needs_userspace_fields`: the mask keeps a field the programs do not
+///   extract (ARP and ND addresses, TTL, fragment bits, TCP flags, the
+///   flow label);
+/// - `ipv6_fragment_l4`: the packet is an IPv6 fragment (or has a fragment
+///   header cut short) and the decision read its protocol or ports. User
+///   space reads a first fragment's behind the fragment header, as OVS
+///   does; the programs read any fragment as nw_proto 44 without ports,
+///   so an entry made from one fragment would answer other fragments that
+///   user space decides otherwise.
+fn kernel_extracts_alike(key: &FlowKey, mask: &FlowKey) -> Result<(), &'static str> {
+    if !km::Mask::fits(mask) {
+        return Err("needs_userspace_fields");
+    }
+    let fragment = key.get(f::DL_TYPE) == 0x86dd
+        && (key.get(f::NW_FRAG) != 0 || key.get(f::NW_PROTO) == IPPROTO_FRAGMENT);
+    let reads_l4 = [f::NW_PROTO, f::TP_SRC, f::TP_DST]
+        .iter()
+        .any(|&p| mask.get(p) != 0);
+    if fragment && reads_l4 {
+        return Err("ipv6_fragment_l4");
+    }
+    Ok(())
+}
+
+/// The IPv6 extension header that is a fragment header.
+const IPPROTO_FRAGMENT: u64 = 44;
+
 /// The kernel cache's one megaflow mask: the in-port, every rule's match
 /// fields, and the VLAN tag when an action reads it (a pop, or a VID or
 /// PCP set, differs for tagged and untagged frames even where no rule
-/// matches on the tag).
+/// matches on the tag). Only the words the programs extract: a decision
+/// that reads the others is never cached ([`kernel_extracts_alike`]).
 fn cache_mask(rules: &Classifier) -> FlowKey {
     let mut mask = FlowKey::default();
     mask.set(f::IN_PORT, f::IN_PORT.max());
@@ -633,6 +668,7 @@ fn cache_mask(rules: &Classifier) -> FlowKey {
     if rules.any_action(reads_tag) {
         mask.set(f::VLAN_TCI, f::VLAN_TCI.max());
     }
+    mask.w[DP_WORDS..].fill(0);
     mask
 }
 
@@ -669,5 +705,84 @@ mod tests {
         assert!(r.is_ok());
         assert!(mask.covers(&wc));
         assert!(!cache_mask(&plain).covers(&wc));
+    }
+
+    /// A rule on a field only user space extracts (here arp_sha, and a
+    /// register): the union mask keeps neither, and a decision that read
+    /// the ARP address stays in the slow path, by name; one that did not
+    /// (an IPv4 packet the ARP rule's stages turned away) is cached.
+    #[test]
+    fn a_decision_on_a_field_the_kernel_does_not_extract_is_not_cached() {
+        let mut on_sha = parse_flow("priority=200,arp actions=output:2", &NumericPorts).unwrap();
+        on_sha.m.mask.set(f::ARP_SHA, f::ARP_SHA.max());
+        on_sha.m.value.set(f::ARP_SHA, 0x0200_0000_000a);
+        let mut on_reg = parse_flow("priority=300,in_port=7 actions=drop", &NumericPorts).unwrap();
+        on_reg.m.mask.set(tunlab_dp::key::reg(3), u32::MAX as u64);
+        let mut c = rules(&["priority=100,in_port=1 actions=output:3"]);
+        c.add(on_sha, 0);
+        c.add(on_reg, 0);
+        let union = cache_mask(&c);
+        assert_eq!(
+            &union.w[DP_WORDS..],
+            &[0; tunlab_dp::key::WORDS - DP_WORDS][..]
+        );
+        assert_eq!(union.get(f::DL_TYPE), f::DL_TYPE.max());
+        let mut arp = FlowKey::default();
+        arp.set(f::IN_PORT, 1);
+        arp.set(f::DL_TYPE, 0x0806);
+        arp.set(f::ARP_SHA, 0x0200_0000_000a);
+        let (r, wc) = Pipeline::new().process_megaflow(&mut c, &arp, 60, 0, &mut Vec::new());
+        assert!(r.is_ok());
+        assert_eq!(wc.get(f::ARP_SHA), f::ARP_SHA.max());
+        assert_eq!(
+            kernel_extracts_alike(&arp, &wc),
+            Err("needs_userspace_fields")
+        );
+        let mut ip = arp;
+        ip.set(f::DL_TYPE, 0x0800);
+        let (r, wc) = Pipeline::new().process_megaflow(&mut c, &ip, 60, 0, &mut Vec::new());
+        assert!(r.is_ok());
+        assert_eq!(kernel_extracts_alike(&ip, &wc), Ok(()));
+    }
+
+    /// An IPv6 fragment's L4 fields are user space's alone: a decision
+    /// that read them is not cached, whether the fragment is the first
+    /// (user space read the ports behind the fragment header) or a later
+    /// one (nw_proto 44, which the kernel sees in the first fragment too);
+    /// one that did not read them, or a whole packet's, is.
+    #[test]
+    fn a_decision_on_an_ipv6_fragments_l4_fields_is_not_cached() {
+        let mut c = rules(&[
+            "priority=200,udp6,tp_dst=53 actions=output:3",
+            "priority=100,in_port=1 actions=output:2",
+        ]);
+        let mut whole = FlowKey::default();
+        whole.set(f::IN_PORT, 1);
+        whole.set(f::DL_TYPE, 0x86dd);
+        whole.set(f::NW_PROTO, 17);
+        whole.set(f::TP_DST, 53);
+        let mut first = whole;
+        first.set(f::NW_FRAG, 1);
+        let mut later = FlowKey::default();
+        later.set(f::IN_PORT, 1);
+        later.set(f::DL_TYPE, 0x86dd);
+        later.set(f::NW_PROTO, 44);
+        later.set(f::NW_FRAG, 3);
+        for (k, want) in [
+            (whole, Ok(())),
+            (first, Err("ipv6_fragment_l4")),
+            (later, Err("ipv6_fragment_l4")),
+        ] {
+            let (r, wc) = Pipeline::new().process_megaflow(&mut c, &k, 60, 0, &mut Vec::new());
+            assert!(r.is_ok());
+            assert_eq!(wc.get(f::NW_FRAG), 0, "no rule reads it");
+            assert_eq!(kernel_extracts_alike(&k, &wc), want, "{k:?}");
+        }
+        // Rules that read no L4 field: every fragment is cached.
+        let mut c = rules(&["in_port=1 actions=output:2"]);
+        for k in [first, later] {
+            let (_, wc) = Pipeline::new().process_megaflow(&mut c, &k, 60, 0, &mut Vec::new());
+            assert_eq!(kernel_extracts_alike(&k, &wc), Ok(()));
+        }
     }
 }

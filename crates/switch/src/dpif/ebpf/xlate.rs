@@ -120,6 +120,7 @@ pub(super) fn vlan_edits(
                     ..km::Op::default()
                 };
             }
+            Op::SetField { .. } => return Err("header_rewrite_not_in_kernel"),
             _ => return Err("vlan_edit_not_in_kernel"),
         }
         n += 1;

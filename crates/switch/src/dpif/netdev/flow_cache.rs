@@ -275,6 +275,7 @@ pub fn format_ops(ops: &[Op]) -> String {
             Op::PopVlan => "pop_vlan".into(),
             Op::SetVlanVid(v) => format!("set_vlan_vid({v})"),
             Op::SetVlanPcp(p) => format!("set_vlan_pcp({p})"),
+            Op::SetField { field, value } => format!("set({}={value:#x})", field.name),
             Op::Output { port, tun } => {
                 let mut t = Vec::new();
                 if let Some(id) = tun.id {

@@ -63,6 +63,49 @@ pub struct Gso {
     pub partial: bool,
 }
 
+/// Rewrite header field `field` of `frame` to `value` (the pipeline's
+/// set_field, move and dec_ttl, committed), fixing the checksums; the
+/// drop reason if the frame does not have it.
+fn rewrite(
+    frame: &mut [u8],
+    field: &tunlab_dp::field::Field,
+    value: u128,
+    partial: bool,
+) -> Result<(), &'static str> {
+    use tunlab_wire::rewrite::{self as rw, HeaderField as H};
+    let h = match field.name {
+        "eth_src" => H::EthSrc,
+        "eth_dst" => H::EthDst,
+        "ip_src" => H::Ipv4Src,
+        "ip_dst" => H::Ipv4Dst,
+        "ipv6_src" => H::Ipv6Src,
+        "ipv6_dst" => H::Ipv6Dst,
+        "ipv6_label" => H::Ipv6Label,
+        "nw_ttl" => H::NwTtl,
+        "nw_tos" => H::NwTos,
+        "nw_ecn" => H::NwEcn,
+        "arp_op" => H::ArpOp,
+        "arp_sha" => H::ArpSha,
+        "arp_spa" => H::ArpSpa,
+        "arp_tha" => H::ArpTha,
+        "arp_tpa" => H::ArpTpa,
+        "tcp_src" => H::TpSrc,
+        "tcp_dst" => H::TpDst,
+        "icmp_type" | "icmpv6_type" => H::IcmpType,
+        "icmp_code" | "icmpv6_code" => H::IcmpCode,
+        "nd_target" => H::NdTarget,
+        "nd_sll" => H::NdSll,
+        "nd_tll" => H::NdTll,
+        _ => return Err("header_rewrite_unknown_field"),
+    };
+    let csum = if partial {
+        rw::L4Csum::Partial
+    } else {
+        rw::L4Csum::Complete
+    };
+    rw::rewrite(frame, h, value, csum).map_err(|_| "header_rewrite_failed")
+}
+
 /// How many packets a frame stands for in the port counters: a TCP
 /// super-frame counts the segments its MSS cuts it into (what the
 /// tenant's wire would carry, and what the kernel datapath counts from
@@ -508,6 +551,13 @@ impl Netdev {
                 Op::SetVlanVid(v) => vlan::set_outer_tci(frame.data_mut(), |t| (t & 0xf000) | v),
                 Op::SetVlanPcp(p) => {
                     vlan::set_outer_tci(frame.data_mut(), |t| (t & 0x1fff) | ((p as u16) << 13))
+                }
+                Op::SetField { field, value } => {
+                    let partial = gso.is_some_and(|g| g.partial);
+                    if let Err(why) = rewrite(frame.data_mut(), field, value, partial) {
+                        self.drop(why);
+                        break;
+                    }
                 }
                 Op::Output { port, tun } => self.output(port, in_port, frame, &tun, gso),
                 Op::Flood { except } => {

@@ -5,9 +5,9 @@
 //! `ovs-ofctl dump-flows` prints it as it prints OVS's own.
 
 use std::net::IpAddr;
-use tunlab_dp::key::{f, tun_metadata, FieldPos, TUN_METADATA_FIELDS};
+use tunlab_dp::key::f;
 use tunlab_dp::{Action as Act, FlowKey, FlowRule, Match, PacketInReason};
-use tunlab_wire::openflow::{self as of, Action, Oxm};
+use tunlab_wire::openflow::{self as of, Action, Oxm, OxmHeader};
 
 /// The highest table a rule can be in (the classifier's limit; 0xff is
 /// "all tables" in requests).
@@ -34,70 +34,23 @@ pub const PORT_ALL: u32 = 0xffff_fffc;
 pub const PORT_CONTROLLER: u32 = 0xffff_fffd;
 const OF10_IN_PORT: u16 = 0xfff8;
 
-/// Basic OXM fields (1.3 § 7.2.3.7).
+pub mod actions;
 pub mod flow_mod;
+pub mod nx_match;
 
+/// The basic OXM fields (1.3 § 7.2.3.7) that actions set.
 mod oxm {
-    pub const IN_PORT: u8 = 0;
-    pub const ETH_DST: u8 = 3;
-    pub const ETH_SRC: u8 = 4;
-    pub const ETH_TYPE: u8 = 5;
     pub const VLAN_VID: u8 = 6;
     pub const VLAN_PCP: u8 = 7;
-    pub const IP_DSCP: u8 = 8;
-    pub const IP_ECN: u8 = 9;
-    pub const IP_PROTO: u8 = 10;
-    pub const IPV4_SRC: u8 = 11;
-    pub const IPV4_DST: u8 = 12;
-    pub const TCP_SRC: u8 = 13;
-    pub const TCP_DST: u8 = 14;
-    pub const UDP_SRC: u8 = 15;
-    pub const UDP_DST: u8 = 16;
-    pub const SCTP_SRC: u8 = 17;
-    pub const SCTP_DST: u8 = 18;
-    pub const ICMPV4_TYPE: u8 = 19;
-    pub const ICMPV4_CODE: u8 = 20;
-    pub const ARP_OP: u8 = 21;
-    pub const ARP_SPA: u8 = 22;
-    pub const ARP_TPA: u8 = 23;
-    pub const IPV6_SRC: u8 = 26;
-    pub const IPV6_DST: u8 = 27;
-    pub const ICMPV6_TYPE: u8 = 29;
-    pub const ICMPV6_CODE: u8 = 30;
     pub const TUNNEL_ID: u8 = 38;
 }
 
 /// NXM's OpenFlow 1.0 fields (class 0x0000), as Open vSwitch numbers them.
-mod nxm0 {
-    pub const IN_PORT: u8 = 0;
-    pub const ETH_DST: u8 = 1;
-    pub const ETH_SRC: u8 = 2;
-    pub const ETH_TYPE: u8 = 3;
-    pub const VLAN_TCI: u8 = 4;
-    pub const IP_TOS: u8 = 5;
-    pub const IP_PROTO: u8 = 6;
-    pub const IP_SRC: u8 = 7;
-    pub const IP_DST: u8 = 8;
-    pub const TCP_SRC: u8 = 9;
-    pub const TCP_DST: u8 = 10;
-    pub const UDP_SRC: u8 = 11;
-    pub const UDP_DST: u8 = 12;
-    pub const ICMP_TYPE: u8 = 13;
-    pub const ICMP_CODE: u8 = 14;
-    pub const ARP_OP: u8 = 15;
-    pub const ARP_SPA: u8 = 16;
-    pub const ARP_TPA: u8 = 17;
-}
+mod nxm0 {}
 
 /// Nicira's NXM_1 fields (Open vSwitch's `meta-flow.h`): the tunnel's,
 /// and IPv6's under 1.0.
 mod nxm {
-    pub const IPV6_SRC: u8 = 19;
-    pub const COOKIE: u8 = 30;
-    pub const IPV6_DST: u8 = 20;
-    pub const ICMPV6_TYPE: u8 = 21;
-    pub const ICMPV6_CODE: u8 = 22;
-    pub const TUN_ID: u8 = 16;
     pub const TUN_IPV4_SRC: u8 = 31;
     pub const TUN_IPV4_DST: u8 = 32;
     pub const TUN_METADATA0: u8 = 40;
@@ -138,7 +91,37 @@ pub enum OfAction {
     PushVlan(u16),
     PopVlan,
     SetField(Field),
-    Resubmit { port: u16, table: u8 },
+    Resubmit {
+        port: u16,
+        table: u8,
+    },
+    /// `load:` as given (NXAST_REG_LOAD, at most 64 bits).
+    RegLoad {
+        ofs: u16,
+        n_bits: u8,
+        dst: OxmHeader,
+        value: u64,
+    },
+    Move {
+        n_bits: u16,
+        src_ofs: u16,
+        dst_ofs: u16,
+        src: OxmHeader,
+        dst: OxmHeader,
+    },
+    Push {
+        field: OxmHeader,
+        ofs: u16,
+        n_bits: u16,
+    },
+    Pop {
+        field: OxmHeader,
+        ofs: u16,
+        n_bits: u16,
+    },
+    Note(Vec<u8>),
+    DecTtl,
+    Clone(Vec<OfAction>),
 }
 
 impl OfAction {
@@ -159,8 +142,102 @@ impl OfAction {
                 port: *port,
                 table: *table,
             },
+            OfAction::RegLoad {
+                ofs,
+                n_bits,
+                dst,
+                value,
+            } => Action::RegLoad {
+                ofs: *ofs,
+                n_bits: *n_bits,
+                dst: *dst,
+                value: *value,
+            },
+            OfAction::Move {
+                n_bits,
+                src_ofs,
+                dst_ofs,
+                src,
+                dst,
+            } => Action::Move {
+                n_bits: *n_bits,
+                src_ofs: *src_ofs,
+                dst_ofs: *dst_ofs,
+                src: *src,
+                dst: *dst,
+            },
+            OfAction::Push { field, ofs, n_bits } => Action::StackPush {
+                field: *field,
+                ofs: *ofs,
+                n_bits: *n_bits,
+            },
+            OfAction::Pop { field, ofs, n_bits } => Action::StackPop {
+                field: *field,
+                ofs: *ofs,
+                n_bits: *n_bits,
+            },
+            OfAction::Note(b) => Action::Note(b),
+            OfAction::DecTtl => Action::DecTtl,
+            OfAction::Clone(inner) => Action::Clone(inner.iter().map(OfAction::view).collect()),
         }
     }
+}
+
+/// The header OVS names field `fl` by in version `v`'s actions: before
+/// 1.5 (Nicira's actions) its NXM header where it has one, in 1.5 its OXM
+/// header where it has one.
+fn header(fl: &tunlab_dp::field::Field, v: u8) -> OxmHeader {
+    let code = if v < of::OF15 {
+        fl.nxm.or(fl.oxm)
+    } else {
+        fl.oxm.or(fl.nxm)
+    };
+    let c = code.expect("every field of the table has a code point");
+    OxmHeader::new(c.class, c.field, fl.bytes)
+}
+
+/// A field's value (or mask) in its bytes on the wire.
+fn field_bytes(fl: &tunlab_dp::field::Field, v: u128) -> Vec<u8> {
+    let n = usize::from(fl.bytes).min(16);
+    v.to_be_bytes()[16 - n..].to_vec()
+}
+
+/// A typed set_field (or load) as the wire carries it.
+fn set_field_of(
+    fl: &'static tunlab_dp::field::Field,
+    value: u128,
+    mask: u128,
+    load: bool,
+    v: u8,
+) -> OfAction {
+    let sf = tunlab_dp::field::SubField {
+        field: fl,
+        ofs: mask.trailing_zeros().min(127),
+        n_bits: (128 - mask.leading_zeros())
+            .saturating_sub(mask.trailing_zeros())
+            .max(1),
+    };
+    let contiguous = sf.mask() == mask;
+    if load && contiguous && sf.n_bits <= 64 {
+        return OfAction::RegLoad {
+            ofs: sf.ofs as u16,
+            n_bits: sf.n_bits as u8,
+            dst: header(fl, v),
+            value: (value >> sf.ofs) as u64,
+        };
+    }
+    let h = header(fl, v);
+    let exact = mask == fl.all_ones();
+    OfAction::SetField(Field {
+        class: h.class,
+        field: h.field,
+        value: field_bytes(fl, value & fl.max_value()),
+        mask: (!exact).then(|| field_bytes(fl, mask & fl.max_value())),
+    })
+}
+
+fn sub(sf: &tunlab_dp::field::SubField, v: u8) -> (OxmHeader, u16, u16) {
+    (header(sf.field, v), sf.ofs as u16, sf.n_bits as u16)
 }
 
 /// `v` in its `bytes` lowest big-endian bytes.
@@ -168,205 +245,15 @@ fn be_bytes(v: u64, bytes: usize) -> Vec<u8> {
     v.to_be_bytes()[8 - bytes..].to_vec()
 }
 
-/// The OXM fields of one match, built in order.
-struct Fields<'a> {
-    m: &'a Match,
-    out: Vec<Field>,
-}
-
-impl Fields<'_> {
-    fn push(&mut self, class: u16, field: u8, value: Vec<u8>, mask: Option<Vec<u8>>) {
-        self.out.push(Field {
-            class,
-            field,
-            value,
-            mask,
-        });
-    }
-
-    /// Field `p` as `bytes` bytes, if the rule matches any of it; masked
-    /// only where it does not match all of it.
-    fn put(&mut self, class: u16, field: u8, p: FieldPos, bytes: usize) {
-        let mk = self.m.mask.get(p);
-        if mk == 0 {
-            return;
-        }
-        let full = u64::MAX >> (64 - bytes * 8);
-        let value = be_bytes(self.m.value.get(p), bytes);
-        self.push(
-            class,
-            field,
-            value,
-            (mk & full != full).then(|| be_bytes(mk, bytes)),
-        );
-    }
-
-    /// A 128-bit field kept as two halves.
-    fn put128(&mut self, class: u16, field: u8, hi: FieldPos, lo: FieldPos) {
-        let get = |k: &tunlab_dp::FlowKey| (u128::from(k.get(hi)) << 64) | u128::from(k.get(lo));
-        let mk = get(&self.m.mask);
-        if mk == 0 {
-            return;
-        }
-        let value = get(&self.m.value).to_be_bytes().to_vec();
-        self.push(
-            class,
-            field,
-            value,
-            (mk != u128::MAX).then(|| mk.to_be_bytes().to_vec()),
-        );
-    }
-}
-
-/// The match of `m` as OXM fields, in Open vSwitch's order (in_port,
-/// Ethernet, VLAN, L3, L4, then the tunnel), each masked only where the
-/// rule's mask is not the whole field.
+/// The match of `m` as OpenFlow 1.3 OXM fields, in Open vSwitch's order.
 pub fn match_fields(m: &Match) -> Vec<Field> {
-    let exact = |p: FieldPos| (m.mask.get(p) == p.max()).then(|| m.value.get(p));
-    let dl_type = exact(f::DL_TYPE);
-    let nw_proto = exact(f::NW_PROTO);
-    let basic = of::OXM_BASIC;
-    let mut o = Fields { m, out: Vec::new() };
-    o.put(basic, oxm::IN_PORT, f::IN_PORT, 4);
-    o.put(basic, oxm::ETH_SRC, f::DL_SRC, 6);
-    o.put(basic, oxm::ETH_DST, f::DL_DST, 6);
-    o.put(basic, oxm::ETH_TYPE, f::DL_TYPE, 2);
-
-    // VLAN: the VID with its present bit, then the priority.
-    let (tci, tci_mask) = (m.value.get(f::VLAN_TCI), m.mask.get(f::VLAN_TCI));
-    if tci_mask & 0x1fff != 0 {
-        let mk = tci_mask & 0x1fff;
-        let mask = (mk != 0x1fff).then(|| be_bytes(mk, 2));
-        o.push(basic, oxm::VLAN_VID, be_bytes(tci & 0x1fff, 2), mask);
-    }
-    if tci_mask & 0xe000 != 0 {
-        o.push(basic, oxm::VLAN_PCP, vec![(tci >> 13) as u8], None);
-    }
-
-    // L3: ARP's addresses and opcode live where IPv4's do.
-    let arp = dl_type == Some(0x0806);
-    if arp {
-        o.put(basic, oxm::ARP_SPA, f::NW_SRC, 4);
-        o.put(basic, oxm::ARP_TPA, f::NW_DST, 4);
-        o.put(basic, oxm::ARP_OP, f::NW_PROTO, 2);
-    } else {
-        o.put(basic, oxm::IPV4_SRC, f::NW_SRC, 4);
-        o.put(basic, oxm::IPV4_DST, f::NW_DST, 4);
-    }
-    o.put128(basic, oxm::IPV6_SRC, f::IPV6_SRC_HI, f::IPV6_SRC_LO);
-    o.put128(basic, oxm::IPV6_DST, f::IPV6_DST_HI, f::IPV6_DST_LO);
-    if let Some(tos) = exact(f::NW_TOS) {
-        let tos = tos as u8;
-        o.push(basic, oxm::IP_DSCP, vec![tos >> 2], None);
-        if tos & 3 != 0 {
-            o.push(basic, oxm::IP_ECN, vec![tos & 3], None);
-        }
-    }
-    if !arp {
-        o.put(basic, oxm::IP_PROTO, f::NW_PROTO, 1);
-    }
-    // L4 fields are named by the protocol the rule matches.
-    let l4 = match nw_proto {
-        Some(6) => Some((oxm::TCP_SRC, oxm::TCP_DST, 2)),
-        Some(17) => Some((oxm::UDP_SRC, oxm::UDP_DST, 2)),
-        Some(132) => Some((oxm::SCTP_SRC, oxm::SCTP_DST, 2)),
-        Some(1) => Some((oxm::ICMPV4_TYPE, oxm::ICMPV4_CODE, 1)),
-        Some(58) => Some((oxm::ICMPV6_TYPE, oxm::ICMPV6_CODE, 1)),
-        _ => None,
-    };
-    if let Some((src, dst, bytes)) = l4 {
-        o.put(basic, src, f::TP_SRC, bytes);
-        o.put(basic, dst, f::TP_DST, bytes);
-    }
-
-    // The tunnel.
-    o.put(basic, oxm::TUNNEL_ID, f::TUN_ID, 8);
-    o.put(of::NXM_1, nxm::TUN_IPV4_SRC, f::TUN_SRC, 4);
-    o.put(of::NXM_1, nxm::TUN_IPV4_DST, f::TUN_DST, 4);
-    o.put128(
-        of::NXM_1,
-        nxm::TUN_IPV6_SRC,
-        f::TUN_IPV6_SRC_HI,
-        f::TUN_IPV6_SRC_LO,
-    );
-    o.put128(
-        of::NXM_1,
-        nxm::TUN_IPV6_DST,
-        f::TUN_IPV6_DST_HI,
-        f::TUN_IPV6_DST_LO,
-    );
-    for n in 0..TUN_METADATA_FIELDS {
-        o.put(of::NXM_1, nxm::TUN_METADATA0 + n as u8, tun_metadata(n), 4);
-    }
-    o.out
+    nx_match::put_match(m, nx_match::Encoding::Oxm(of::OF13))
 }
 
 /// The match of `m` as NXM fields (OpenFlow 1.0 with Nicira's
-/// extensions), in the same order as [`match_fields`]: in_port in 16
-/// bits, the VLAN as one TCI field, IP's TOS as it is.
+/// extensions), in the same order.
 pub fn match_fields_nxm(m: &Match) -> Vec<Field> {
-    let exact = |p: FieldPos| (m.mask.get(p) == p.max()).then(|| m.value.get(p));
-    let dl_type = exact(f::DL_TYPE);
-    let nw_proto = exact(f::NW_PROTO);
-    let (n0, n1) = (of::NXM_0, of::NXM_1);
-    let mut o = Fields { m, out: Vec::new() };
-    if m.mask.get(f::IN_PORT) != 0 {
-        let port = tunlab_wire::openflow::port_to10(m.value.get(f::IN_PORT) as u32);
-        o.push(n0, nxm0::IN_PORT, port.to_be_bytes().to_vec(), None);
-    }
-    o.put(n0, nxm0::ETH_SRC, f::DL_SRC, 6);
-    o.put(n0, nxm0::ETH_DST, f::DL_DST, 6);
-    o.put(n0, nxm0::ETH_TYPE, f::DL_TYPE, 2);
-    o.put(n0, nxm0::VLAN_TCI, f::VLAN_TCI, 2);
-    let arp = dl_type == Some(0x0806);
-    if arp {
-        o.put(n0, nxm0::ARP_SPA, f::NW_SRC, 4);
-        o.put(n0, nxm0::ARP_TPA, f::NW_DST, 4);
-        o.put(n0, nxm0::ARP_OP, f::NW_PROTO, 2);
-    } else {
-        o.put(n0, nxm0::IP_SRC, f::NW_SRC, 4);
-        o.put(n0, nxm0::IP_DST, f::NW_DST, 4);
-    }
-    o.put128(n1, nxm::IPV6_SRC, f::IPV6_SRC_HI, f::IPV6_SRC_LO);
-    o.put128(n1, nxm::IPV6_DST, f::IPV6_DST_HI, f::IPV6_DST_LO);
-    if let Some(tos) = exact(f::NW_TOS) {
-        o.push(n0, nxm0::IP_TOS, vec![tos as u8 & 0xfc], None);
-    }
-    if !arp {
-        o.put(n0, nxm0::IP_PROTO, f::NW_PROTO, 1);
-    }
-    let l4 = match nw_proto {
-        Some(6) => Some((n0, nxm0::TCP_SRC, nxm0::TCP_DST, 2)),
-        Some(17) => Some((n0, nxm0::UDP_SRC, nxm0::UDP_DST, 2)),
-        // SCTP has no NXM field: OVS writes the OXM one there too.
-        Some(132) => Some((of::OXM_BASIC, oxm::SCTP_SRC, oxm::SCTP_DST, 2)),
-        Some(1) => Some((n0, nxm0::ICMP_TYPE, nxm0::ICMP_CODE, 1)),
-        Some(58) => Some((n1, nxm::ICMPV6_TYPE, nxm::ICMPV6_CODE, 1)),
-        _ => None,
-    };
-    if let Some((class, src, dst, bytes)) = l4 {
-        o.put(class, src, f::TP_SRC, bytes);
-        o.put(class, dst, f::TP_DST, bytes);
-    }
-    o.put(n1, nxm::TUN_ID, f::TUN_ID, 8);
-    o.put(n1, nxm::TUN_IPV4_SRC, f::TUN_SRC, 4);
-    o.put(n1, nxm::TUN_IPV4_DST, f::TUN_DST, 4);
-    o.put128(
-        n1,
-        nxm::TUN_IPV6_SRC,
-        f::TUN_IPV6_SRC_HI,
-        f::TUN_IPV6_SRC_LO,
-    );
-    o.put128(
-        n1,
-        nxm::TUN_IPV6_DST,
-        f::TUN_IPV6_DST_HI,
-        f::TUN_IPV6_DST_LO,
-    );
-    for n in 0..TUN_METADATA_FIELDS {
-        o.put(n1, nxm::TUN_METADATA0 + n as u8, tun_metadata(n), 4);
-    }
-    o.out
+    nx_match::put_match(m, nx_match::Encoding::Nxm)
 }
 
 /// The fewest big-endian bytes that hold `v` (at least one), as Open
@@ -389,9 +276,10 @@ fn set_ip(v4: u8, v6: u8, ip: IpAddr) -> OfAction {
     })
 }
 
-/// A rule's actions as OpenFlow 1.3 writes them (Nicira's resubmit for
-/// `resubmit`, set_field for the tunnel and VLAN fields).
-pub fn of_actions(actions: &[Act]) -> Vec<OfAction> {
+/// A rule's actions as version `v` writes them (Nicira's resubmit for
+/// `resubmit`, set_field for the tunnel and VLAN fields; the fields an
+/// action names by the header OVS names them by in that version).
+pub fn of_actions_in(actions: &[Act], v: u8) -> Vec<OfAction> {
     let set = |class, field, value| {
         OfAction::SetField(Field {
             class,
@@ -402,32 +290,67 @@ pub fn of_actions(actions: &[Act]) -> Vec<OfAction> {
     };
     actions
         .iter()
-        .map(|a| match *a {
-            Act::Output(p) => OfAction::Output(p),
+        .map(|a| match a {
+            Act::Output(p) => OfAction::Output(*p),
             Act::InPort => OfAction::Output(PORT_IN_PORT),
             Act::Normal => OfAction::Output(PORT_NORMAL),
             Act::Flood => OfAction::Output(PORT_FLOOD),
-            Act::Controller { max_len } => OfAction::Controller(max_len),
-            Act::SetTunDst(ip) => set_ip(nxm::TUN_IPV4_DST, nxm::TUN_IPV6_DST, ip),
-            Act::SetTunSrc(ip) => set_ip(nxm::TUN_IPV4_SRC, nxm::TUN_IPV6_SRC, ip),
-            Act::SetTunId(v) => set(of::OXM_BASIC, oxm::TUNNEL_ID, v.to_be_bytes().to_vec()),
-            Act::SetTunMetadata(n, v) => {
-                set(of::NXM_1, nxm::TUN_METADATA0 + n, least_bytes(u64::from(v)))
-            }
-            Act::PushVlan(t) => OfAction::PushVlan(t),
+            Act::Controller { max_len } => OfAction::Controller(*max_len),
+            Act::SetTunDst(ip) => set_ip(nxm::TUN_IPV4_DST, nxm::TUN_IPV6_DST, *ip),
+            Act::SetTunSrc(ip) => set_ip(nxm::TUN_IPV4_SRC, nxm::TUN_IPV6_SRC, *ip),
+            Act::SetTunId(id) => set(of::OXM_BASIC, oxm::TUNNEL_ID, id.to_be_bytes().to_vec()),
+            Act::SetTunMetadata(n, val) => set(
+                of::NXM_1,
+                nxm::TUN_METADATA0 + n,
+                least_bytes(u64::from(*val)),
+            ),
+            Act::PushVlan(t) => OfAction::PushVlan(*t),
             Act::PopVlan => OfAction::PopVlan,
-            Act::ModVlanVid(v) => set(
+            Act::ModVlanVid(vid) => set(
                 of::OXM_BASIC,
                 oxm::VLAN_VID,
-                be_bytes(VID_PRESENT | u64::from(v), 2),
+                be_bytes(VID_PRESENT | u64::from(*vid), 2),
             ),
-            Act::ModVlanPcp(p) => set(of::OXM_BASIC, oxm::VLAN_PCP, vec![p]),
+            Act::ModVlanPcp(p) => set(of::OXM_BASIC, oxm::VLAN_PCP, vec![*p]),
             Act::Resubmit { port, table } => OfAction::Resubmit {
                 port: port.map_or(OF10_IN_PORT, |p| p.min(u32::from(u16::MAX)) as u16),
                 table: table.unwrap_or(0xff),
             },
+            Act::SetField {
+                field,
+                value,
+                mask,
+                load,
+            } => set_field_of(field, *value, *mask, *load, v),
+            Act::Move { src, dst } => {
+                let (src_h, src_ofs, n_bits) = sub(src, v);
+                let (dst_h, dst_ofs, _) = sub(dst, v);
+                OfAction::Move {
+                    n_bits,
+                    src_ofs,
+                    dst_ofs,
+                    src: src_h,
+                    dst: dst_h,
+                }
+            }
+            Act::Push(sf) => {
+                let (field, ofs, n_bits) = sub(sf, v);
+                OfAction::Push { field, ofs, n_bits }
+            }
+            Act::Pop(sf) => {
+                let (field, ofs, n_bits) = sub(sf, v);
+                OfAction::Pop { field, ofs, n_bits }
+            }
+            Act::Note(b) => OfAction::Note(b.clone()),
+            Act::DecTtl => OfAction::DecTtl,
+            Act::Clone(inner) => OfAction::Clone(of_actions_in(inner, v)),
         })
         .collect()
+}
+
+/// [`of_actions_in`] for OpenFlow 1.3.
+pub fn of_actions(actions: &[Act]) -> Vec<OfAction> {
+    of_actions_in(actions, of::OF13)
 }
 
 /// A rule's match and actions for a flow statistics reply.
@@ -554,35 +477,41 @@ mod tests {
         let oxms = [
             Oxm {
                 class: of::OXM_BASIC,
-                field: oxm::IN_PORT,
+                field: 0, // OXM_OF_IN_PORT
                 value: &port,
                 mask: None,
             },
             Oxm {
                 class: of::NXM_1,
-                field: nxm::COOKIE,
+                field: 30, // NXM_NX_COOKIE
                 value: &v,
                 mask: Some(&m),
             },
         ];
-        assert_eq!(
-            read_match(&oxms),
-            Ok(OfMatch {
-                fields: vec!["in_port=2".to_string()],
-                cookie: Some((0x70, 0xf0)),
-            })
-        );
+        let pulled = nx_match::pull_match(&oxms).unwrap();
+        assert_eq!(pulled.cookie, Some((0x70, 0xf0)));
+        assert_eq!(pulled.m, rule("in_port=2 actions=drop").m);
         let short = [Oxm {
             class: of::NXM_1,
-            field: nxm::COOKIE,
+            field: 30, // NXM_NX_COOKIE
             value: &v[..4],
             mask: None,
         }];
-        assert_eq!(read_match(&short), Err((of::ET_BAD_MATCH, of::BMC_BAD_LEN)));
+        assert_eq!(
+            nx_match::pull_match(&short),
+            Err((of::ET_BAD_MATCH, of::BMC_BAD_LEN))
+        );
         // A field without its prerequisite is a bad match, not an
         // unknown failure.
+        let a = [10, 0, 0, 1];
+        let no_ip = [Oxm {
+            class: of::OXM_BASIC,
+            field: 11, // OXM_OF_IPV4_SRC
+            value: &a,
+            mask: None,
+        }];
         assert_eq!(
-            match_of(&["nw_src=10.0.0.1".into()]),
+            nx_match::pull_match(&no_ip),
             Err((of::ET_BAD_MATCH, of::BMC_BAD_PREREQ))
         );
     }
@@ -623,7 +552,8 @@ mod tests {
             for fld in &m {
                 fld.oxm().emit(&mut got);
             }
-            assert_eq!(hex(&got)[2..], *fields, "{rule}");
+            let hex: String = got.iter().map(|x| format!("{x:02x}")).collect();
+            assert_eq!(hex, *fields, "{rule}");
             let views: Vec<Action<'_>> = a.iter().map(OfAction::view).collect();
             let mut ins = Vec::new();
             of::put_apply_actions(&mut ins, &views);
@@ -632,7 +562,8 @@ mod tests {
     }
 
     /// What a rule becomes on the wire comes back as the same rule through
-    /// the flow_mod path (match and actions text, then the parser).
+    /// the flow_mod path (the match read by nx_match, the actions as
+    /// text, then the parser).
     #[test]
     fn rules_survive_the_round_trip() {
         let rules = [
@@ -648,19 +579,20 @@ mod tests {
         for rule in rules {
             let r = parse_flow(rule, &NumericPorts).unwrap();
             let (m, a) = rule_to_of(&r);
-            let mut text: Vec<String> = vec![format!("priority={}", r.priority)];
-            for fld in &m {
-                text.push(match_text(&fld.oxm()).unwrap_or_else(|| panic!("{fld:?}")));
-            }
-            let acts: Vec<String> = a.iter().map(|x| action_text(&x.view()).unwrap()).collect();
-            let acts = if acts.is_empty() {
-                "drop".to_string()
-            } else {
-                acts.join(",")
-            };
-            let back = parse_flow(&format!("{} actions={acts}", text.join(",")), &NumericPorts)
-                .unwrap_or_else(|e| panic!("{rule}: {e}"));
-            assert_eq!(back, r, "{rule}");
+            let oxms: Vec<Oxm<'_>> = m.iter().map(Field::oxm).collect();
+            let pulled = nx_match::pull_match(&oxms).unwrap_or_else(|e| panic!("{rule}: {e:?}"));
+            assert_eq!(pulled.m, r.m, "{rule}");
+            let nxm = match_fields_nxm(&r.m);
+            let oxms: Vec<Oxm<'_>> = nxm.iter().map(Field::oxm).collect();
+            assert_eq!(
+                nx_match::pull_match(&oxms).map(|p| p.m),
+                Ok(r.m),
+                "{rule} (NXM)"
+            );
+            let views: Vec<Action<'_>> = a.iter().map(OfAction::view).collect();
+            let back = actions::from_wire(&views, Some(&r.m), false)
+                .unwrap_or_else(|e| panic!("{rule}: {e:?}"));
+            assert_eq!(back, r.actions, "{rule}");
         }
     }
 }

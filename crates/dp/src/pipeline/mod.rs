@@ -8,8 +8,12 @@
 //! MAC-learning bridge. Nothing here reads a clock: callers pass `now`.
 
 use crate::classifier::{Classifier, ExactMatchCache};
+use crate::field::Field;
 use crate::flow::{Action, Match, PortNo};
-use crate::key::{f, FieldPos, FlowKey, TUN_METADATA_FIELDS};
+
+mod fields;
+use crate::key::{f, FieldPos, FlowKey, PACKET_WORDS, TUN_METADATA_FIELDS};
+use fields::Frame;
 use std::collections::HashMap;
 use std::net::IpAddr;
 
@@ -32,6 +36,14 @@ pub enum Op {
     PopVlan,
     SetVlanVid(u16),
     SetVlanPcp(u8),
+    /// Rewrite one header field to `value` (the field's own terms, as
+    /// [`Field::get`] gives it): what set_field, move, pop and dec_ttl
+    /// made of the packet, committed before the packet goes anywhere
+    /// (OVS's datapath `set()`).
+    SetField {
+        field: &'static Field,
+        value: u128,
+    },
     /// Send the packet as it is now to `port`; tunnel ports use `tun`.
     Output {
         port: PortNo,
@@ -72,6 +84,11 @@ pub enum DropReason {
     ResubmitLoop,
     /// `pop_vlan` on an untagged packet, `mod_vlan_vid` without a tag.
     NoVlan,
+    /// `dec_ttl` on a packet whose TTL was 1 or 0.
+    TtlExpired,
+    /// A `clone`'s actions changed the packet's VLAN tags, which the
+    /// steps after it cannot undo.
+    CloneChangedVlan,
 }
 
 impl DropReason {
@@ -81,6 +98,8 @@ impl DropReason {
             DropReason::Action => "drop_action",
             DropReason::ResubmitLoop => "resubmit_loop",
             DropReason::NoVlan => "no_vlan_tag",
+            DropReason::TtlExpired => "ttl_expired",
+            DropReason::CloneChangedVlan => "clone_changed_vlan",
         }
     }
 }
@@ -158,6 +177,8 @@ pub struct Pipeline {
     /// While [`Pipeline::process_megaflow`] runs: the key bits the
     /// decision depended on so far.
     wc: Option<FlowKey>,
+    /// A `dec_ttl` found the TTL spent: the translation goes no further.
+    stopped: bool,
 }
 
 impl Pipeline {
@@ -168,6 +189,7 @@ impl Pipeline {
             counting: true,
             hit_packets: 1,
             wc: None,
+            stopped: false,
         }
     }
 
@@ -189,7 +211,11 @@ impl Pipeline {
         wc.set(f::IN_PORT, f::IN_PORT.max());
         self.wc = Some(wc);
         let r = self.process(c, key, bytes, now, ops);
-        (r, self.wc.take().unwrap_or(wc))
+        let mut wc = self.wc.take().unwrap_or(wc);
+        // Pipeline state is 0 in every packet that enters: what the
+        // decision read there, it wrote itself, and no datapath matches it.
+        wc.w[PACKET_WORDS..].fill(0);
+        (r, wc)
     }
 
     /// The decision read key field `p`: it is part of the megaflow.
@@ -259,10 +285,10 @@ impl Pipeline {
         ops: &mut Vec<Op>,
     ) -> Result<(), DropReason> {
         ops.clear();
-        let mut key = *key;
-        let mut tun = TunnelSet::default();
-        self.run_table(c, &mut key, 0, bytes, now, &mut tun, ops, 0)?;
-        sends(ops)
+        let mut fr = Frame::new(key);
+        self.stopped = false;
+        self.run_table(c, &mut fr, 0, bytes, now, ops, 0)?;
+        self.sends(ops)
     }
 
     /// Carry out `actions` on a packet whose flow key is `key`, as a rule
@@ -278,28 +304,27 @@ impl Pipeline {
         ops: &mut Vec<Op>,
     ) -> Result<(), DropReason> {
         ops.clear();
-        let mut key = *key;
-        let mut tun = TunnelSet::default();
+        let mut fr = Frame::new(key);
+        self.stopped = false;
         let from = Origin {
             table: 0,
             cookie: u64::MAX,
             reason: PacketInReason::Action,
         };
-        self.run_actions(c, &mut key, from, bytes, now, &mut tun, ops, 0, |_, i| {
-            actions.get(i).copied()
+        self.run_actions(c, &mut fr, from, bytes, now, ops, 0, &|_, i| {
+            actions.get(i).cloned()
         })?;
-        sends(ops)
+        self.sends(ops)
     }
 
     #[allow(clippy::too_many_arguments)]
     fn run_table(
         &mut self,
         c: &mut Classifier,
-        key: &mut FlowKey,
+        fr: &mut Frame,
         table: u8,
         bytes: u64,
         now: u64,
-        tun: &mut TunnelSet,
         ops: &mut Vec<Op>,
         depth: usize,
     ) -> Result<(), DropReason> {
@@ -309,8 +334,8 @@ impl Pipeline {
         // The exact-match cache knows no wildcards: a megaflow's lookups
         // go to the classifier.
         let found = match self.wc.as_mut() {
-            Some(wc) => c.lookup_wc(table, key, wc),
-            None => self.emc.lookup(c, table, key),
+            Some(wc) => c.lookup_wc(table, &fr.key, wc),
+            None => self.emc.lookup(c, table, &fr.key),
         };
         let Some(r) = found else {
             return if depth == 0 {
@@ -338,8 +363,8 @@ impl Pipeline {
         // Actions are read one at a time by index, so that a resubmit can
         // borrow the classifier again; processing changes only counters,
         // never where rules are.
-        self.run_actions(c, key, from, bytes, now, tun, ops, depth, |c, i| {
-            c.get(r).and_then(|rule| rule.flow.actions.get(i).copied())
+        self.run_actions(c, fr, from, bytes, now, ops, depth, &|c, i| {
+            c.get(r).and_then(|rule| rule.flow.actions.get(i).cloned())
         })
     }
 
@@ -349,100 +374,148 @@ impl Pipeline {
     fn run_actions(
         &mut self,
         c: &mut Classifier,
-        key: &mut FlowKey,
+        fr: &mut Frame,
         from: Origin,
         bytes: u64,
         now: u64,
-        tun: &mut TunnelSet,
         ops: &mut Vec<Op>,
         depth: usize,
-        action: impl Fn(&Classifier, usize) -> Option<Action>,
+        action: &dyn Fn(&Classifier, usize) -> Option<Action>,
     ) -> Result<(), DropReason> {
-        let in_port = key.get(f::IN_PORT) as PortNo;
-        let table = from.table;
         let mut i = 0;
         while let Some(a) = action(c, i) {
+            if self.stopped {
+                break;
+            }
             i += 1;
             match a {
-                Action::Output(p) => ops.push(Op::Output { port: p, tun: *tun }),
-                Action::InPort => ops.push(Op::Output {
-                    port: in_port,
-                    tun: *tun,
-                }),
-                Action::Normal => {
-                    self.depends_on(f::VLAN_TCI);
-                    self.depends_on(f::DL_SRC);
-                    self.depends_on(f::DL_DST);
-                    let vlan = (key.get(f::VLAN_TCI) & 0x0fff) as u16;
-                    self.macs.learn(vlan, key.get(f::DL_SRC), in_port, now);
-                    let dst = key.get(f::DL_DST);
-                    match self.macs.lookup(vlan, dst, now) {
-                        Some(p) if p == in_port => {}
-                        Some(p) => ops.push(Op::Output { port: p, tun: *tun }),
-                        None => ops.push(Op::Flood { except: in_port }),
+                Action::Resubmit { port, table: t } => {
+                    let saved = fr.key.get(f::IN_PORT);
+                    if let Some(p) = port {
+                        fr.key.set(f::IN_PORT, p as u64);
                     }
+                    let t = t.unwrap_or(from.table);
+                    self.run_table(c, fr, t, bytes, now, ops, depth + 1)?;
+                    fr.key.set(f::IN_PORT, saved);
                 }
-                Action::Flood => ops.push(Op::Flood { except: in_port }),
-                Action::Controller { max_len } => ops.push(Op::Controller {
+                Action::Clone(inner) => {
+                    let saved = fr.save();
+                    self.run_actions(c, fr, from, bytes, now, ops, depth + 1, &|_, i| {
+                        inner.get(i).cloned()
+                    })?;
+                    self.stopped = false;
+                    fr.restore(saved)?;
+                }
+                a => self.act(fr, from, &a, now, ops)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// One action that neither looks up a table nor runs others.
+    fn act(
+        &mut self,
+        fr: &mut Frame,
+        from: Origin,
+        a: &Action,
+        now: u64,
+        ops: &mut Vec<Op>,
+    ) -> Result<(), DropReason> {
+        let in_port = fr.key.get(f::IN_PORT) as PortNo;
+        match *a {
+            Action::Output(p) => {
+                self.commit(fr, ops);
+                ops.push(Op::Output {
+                    port: p,
+                    tun: fr.tun,
+                })
+            }
+            Action::InPort => {
+                self.commit(fr, ops);
+                ops.push(Op::Output {
+                    port: in_port,
+                    tun: fr.tun,
+                })
+            }
+            Action::Normal => {
+                self.commit(fr, ops);
+                self.depends_on(f::VLAN_TCI);
+                self.depends_on(f::DL_SRC);
+                self.depends_on(f::DL_DST);
+                let key = &fr.key;
+                let vlan = (key.get(f::VLAN_TCI) & 0x0fff) as u16;
+                self.macs.learn(vlan, key.get(f::DL_SRC), in_port, now);
+                let dst = key.get(f::DL_DST);
+                match self.macs.lookup(vlan, dst, now) {
+                    Some(p) if p == in_port => {}
+                    Some(p) => ops.push(Op::Output {
+                        port: p,
+                        tun: fr.tun,
+                    }),
+                    None => ops.push(Op::Flood { except: in_port }),
+                }
+            }
+            Action::Flood => {
+                self.commit(fr, ops);
+                ops.push(Op::Flood { except: in_port })
+            }
+            Action::Controller { max_len } => {
+                self.commit(fr, ops);
+                ops.push(Op::Controller {
                     max_len,
                     table: from.table,
                     cookie: from.cookie,
                     reason: from.reason,
-                }),
-                Action::SetTunDst(ip) => tun.dst = Some(ip),
-                Action::SetTunSrc(ip) => tun.src = Some(ip),
-                Action::SetTunId(id) => tun.id = Some(id),
-                Action::SetTunMetadata(i, v) => tun.metadata[i as usize] = Some(v),
-                Action::PushVlan(tpid) => {
-                    self.depends_on(f::VLAN_TCI);
-                    ops.push(Op::PushVlan(tpid));
-                    // The new outermost tag inherits the old one's TCI (as
-                    // OVS does); mod_vlan_vid then sets its VID.
-                    let tci = key.get(f::VLAN_TCI) | 0x1000;
-                    key.set(f::VLAN_TCI, tci);
-                }
-                Action::PopVlan => {
-                    self.depends_on(f::VLAN_TCI);
-                    if key.get(f::VLAN_TCI) & 0x1000 == 0 {
-                        return Err(DropReason::NoVlan);
-                    }
-                    ops.push(Op::PopVlan);
-                    // The inner tag, if any, is not in the key; rules after a
-                    // pop in the same packet see "no tag" (OVS with one VLAN
-                    // level behaves the same).
-                    key.set(f::VLAN_TCI, 0);
-                }
-                Action::ModVlanVid(v) => {
-                    self.depends_on(f::VLAN_TCI);
-                    if key.get(f::VLAN_TCI) & 0x1000 == 0 {
-                        // OVS pushes a tag for mod_vlan_vid on untagged
-                        // frames; tunlab keeps the explicit push_vlan form.
-                        return Err(DropReason::NoVlan);
-                    }
-                    ops.push(Op::SetVlanVid(v));
-                    key.set(f::VLAN_TCI, (key.get(f::VLAN_TCI) & 0xf000) | v as u64);
-                }
-                Action::ModVlanPcp(pcp) => {
-                    self.depends_on(f::VLAN_TCI);
-                    if key.get(f::VLAN_TCI) & 0x1000 == 0 {
-                        return Err(DropReason::NoVlan);
-                    }
-                    ops.push(Op::SetVlanPcp(pcp));
-                    key.set(
-                        f::VLAN_TCI,
-                        (key.get(f::VLAN_TCI) & 0x1fff) | ((pcp as u64) << 13),
-                    );
-                }
-                Action::Resubmit { port, table: t } => {
-                    let saved = key.get(f::IN_PORT);
-                    if let Some(p) = port {
-                        key.set(f::IN_PORT, p as u64);
-                    }
-                    self.run_table(c, key, t.unwrap_or(table), bytes, now, tun, ops, depth + 1)?;
-                    key.set(f::IN_PORT, saved);
-                }
+                })
             }
+            Action::SetTunDst(ip) => fr.tun.dst = Some(ip),
+            Action::SetTunSrc(ip) => fr.tun.src = Some(ip),
+            Action::SetTunId(id) => fr.tun.id = Some(id),
+            Action::SetTunMetadata(i, v) => fr.tun.metadata[i as usize] = Some(v),
+            Action::PushVlan(_)
+            | Action::PopVlan
+            | Action::ModVlanVid(_)
+            | Action::ModVlanPcp(_) => self.vlan(fr, a, ops)?,
+            Action::Note(_) => {}
+            _ => self.field_action(fr, a)?,
         }
+        Ok(())
+    }
+
+    /// The VLAN actions: a step now (the tag is not committed as a field),
+    /// and the key as the packet is after it.
+    fn vlan(&mut self, fr: &mut Frame, a: &Action, ops: &mut Vec<Op>) -> Result<(), DropReason> {
+        self.depends_on(f::VLAN_TCI);
+        let tci = fr.key.get(f::VLAN_TCI);
+        let tagged = tci & 0x1000 != 0;
+        match *a {
+            Action::PushVlan(tpid) => {
+                ops.push(Op::PushVlan(tpid));
+                // The new outermost tag inherits the old one's TCI (as
+                // OVS does); mod_vlan_vid then sets its VID.
+                fr.key.set(f::VLAN_TCI, tci | 0x1000);
+            }
+            // The inner tag, if any, is not in the key; rules after a pop
+            // in the same packet see "no tag" (OVS with one VLAN level
+            // behaves the same).
+            Action::PopVlan if tagged => {
+                ops.push(Op::PopVlan);
+                fr.key.set(f::VLAN_TCI, 0);
+            }
+            // OVS pushes a tag for mod_vlan_vid on untagged frames; tunlab
+            // keeps the explicit push_vlan form.
+            Action::ModVlanVid(v) if tagged => {
+                ops.push(Op::SetVlanVid(v));
+                fr.key.set(f::VLAN_TCI, (tci & 0xf000) | v as u64);
+            }
+            Action::ModVlanPcp(pcp) if tagged => {
+                ops.push(Op::SetVlanPcp(pcp));
+                fr.key
+                    .set(f::VLAN_TCI, (tci & 0x1fff) | ((pcp as u64) << 13));
+            }
+            _ => return Err(DropReason::NoVlan),
+        }
+        fr.committed.set(f::VLAN_TCI, fr.key.get(f::VLAN_TCI));
         Ok(())
     }
 }
@@ -456,12 +529,17 @@ struct Origin {
     reason: PacketInReason,
 }
 
-/// Steps that send the packet nowhere drop it.
-fn sends(ops: &[Op]) -> Result<(), DropReason> {
-    if ops.iter().any(Op::sends) {
-        Ok(())
-    } else {
-        Err(DropReason::Action)
+impl Pipeline {
+    /// Steps that send the packet nowhere drop it: for a spent TTL if a
+    /// `dec_ttl` ended the translation.
+    fn sends(&self, ops: &[Op]) -> Result<(), DropReason> {
+        if ops.iter().any(Op::sends) {
+            Ok(())
+        } else if self.stopped {
+            Err(DropReason::TtlExpired)
+        } else {
+            Err(DropReason::Action)
+        }
     }
 }
 
@@ -482,11 +560,11 @@ impl Default for Pipeline {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::flow::{parse_flow, NumericPorts};
 
-    fn classifier(rules: &[&str]) -> Classifier {
+    pub(super) fn classifier(rules: &[&str]) -> Classifier {
         let mut c = Classifier::new();
         for r in rules {
             c.add(parse_flow(r, &NumericPorts).unwrap(), 0);
@@ -564,6 +642,34 @@ mod tests {
         assert_eq!(r, Err(DropReason::Action));
         assert_eq!(wc.get(f::TP_DST), f::TP_DST.max());
         assert_eq!(wc.get(f::NW_PROTO), f::NW_PROTO.max());
+    }
+
+    /// A rule on a register or the metadata is probed, but a packet enters
+    /// with them 0: the megaflow keeps none of the pipeline's state.
+    #[test]
+    fn a_megaflow_keeps_no_pipeline_state() {
+        let mut on_state =
+            parse_flow("priority=40000,in_port=1 actions=drop", &NumericPorts).unwrap();
+        on_state.m.mask.set(crate::key::reg(0), u32::MAX as u64);
+        on_state.m.value.set(crate::key::reg(0), 5);
+        on_state.m.mask.set(f::METADATA, u64::MAX);
+        on_state.m.value.set(f::METADATA, 7);
+        let mut c = classifier(&["in_port=1 actions=output:2"]);
+        c.add(on_state, 0);
+        let k = key(1, None, 1, 2);
+        let mut probed = FlowKey::default();
+        c.lookup_wc(0, &k, &mut probed);
+        assert_ne!(probed.get(f::METADATA), 0, "the lookup read the state");
+        let mut p = Pipeline::new();
+        let mut ops = Vec::new();
+        let (r, wc) = p.process_megaflow(&mut c, &k, 64, 0, &mut ops);
+        assert_eq!(r, Ok(()));
+        assert_eq!(ops.len(), 1);
+        assert_eq!(wc.get(f::IN_PORT), f::IN_PORT.max());
+        assert_eq!(
+            &wc.w[PACKET_WORDS..],
+            &[0; crate::key::WORDS - PACKET_WORDS][..]
+        );
     }
 
     /// A cached flow's counts go to every rule its key meets (through a

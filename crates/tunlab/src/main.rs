@@ -300,7 +300,8 @@ enum Command {
     /// add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE,
     /// add-flows FILE (one rule per line, - for stdin), del-flows [--strict] [MATCH],
     /// mod-flows [--strict] MATCH actions=ACTIONS (MATCH may pick by
-    /// cookie=VALUE/MASK), stats [--json | --cycles], cycles on|off,
+    /// cookie=VALUE/MASK), trace FLOW (as ovs-appctl ofproto/trace),
+    /// stats [--json | --cycles], cycles on|off,
     /// dump-flows --datapath and del-flows --datapath (the datapath's cached
     /// flows, as ovs-dpctl: the kernel's megaflows, or the userspace
     /// datapath's exact-match flows), and flow-restore-wait off (a switch

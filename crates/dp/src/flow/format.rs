@@ -47,6 +47,101 @@ pub fn format_flow(r: &FlowRule, ports: &dyn PortNames) -> String {
     s
 }
 
+/// A match as `ovs-ofctl` prints one (OVS's `match_format`), without a
+/// priority.
+pub fn format_match(m: &Match, ports: &dyn PortNames) -> String {
+    let mut s = MatchDisplay(m, ports).to_string();
+    if s.ends_with(',') {
+        s.pop();
+    }
+    s
+}
+
+/// Actions as `ovs-ofctl` prints them (`drop` for none).
+pub fn format_actions(actions: &[Action], ports: &dyn PortNames) -> String {
+    if actions.is_empty() {
+        return "drop".into();
+    }
+    let mut s = String::new();
+    for (i, a) in actions.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        super::actions::format_action(&mut s, a, ports);
+    }
+    s
+}
+
+/// A packet's flow key as OVS's `flow_format` prints it (the `Flow:` and
+/// `Final flow:` lines of `ofproto/trace`): the fields its headers have,
+/// zero or not, and the pipeline's only where not zero.
+pub fn format_packet(key: &FlowKey, ports: &dyn PortNames) -> String {
+    let mut m = Match {
+        value: *key,
+        mask: FlowKey::default(),
+    };
+    for name in packet_fields(key) {
+        let fl = field::by_name(name).expect("a field of the table");
+        let old = fl.get(&m.mask);
+        fl.set(&mut m.mask, old | fl.all_ones());
+    }
+    let (et, proto) = (key.get(f::DL_TYPE), key.get(f::NW_PROTO));
+    let later = key.get(f::NW_FRAG) & crate::key::FRAG_LATER != 0;
+    if !later && ((et == 0x0800 && proto == 1) || (et == 0x86dd && proto == 58)) {
+        // ICMP's type and code are tp_src and tp_dst, whole.
+        m.mask.set(f::TP_SRC, f::TP_SRC.max());
+        m.mask.set(f::TP_DST, f::TP_DST.max());
+    }
+    let mut names: Vec<&str> = vec![
+        "metadata", "pkt_mark", "ct_state", "ct_zone", "ct_mark", "ct_label",
+    ];
+    names.extend(REG_NAMES);
+    names.extend(TUN_METADATA_NAMES);
+    for name in names {
+        let fl = field::by_name(name).expect("a field of the table");
+        if fl.get(key) != 0 {
+            fl.set(&mut m.mask, fl.all_ones());
+        }
+    }
+    format_match(&m, ports)
+}
+
+/// The header fields a packet of `key`'s protocols has (OVS's
+/// `flow_wildcards_init_for_packet`).
+fn packet_fields(key: &FlowKey) -> Vec<&'static str> {
+    let mut out = vec!["in_port", "eth_src", "eth_dst", "eth_type", "vlan_tci"];
+    match key.get(f::TUN_FAMILY) {
+        4 => out.extend(["tun_id", "tun_src", "tun_dst"]),
+        6 => out.extend(["tun_id", "tun_ipv6_src", "tun_ipv6_dst"]),
+        _ => {}
+    }
+    let (et, proto) = (key.get(f::DL_TYPE), key.get(f::NW_PROTO));
+    match et {
+        0x0800 => out.extend(["ip_src", "ip_dst"]),
+        0x86dd => out.extend(["ipv6_src", "ipv6_dst", "ipv6_label"]),
+        0x0806 | 0x8035 => out.extend(["arp_op", "arp_spa", "arp_tpa", "arp_sha", "arp_tha"]),
+        _ => {}
+    }
+    if et != 0x0800 && et != 0x86dd {
+        return out;
+    }
+    out.extend(["nw_proto", "nw_tos", "nw_ecn", "nw_ttl", "nw_frag"]);
+    if key.get(f::NW_FRAG) & crate::key::FRAG_LATER != 0 {
+        return out;
+    }
+    match proto {
+        6 => out.extend(["tcp_src", "tcp_dst", "tcp_flags"]),
+        17 | 132 => out.extend(["tcp_src", "tcp_dst"]),
+        58 if et == 0x86dd && key.get(f::TP_DST) == 0 => match key.get(f::TP_SRC) {
+            135 => out.extend(["nd_target", "nd_sll"]),
+            136 => out.extend(["nd_target", "nd_tll"]),
+            _ => {}
+        },
+        _ => {}
+    }
+    out
+}
+
 struct MatchDisplay<'a>(&'a Match, &'a dyn PortNames);
 
 impl fmt::Display for MatchDisplay<'_> {
@@ -376,6 +471,11 @@ fn flags(v: u64, m: u64, all: u64, names: &[(u32, &str)]) -> String {
     bits(m)
         .map(|b| format!("{}{}", if v & b != 0 { '+' } else { '-' }, name(b)))
         .collect()
+}
+
+/// A field's whole value as OVS's `mf_format` writes it.
+pub fn format_value(fl: &Field, v: u128) -> String {
+    value_text(fl, v, fl.all_ones())
 }
 
 /// A field's value (with its mask unless exact) as OVS's `mf_format`

@@ -186,7 +186,7 @@ mod actions;
 mod format;
 mod parse;
 
-pub use format::format_flow;
+pub use format::{format_actions, format_flow, format_match, format_packet, format_value};
 pub use parse::parse_flow;
 
 const SHORTHANDS: &[(&str, u16, u8)] = &[

@@ -12,10 +12,12 @@ use crate::field::Field;
 use crate::flow::{Action, Match, PortNo};
 
 mod fields;
+mod trace;
 use crate::key::{f, FieldPos, FlowKey, PACKET_WORDS, TUN_METADATA_FIELDS};
 use fields::Frame;
 use std::collections::HashMap;
 use std::net::IpAddr;
+pub use trace::{datapath_actions, Trace};
 
 /// OVS's limit on resubmit depth.
 pub const MAX_RESUBMIT_DEPTH: usize = 64;
@@ -179,6 +181,8 @@ pub struct Pipeline {
     wc: Option<FlowKey>,
     /// A `dec_ttl` found the TTL spent: the translation goes no further.
     stopped: bool,
+    /// While [`Pipeline::trace`] runs: what each table did, a line each.
+    tracing: Option<trace::Lines>,
 }
 
 impl Pipeline {
@@ -190,6 +194,7 @@ impl Pipeline {
             hit_packets: 1,
             wc: None,
             stopped: false,
+            tracing: None,
         }
     }
 
@@ -287,7 +292,11 @@ impl Pipeline {
         ops.clear();
         let mut fr = Frame::new(key);
         self.stopped = false;
-        self.run_table(c, &mut fr, 0, bytes, now, ops, 0)?;
+        let r = self.run_table(c, &mut fr, 0, bytes, now, ops, 0);
+        if let Some(t) = self.tracing.as_mut() {
+            t.final_key = fr.key;
+        }
+        r?;
         self.sends(ops)
     }
 
@@ -338,12 +347,16 @@ impl Pipeline {
             None => self.emc.lookup(c, table, &fr.key),
         };
         let Some(r) = found else {
+            self.traced_miss(table);
             return if depth == 0 {
                 Err(DropReason::NoRule)
             } else {
                 Ok(())
             };
         };
+        if let Some(rule) = c.get(r) {
+            self.traced_rule(table, &rule.flow);
+        }
         if self.counting {
             c.hit(r, self.hit_packets, bytes, now);
         }
@@ -388,6 +401,7 @@ impl Pipeline {
                 break;
             }
             i += 1;
+            self.traced_action(&a);
             match a {
                 Action::Resubmit { port, table: t } => {
                     let saved = fr.key.get(f::IN_PORT);
@@ -395,14 +409,23 @@ impl Pipeline {
                         fr.key.set(f::IN_PORT, p as u64);
                     }
                     let t = t.unwrap_or(from.table);
-                    self.run_table(c, fr, t, bytes, now, ops, depth + 1)?;
+                    // As OVS's trace: a resubmit that ends its actions is
+                    // not nested.
+                    let nested = action(c, i).is_some();
+                    self.trace_indent(nested, 1);
+                    let r = self.run_table(c, fr, t, bytes, now, ops, depth + 1);
+                    self.trace_indent(nested, -1);
+                    r?;
                     fr.key.set(f::IN_PORT, saved);
                 }
                 Action::Clone(inner) => {
                     let saved = fr.save();
-                    self.run_actions(c, fr, from, bytes, now, ops, depth + 1, &|_, i| {
+                    self.trace_indent(true, 1);
+                    let r = self.run_actions(c, fr, from, bytes, now, ops, depth + 1, &|_, i| {
                         inner.get(i).cloned()
-                    })?;
+                    });
+                    self.trace_indent(true, -1);
+                    r?;
                     self.stopped = false;
                     fr.restore(saved)?;
                 }
@@ -560,7 +583,7 @@ impl Default for Pipeline {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use super::*;
     use crate::flow::{parse_flow, NumericPorts};
 

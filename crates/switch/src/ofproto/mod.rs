@@ -287,6 +287,18 @@ impl Ofproto {
 /// Whether what the rules decide for a packet is a function of its flow
 /// key alone: not when a rule uses `normal`, whose MAC learning makes
 /// every packet count.
+impl Ofproto {
+    /// `ofproto/trace` of the packet `key` describes, through this
+    /// worker's tables, with a pipeline of its own (nothing counted, no
+    /// MAC learnt).
+    pub fn trace(&mut self, key: &FlowKey, bridge: &str) -> String {
+        let now = self.now();
+        tunlab_dp::Pipeline::new()
+            .trace(&mut self.classifier, key, now)
+            .render(bridge)
+    }
+}
+
 fn decided_by_key(rules: &Classifier) -> bool {
     !rules.any_action(|a| matches!(a, Action::Normal))
 }

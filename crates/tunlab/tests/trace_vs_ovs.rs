@@ -1,0 +1,222 @@
+//! `tunlab ctl trace` against Open vSwitch 3.1's `ovs-appctl
+//! ofproto/trace`, differentially: the same flows loaded into both
+//! through `ovs-ofctl -O OpenFlow15 --bundle add-flows`, the same packets
+//! traced through both, and for every packet the tables visited (with
+//! their misses), the OpenFlow outputs and the final flow must agree. A
+//! disagreement prints both traces. Needs root (namespaces) and
+//! openvswitch-switch.
+//!
+//! The flows are a small logical switch and router in OVN's style, with
+//! the actions the switch carries today: registers and metadata set and
+//! moved, the field stack, header rewrites (an ARP responder and an ICMP
+//! echo responder), dec_ttl, clone, resubmit chains and misses.
+
+mod common;
+
+use common::*;
+use std::collections::BTreeSet;
+use std::process::Command;
+use tunlab_lab::ovs::Ovs;
+
+/// The pipeline: table 0 classifies the port into a logical datapath
+/// (metadata) and port (reg14); 8 drops what port security refuses; 10
+/// answers ARP for the router's address and ICMP echo to it; 11 routes
+/// (dec_ttl, MACs); 12 looks up the logical output port; 37 outputs.
+const FLOWS: &[&str] = &[
+    "table=0,priority=100,in_port=1 actions=set_field:0x1->reg14,set_field:0x1->metadata,resubmit(,8)",
+    "table=0,priority=100,in_port=2 actions=set_field:0x2->reg14,set_field:0x1->metadata,resubmit(,8)",
+    "table=0,priority=100,in_port=3 actions=set_field:0x1->reg14,set_field:0x2->metadata,resubmit(,8)",
+    "table=0,priority=0 actions=drop",
+    "table=8,priority=100,reg14=0x1,metadata=0x1,dl_src=0a:00:00:00:01:11 actions=resubmit(,10)",
+    "table=8,priority=100,reg14=0x2,metadata=0x1,dl_src=0a:00:00:00:01:12 actions=resubmit(,10)",
+    "table=8,priority=90,metadata=0x2 actions=resubmit(,10)",
+    "table=8,priority=0 actions=drop",
+    "table=10,priority=90,arp,metadata=0x1,arp_tpa=10.0.1.1,arp_op=1 actions=push:NXM_NX_REG0[],move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:00:00:00:00:01:01->eth_src,set_field:2->arp_op,move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],set_field:00:00:00:00:01:01->arp_sha,move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],set_field:10.0.1.1->arp_spa,move:NXM_NX_REG14[]->NXM_NX_REG15[],pop:NXM_NX_REG0[],resubmit(,37)",
+    "table=10,priority=90,icmp,metadata=0x1,nw_dst=10.0.1.1,icmp_type=8,icmp_code=0 actions=push:NXM_OF_IP_SRC[],push:NXM_OF_IP_DST[],pop:NXM_OF_IP_SRC[],pop:NXM_OF_IP_DST[],set_field:255->nw_ttl,set_field:0->icmp_type,move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:00:00:00:00:01:01->eth_src,move:NXM_NX_REG14[]->NXM_NX_REG15[],resubmit(,37)",
+    "table=10,priority=80,ip,metadata=0x1,nw_dst=10.0.2.0/24 actions=resubmit(,11)",
+    "table=10,priority=50,metadata=0x1 actions=resubmit(,12)",
+    "table=10,priority=50,metadata=0x2 actions=resubmit(,12)",
+    "table=11,priority=100,ip,nw_ttl=0 actions=drop",
+    "table=11,priority=100,ip,nw_ttl=1 actions=drop",
+    "table=11,priority=50,ip actions=dec_ttl,set_field:00:00:00:00:02:01->eth_src,set_field:0a:00:00:00:02:13->eth_dst,set_field:0x2->metadata,set_field:0x9->reg14,resubmit(,12)",
+    "table=12,priority=50,metadata=0x1,dl_dst=0a:00:00:00:01:11 actions=set_field:0x1->reg15,resubmit(,37)",
+    "table=12,priority=50,metadata=0x1,dl_dst=0a:00:00:00:01:12 actions=set_field:0x2->reg15,resubmit(,37)",
+    "table=12,priority=50,metadata=0x2,dl_dst=0a:00:00:00:02:13 actions=set_field:0x3->reg15,clone(set_field:0x7->reg10,resubmit(,38)),resubmit(,37)",
+    "table=12,priority=0 actions=drop",
+    "table=37,priority=100,reg15=0x1,metadata=0x1 actions=output:1",
+    "table=37,priority=100,reg15=0x2,metadata=0x1 actions=output:2",
+    "table=37,priority=100,reg15=0x3,metadata=0x2 actions=output:3",
+    "table=38,priority=100,reg10=0x7 actions=output:4",
+];
+
+/// The packets: every port, source MAC good or spoofed, ARP for the router
+/// and for another address, ICMP echo to the router, IP to the far subnet
+/// at several TTLs and protocols, to local MACs and unknown ones.
+fn packets() -> Vec<String> {
+    let mut out = Vec::new();
+    let macs = [
+        "0a:00:00:00:01:11",
+        "0a:00:00:00:01:12",
+        "0a:00:00:00:09:99",
+    ];
+    let dsts = [
+        "0a:00:00:00:01:11",
+        "0a:00:00:00:01:12",
+        "00:00:00:00:01:01",
+        "ff:ff:ff:ff:ff:ff",
+    ];
+    for port in 1..=3 {
+        for src in macs {
+            for dst in dsts {
+                for tpa in ["10.0.1.1", "10.0.1.12"] {
+                    out.push(format!(
+                        "in_port={port},arp,dl_src={src},dl_dst={dst},arp_spa=10.0.1.11,arp_tpa={tpa},arp_op=1,arp_sha={src}"
+                    ));
+                }
+                for nw_dst in ["10.0.1.1", "10.0.2.13", "10.0.1.12", "192.168.9.9"] {
+                    for ttl in [1, 2, 64] {
+                        let ip = format!("dl_src={src},dl_dst={dst},nw_src=10.0.1.11,nw_dst={nw_dst},nw_ttl={ttl}");
+                        out.push(format!("in_port={port},icmp,{ip},icmp_type=8,icmp_code=0"));
+                        out.push(format!("in_port={port},tcp,{ip},tp_src=40000,tp_dst=80"));
+                        out.push(format!("in_port={port},udp,{ip},udp_src=5353,udp_dst=53"));
+                    }
+                }
+                out.push(format!(
+                    "in_port={port},udp6,dl_src={src},dl_dst={dst},ipv6_src=fd00::11,ipv6_dst=fd00::12,nw_ttl=64,udp_src=546,udp_dst=547"
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// What two traces must agree on: the tables visited in order (a miss
+/// marked), the OpenFlow outputs, and the final flow's fields.
+#[derive(Debug, PartialEq, Eq)]
+struct Essence {
+    tables: Vec<String>,
+    outputs: Vec<String>,
+    final_flow: BTreeSet<String>,
+}
+
+fn essence(trace: &str) -> Essence {
+    let mut tables = Vec::new();
+    let mut outputs = Vec::new();
+    let mut final_flow = BTreeSet::new();
+    for line in trace.lines() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("Final flow: ") {
+            final_flow = rest.split(',').map(str::to_string).collect();
+        } else if let Some((n, rest)) = t.split_once(". ") {
+            if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) {
+                let miss = rest.starts_with("No match");
+                tables.push(format!("{n}{}", if miss { " miss" } else { "" }));
+            }
+        } else if t.starts_with("output:") {
+            outputs.push(t.to_string());
+        }
+    }
+    Essence {
+        tables,
+        outputs,
+        final_flow,
+    }
+}
+
+#[test]
+fn traces_agree_with_ovs_3_1_on_every_packet() {
+    let l = lab();
+    let (c1, c2) = pair_configs(&l, "geneve");
+    let ctl_path = l.dir.join("n1.ctl");
+    let (s1, _s2) = start_pair(&l, &with_ctl(&c1, &ctl_path), &c2);
+    let ovs = Ovs::start(l.hv2.name(), &l.dir).unwrap();
+    ovs.vsctl(&[
+        "add-br",
+        "br0",
+        "--",
+        "set",
+        "bridge",
+        "br0",
+        "datapath_type=netdev",
+    ])
+    .unwrap();
+    for n in 1..=4 {
+        let p = format!("p{n}");
+        ovs.vsctl(&[
+            "add-port",
+            "br0",
+            &p,
+            "--",
+            "set",
+            "interface",
+            &p,
+            "type=internal",
+            &format!("ofport_request={n}"),
+        ])
+        .unwrap();
+    }
+    let file = l.dir.join("trace-flows.txt");
+    std::fs::write(&file, FLOWS.join("\n")).unwrap();
+    let file = file.display().to_string();
+    let ours = format!(
+        "unix:{}",
+        tunlab_switch::mgmt::path_beside(s1.ctl_path()).display()
+    );
+    let theirs = format!("unix:{}", l.dir.join("ovs").join("br0.mgmt").display());
+    for target in [&ours, &theirs] {
+        for args in [
+            vec!["-O", "OpenFlow15", "del-flows", target.as_str()],
+            vec![
+                "-O",
+                "OpenFlow15",
+                "--bundle",
+                "add-flows",
+                target.as_str(),
+                &file,
+            ],
+        ] {
+            let out = Command::new("ovs-ofctl").args(&args).output().unwrap();
+            assert!(
+                out.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    let pkts = packets();
+    let (mut agreed, mut outputs, mut sent, mut cloned) = (0, 0, 0, 0);
+    for p in &pkts {
+        let (ok, mine, err) = ctl(&ctl_path, &["trace", p]);
+        assert!(ok, "tunlab ctl trace {p}: {err}");
+        let theirs = ovs
+            .run("ovs-appctl", &["ofproto/trace", "br0", p])
+            .unwrap_or_else(|e| panic!("ofproto/trace {p}: {e}"));
+        let (a, b) = (essence(&mine), essence(&theirs));
+        assert!(
+            !b.tables.is_empty() && !b.final_flow.is_empty(),
+            "OVS's trace of {p}:\n{theirs}"
+        );
+        assert_eq!(
+            a, b,
+            "the traces of {p} disagree\n--- tunlab\n{mine}\n--- Open vSwitch 3.1\n{theirs}"
+        );
+        if agreed == 0 && std::env::var_os("TRACE_SHOW").is_some() {
+            eprintln!("--- tunlab\n{mine}\n--- Open vSwitch 3.1\n{theirs}");
+        }
+        agreed += 1;
+        outputs += a.outputs.len();
+        sent += usize::from(!a.outputs.is_empty());
+        cloned += usize::from(a.outputs.len() > 1);
+    }
+    assert_eq!(agreed, pkts.len());
+    // The set covers the cases: packets that go out, that go out twice
+    // (the clone), that are dropped by a miss or by a rule.
+    assert!(
+        sent > 100 && cloned > 10 && sent < pkts.len(),
+        "{sent} sent, {cloned} cloned"
+    );
+    eprintln!(
+        "{agreed} packets traced alike by tunlab and Open vSwitch 3.1 ({} flows; {sent} sent, {cloned} of them twice, {outputs} outputs)",
+        FLOWS.len()
+    );
+}

@@ -41,3 +41,12 @@ fn gen_receive_corpus_still_passes() {
 fn upcall_corpus_still_passes() {
     replay("upcall", tunlab_switch::dpif::netdev::fuzz_upcall);
 }
+
+/// OXM and NXM matches off the wire (ofproto/openflow/nx_match.rs).
+#[test]
+fn nx_match_corpus_still_passes() {
+    replay(
+        "nx_match",
+        tunlab_switch::ofproto::openflow::nx_match::fuzz_pull,
+    );
+}

@@ -31,7 +31,30 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("virtio_net", virtio_net),
     ("gso", gso),
     ("openflow", openflow),
+    ("rewrite", rewrite),
 ];
+
+/// A header rewrite (the first byte picks the field and the checksum
+/// state, the next 16 the value, the rest is the frame): never a panic,
+/// and an error leaves the frame as it was.
+pub fn rewrite(data: &[u8]) {
+    use crate::rewrite::{self as rw, HeaderField, L4Csum};
+    let (Some(&pick), Some(v)) = (data.first(), data.get(1..17)) else {
+        return;
+    };
+    let fields = HeaderField::ALL;
+    let field = fields[usize::from(pick & 0x7f) % fields.len()];
+    let csum = if pick & 0x80 != 0 {
+        L4Csum::Partial
+    } else {
+        L4Csum::Complete
+    };
+    let value = v.iter().fold(0u128, |a, &x| (a << 8) | u128::from(x));
+    let mut frame = data[17..].to_vec();
+    if rw::rewrite(&mut frame, field, value, csum).is_err() {
+        assert_eq!(frame, &data[17..], "an error changed the frame");
+    }
+}
 
 /// An OpenFlow byte stream: split into messages as a connection would
 /// read it; each message's HELLO elements, ERROR body and the answers

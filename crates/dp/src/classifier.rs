@@ -194,6 +194,26 @@ impl Subtable {
 struct Table {
     /// Ordered by maximum priority, highest first.
     subtables: Vec<Subtable>,
+    /// How many of its rules are conjunctive (`conjunction` actions): a
+    /// lookup in a table with any resolves them (see
+    /// [`Classifier::lookup`]).
+    conjunctive: usize,
+}
+
+/// The best of `rules` that is not conjunctive: its slot and priority.
+fn best_plain(rules: &[(u32, &Rule)]) -> Option<(u32, u16)> {
+    rules
+        .iter()
+        .filter(|(_, r)| !is_conjunctive(&r.flow.actions))
+        .min_by_key(|(_, r)| r.order())
+        .map(|(s, r)| (*s, r.flow.priority))
+}
+
+/// Whether a rule's actions make it one clause of a conjunctive match.
+fn is_conjunctive(actions: &[Action]) -> bool {
+    actions
+        .iter()
+        .any(|a| matches!(a, Action::Conjunction { .. }))
 }
 
 impl Table {
@@ -287,6 +307,9 @@ impl Classifier {
                 continue;
             };
             if r.flow.priority == flow.priority {
+                let was = is_conjunctive(&r.flow.actions);
+                let now_conj = is_conjunctive(&flow.actions);
+                table.conjunctive = table.conjunctive + usize::from(now_conj) - usize::from(was);
                 r.flow.actions = flow.actions;
                 r.flow.cookie = flow.cookie;
                 r.flow.idle_timeout = flow.idle_timeout;
@@ -295,6 +318,7 @@ impl Classifier {
                 return true;
             }
         }
+        table.conjunctive += usize::from(is_conjunctive(&flow.actions));
         let rule = Rule {
             flow,
             packets: 0,
@@ -341,6 +365,7 @@ impl Classifier {
         self.free.push(slot);
         self.len -= 1;
         let table = &mut self.tables[rule.flow.table as usize];
+        table.conjunctive -= usize::from(is_conjunctive(&rule.flow.actions));
         let Some(si) = table
             .subtables
             .iter()
@@ -402,6 +427,10 @@ impl Classifier {
         let picked = self.select(sel);
         for &s in &picked {
             if let Some(Some(r)) = self.slots.get_mut(s as usize) {
+                if let Some(t) = self.tables.get_mut(r.flow.table as usize) {
+                    t.conjunctive = t.conjunctive + usize::from(is_conjunctive(actions))
+                        - usize::from(is_conjunctive(&r.flow.actions));
+                }
                 r.flow.actions = actions.to_vec();
                 if let Some(c) = cookie {
                     r.flow.cookie = c;
@@ -452,7 +481,85 @@ impl Classifier {
         self.lookup_inner(table, key, Some(wc))
     }
 
+    /// OVS's conjunctive match (`ovs-fields(7)`, conjunction): where the
+    /// table has conjunctive rules, the ones that match above the best
+    /// ordinary match are gathered by priority, highest first; the first
+    /// priority at which some conjunction id has every clause matched
+    /// makes the answer the rule that matches the key with `conj_id` set
+    /// to that id. Otherwise the ordinary match stands. Such a decision
+    /// depends on every rule of the table: all its masks join `wc`.
     fn lookup_inner(
+        &self,
+        table: u8,
+        key: &FlowKey,
+        wc: Option<&mut FlowKey>,
+    ) -> Option<RuleRef> {
+        let t = self.tables.get(table as usize)?;
+        if t.conjunctive == 0 {
+            return self.hard_lookup(table, key, wc);
+        }
+        if let Some(wc) = wc {
+            for st in &t.subtables {
+                for i in 0..WORDS {
+                    wc.w[i] |= st.mask.w[i];
+                }
+            }
+        }
+        let matching = self.matching(t, key);
+        let hard = best_plain(&matching);
+        let floor = hard.map(|(_, p)| p);
+        let mut soft: Vec<&Rule> = matching
+            .iter()
+            .map(|(_, r)| *r)
+            .filter(|r| {
+                is_conjunctive(&r.flow.actions) && floor.is_none_or(|p| r.flow.priority > p)
+            })
+            .collect();
+        soft.sort_by_key(|r| std::cmp::Reverse(r.flow.priority));
+        for group in soft.chunk_by(|a, b| a.flow.priority == b.flow.priority) {
+            let mut clauses: BTreeMap<u32, (u64, u8)> = BTreeMap::new();
+            for r in group {
+                for a in &r.flow.actions {
+                    if let Action::Conjunction {
+                        id,
+                        clause,
+                        n_clauses,
+                    } = *a
+                    {
+                        let e = clauses.entry(id).or_insert((0, n_clauses));
+                        e.0 |= 1u64 << clause.min(63);
+                    }
+                }
+            }
+            let done = clauses.iter().find(|(_, (bits, n))| {
+                let all = if *n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+                bits & all == all
+            });
+            if let Some((&id, _)) = done {
+                let mut k = *key;
+                k.set(crate::key::f::CONJ_ID, u64::from(id));
+                if let Some((slot, _)) = best_plain(&self.matching(t, &k)) {
+                    return Some(RuleRef { table, index: slot });
+                }
+            }
+        }
+        hard.map(|(slot, _)| RuleRef { table, index: slot })
+    }
+
+    /// Every rule of `t` that matches `key`, with its slot.
+    fn matching<'a>(&'a self, t: &'a Table, key: &FlowKey) -> Vec<(u32, &'a Rule)> {
+        t.subtables
+            .iter()
+            .filter_map(|st| st.buckets.get(&st.masked(key)))
+            .flatten()
+            .filter_map(|&s| Some((s, self.rule(s)?)))
+            .collect()
+    }
+
+    /// The best ordinary (non-conjunctive) answer: the highest-priority
+    /// rule matching `key`, conjunctive rules included as any other (a
+    /// table without them), through the staged subtables.
+    fn hard_lookup(
         &self,
         table: u8,
         key: &FlowKey,
@@ -593,6 +700,79 @@ mod tests {
             k.set(f::VLAN_TCI, 0x1000 | v);
         }
         k
+    }
+
+    /// ovs-fields(7)'s example of a conjunctive match: two clauses over
+    /// source and destination addresses, and a rule above that takes
+    /// precedence and one below that does not.
+    #[test]
+    fn conjunctive_matches_as_ovs_fields_describes() {
+        let mut c = Classifier::new();
+        for r in [
+            "conj_id=1234,ip actions=output:1",
+            "ip,nw_src=10.0.0.1 actions=conjunction(1234,1/2)",
+            "ip,nw_src=10.0.0.4 actions=conjunction(1234,1/2)",
+            "ip,nw_src=10.0.0.6 actions=conjunction(1234,1/2)",
+            "ip,nw_dst=10.0.0.2 actions=conjunction(1234,2/2)",
+            "ip,nw_dst=10.0.0.5 actions=conjunction(1234,2/2)",
+            "priority=40000,ip,nw_dst=10.0.0.9 actions=output:9",
+            "priority=10,ip actions=output:7",
+        ] {
+            c.add(rule(r), 0);
+        }
+        let key = |src: [u8; 4], dst: [u8; 4]| {
+            let mut k = FlowKey::default();
+            k.set(f::DL_TYPE, 0x0800);
+            k.set(f::NW_SRC, u64::from(u32::from_be_bytes(src)));
+            k.set(f::NW_DST, u64::from(u32::from_be_bytes(dst)));
+            k
+        };
+        let out = |c: &Classifier, k: FlowKey| {
+            let mut wc = FlowKey::default();
+            let r = c.lookup_wc(0, &k, &mut wc).unwrap();
+            // A conjunctive decision depends on every rule of the table.
+            assert_eq!(wc.get(f::NW_SRC), 0xffff_ffff);
+            assert_eq!(wc.get(f::NW_DST), 0xffff_ffff);
+            c.get(r).unwrap().flow.actions[0].clone()
+        };
+        assert_eq!(
+            out(&c, key([10, 0, 0, 4], [10, 0, 0, 5])),
+            Action::Output(1)
+        );
+        assert_eq!(
+            out(&c, key([10, 0, 0, 1], [10, 0, 0, 2])),
+            Action::Output(1)
+        );
+        // One clause only: the ordinary rule below.
+        assert_eq!(
+            out(&c, key([10, 0, 0, 4], [10, 0, 0, 3])),
+            Action::Output(7)
+        );
+        assert_eq!(
+            out(&c, key([10, 0, 0, 9], [10, 0, 0, 5])),
+            Action::Output(7)
+        );
+        // A rule above the clauses wins.
+        assert_eq!(
+            out(&c, key([10, 0, 0, 4], [10, 0, 0, 9])),
+            Action::Output(9)
+        );
+        // The cache agrees with the classifier.
+        let mut emc = ExactMatchCache::new(16);
+        let r = emc
+            .lookup(&c, 0, &key([10, 0, 0, 6], [10, 0, 0, 2]))
+            .unwrap();
+        assert_eq!(c.get(r).unwrap().flow.actions[0], Action::Output(1));
+        // Deleting a clause's last rule undoes the conjunction.
+        c.delete(
+            None,
+            &rule("ip,nw_dst=10.0.0.5 actions=drop").m,
+            Some(32768),
+        );
+        assert_eq!(
+            out(&c, key([10, 0, 0, 4], [10, 0, 0, 5])),
+            Action::Output(7)
+        );
     }
 
     #[test]

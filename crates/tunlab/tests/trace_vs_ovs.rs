@@ -19,7 +19,9 @@ use std::process::Command;
 use tunlab_lab::ovs::Ovs;
 
 /// The pipeline: table 0 classifies the port into a logical datapath
-/// (metadata) and port (reg14); 8 drops what port security refuses; 10
+/// (metadata) and port (reg14); 8 drops what port security refuses; 9 is
+/// an ACL as OVN writes one over an address set and a port set, a
+/// conjunctive match (with a drop above it); 10
 /// answers ARP for the router's address and ICMP echo to it; 11 routes
 /// (dec_ttl, MACs); 12 looks up the logical output port; 37 outputs.
 const FLOWS: &[&str] = &[
@@ -27,9 +29,16 @@ const FLOWS: &[&str] = &[
     "table=0,priority=100,in_port=2 actions=set_field:0x2->reg14,set_field:0x1->metadata,resubmit(,8)",
     "table=0,priority=100,in_port=3 actions=set_field:0x1->reg14,set_field:0x2->metadata,resubmit(,8)",
     "table=0,priority=0 actions=drop",
-    "table=8,priority=100,reg14=0x1,metadata=0x1,dl_src=0a:00:00:00:01:11 actions=resubmit(,10)",
-    "table=8,priority=100,reg14=0x2,metadata=0x1,dl_src=0a:00:00:00:01:12 actions=resubmit(,10)",
-    "table=8,priority=90,metadata=0x2 actions=resubmit(,10)",
+    "table=8,priority=100,reg14=0x1,metadata=0x1,dl_src=0a:00:00:00:01:11 actions=resubmit(,9)",
+    "table=8,priority=100,reg14=0x2,metadata=0x1,dl_src=0a:00:00:00:01:12 actions=resubmit(,9)",
+    "table=8,priority=90,metadata=0x2 actions=resubmit(,9)",
+    "table=9,priority=2000,ip,metadata=0x1,nw_src=10.0.1.11 actions=conjunction(7,1/2)",
+    "table=9,priority=2000,ip,metadata=0x1,nw_src=10.0.1.12 actions=conjunction(7,1/2)",
+    "table=9,priority=2000,tcp,metadata=0x1,tp_dst=80 actions=conjunction(7,2/2)",
+    "table=9,priority=2000,tcp,metadata=0x1,tp_dst=8080 actions=conjunction(7,2/2)",
+    "table=9,priority=2000,conj_id=7,tcp,metadata=0x1 actions=set_field:0x1/0x1->reg0,resubmit(,10)",
+    "table=9,priority=3000,tcp,metadata=0x1,nw_src=10.0.1.12,tp_dst=8080 actions=drop",
+    "table=9,priority=0 actions=resubmit(,10)",
     "table=8,priority=0 actions=drop",
     "table=10,priority=90,arp,metadata=0x1,arp_tpa=10.0.1.1,arp_op=1 actions=push:NXM_NX_REG0[],move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:00:00:00:00:01:01->eth_src,set_field:2->arp_op,move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],set_field:00:00:00:00:01:01->arp_sha,move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],set_field:10.0.1.1->arp_spa,move:NXM_NX_REG14[]->NXM_NX_REG15[],pop:NXM_NX_REG0[],resubmit(,37)",
     "table=10,priority=90,icmp,metadata=0x1,nw_dst=10.0.1.1,icmp_type=8,icmp_code=0 actions=push:NXM_OF_IP_SRC[],push:NXM_OF_IP_DST[],pop:NXM_OF_IP_SRC[],pop:NXM_OF_IP_DST[],set_field:255->nw_ttl,set_field:0->icmp_type,move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:00:00:00:00:01:01->eth_src,move:NXM_NX_REG14[]->NXM_NX_REG15[],resubmit(,37)",
@@ -79,6 +88,13 @@ fn packets() -> Vec<String> {
                         out.push(format!("in_port={port},icmp,{ip},icmp_type=8,icmp_code=0"));
                         out.push(format!("in_port={port},tcp,{ip},tp_src=40000,tp_dst=80"));
                         out.push(format!("in_port={port},udp,{ip},udp_src=5353,udp_dst=53"));
+                    }
+                    for (nw_src, tp_dst) in
+                        [("10.0.1.12", 8080), ("10.0.1.12", 80), ("10.0.1.11", 443)]
+                    {
+                        out.push(format!(
+                            "in_port={port},tcp,dl_src={src},dl_dst={dst},nw_src={nw_src},nw_dst={nw_dst},nw_ttl=64,tp_src=40000,tp_dst={tp_dst}"
+                        ));
                     }
                 }
                 out.push(format!(
@@ -183,8 +199,29 @@ fn traces_agree_with_ovs_3_1_on_every_packet() {
             );
         }
     }
+    // Both switches give the flows back alike through ovs-ofctl (tunlab's
+    // action encoder against OVS's, each read by ovs-ofctl).
+    let dump = |target: &str| -> BTreeSet<String> {
+        let out = Command::new("ovs-ofctl")
+            .args(["-O", "OpenFlow15", "--no-stats", "dump-flows", target])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.starts_with("OFPST_FLOW"))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    let (a, b) = (dump(&ours), dump(&theirs));
+    assert_eq!(a.len(), FLOWS.len(), "{a:#?}");
+    assert_eq!(a, b, "dump-flows of tunlab and of Open vSwitch 3.1");
     let pkts = packets();
-    let (mut agreed, mut outputs, mut sent, mut cloned) = (0, 0, 0, 0);
+    let (mut agreed, mut outputs, mut sent, mut cloned, mut conj) = (0, 0, 0, 0, 0);
     for p in &pkts {
         let (ok, mine, err) = ctl(&ctl_path, &["trace", p]);
         assert!(ok, "tunlab ctl trace {p}: {err}");
@@ -207,6 +244,7 @@ fn traces_agree_with_ovs_3_1_on_every_packet() {
         outputs += a.outputs.len();
         sent += usize::from(!a.outputs.is_empty());
         cloned += usize::from(a.outputs.len() > 1);
+        conj += usize::from(mine.contains("conj_id=7"));
     }
     assert_eq!(agreed, pkts.len());
     // The set covers the cases: packets that go out, that go out twice
@@ -216,7 +254,7 @@ fn traces_agree_with_ovs_3_1_on_every_packet() {
         "{sent} sent, {cloned} cloned"
     );
     eprintln!(
-        "{agreed} packets traced alike by tunlab and Open vSwitch 3.1 ({} flows; {sent} sent, {cloned} of them twice, {outputs} outputs)",
+        "{agreed} packets traced alike by tunlab and Open vSwitch 3.1 ({} flows; {sent} sent, {cloned} of them twice, {outputs} outputs; {conj} through the conjunctive ACL)",
         FLOWS.len()
     );
 }

@@ -357,6 +357,10 @@ pub enum Action<'a> {
     Clone(Vec<Action<'a>>),
     /// NXAST_CT_CLEAR: forget the packet's connection tracking state.
     CtClear,
+    /// NXAST_CONJUNCTION (`conjunction(id,clause+1/n_clauses)`): the rule
+    /// is clause `clause` (0-based on the wire) of `n_clauses` of
+    /// conjunctive match `id`.
+    Conjunction { id: u32, clause: u8, n_clauses: u8 },
     /// A Nicira action (experimenter 0xffff, vendor 0x00002320) not
     /// read into any of the above (ct, conjunction, controller2, learn,
     /// output_reg, check_pkt_larger, ...): the caller refuses it by

@@ -41,7 +41,41 @@ pub(super) fn parse_actions(
         }
         out.push(parse_action(p, t, k, v, m)?);
     }
+    let conj = out
+        .iter()
+        .filter(|a| matches!(a, Action::Conjunction { .. }))
+        .count();
+    if conj > 0 && conj != out.iter().filter(|a| !matches!(a, Action::Note(_))).count() {
+        return Err(FlowError::new(
+            p.text,
+            base,
+            base + s.len().max(1),
+            "conjunction: a rule with conjunction actions has no other actions (OVS's rule)",
+        ));
+    }
     Ok(out)
+}
+
+/// `conjunction(ID,K/N)`: clause K of N (1 <= K <= N, 2 <= N <= 64).
+fn conjunction(p: &Parser, t: Tok, v: &str) -> Result<Action, FlowError> {
+    let usage = "conjunction: expected conjunction(ID,K/N), 1 <= K <= N, 2 <= N <= 64";
+    let inner = v
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .ok_or_else(|| p.err(t, usage))?;
+    let (id, kn) = inner.split_once(',').ok_or_else(|| p.err(t, usage))?;
+    let (k, n) = kn.split_once('/').ok_or_else(|| p.err(t, usage))?;
+    let id = p.num(t, "conjunction id", id.trim(), u32::MAX as u64)? as u32;
+    let k = p.num(t, "conjunction clause", k.trim(), 64)?;
+    let n = p.num(t, "conjunction clauses", n.trim(), 64)?;
+    if n < 2 || k < 1 || k > n {
+        return Err(p.err(t, usage));
+    }
+    Ok(Action::Conjunction {
+        id,
+        clause: (k - 1) as u8,
+        n_clauses: n as u8,
+    })
 }
 
 fn parse_action(
@@ -143,6 +177,7 @@ fn parse_action(
                 Action::Clone(parse_actions(p, inner, at, m)?)
             }
         }
+        "conjunction" => conjunction(p, t, v)?,
         _ if k.starts_with("resubmit") => parse_resubmit(p, t)?,
         _ if v.is_empty() && parse_u64(k).is_some() => Action::Output(p.port(t, "output", k)?),
         _ => match p.ports.port_no(t.s) {
@@ -380,6 +415,11 @@ pub(super) fn format_action(s: &mut String, a: &Action, ports: &dyn PortNames) {
             write!(s, "note:{}", hex.join("."))
         }
         Action::DecTtl => write!(s, "dec_ttl"),
+        Action::Conjunction {
+            id,
+            clause,
+            n_clauses,
+        } => write!(s, "conjunction({id},{}/{n_clauses})", clause + 1),
         Action::Clone(inner) => {
             s.push_str("clone(");
             for (i, a) in inner.iter().enumerate() {

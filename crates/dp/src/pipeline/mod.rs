@@ -499,7 +499,8 @@ impl Pipeline {
             | Action::PopVlan
             | Action::ModVlanVid(_)
             | Action::ModVlanPcp(_) => self.vlan(fr, a, ops)?,
-            Action::Note(_) => {}
+            // Never run: a conjunctive rule is a clause, not an answer.
+            Action::Note(_) | Action::Conjunction { .. } => {}
             _ => self.field_action(fr, a)?,
         }
         Ok(())

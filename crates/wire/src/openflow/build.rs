@@ -149,6 +149,11 @@ impl Action<'_> {
                 }
             }),
             Action::CtClear => nx::put_nx_empty(out, NXAST_CT_CLEAR),
+            Action::Conjunction {
+                id,
+                clause,
+                n_clauses,
+            } => nx::put_conjunction(out, id, clause, n_clauses),
             Action::NxOther { subtype } => nx::put_nx_empty(out, subtype),
         }
     }

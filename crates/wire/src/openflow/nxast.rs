@@ -470,6 +470,23 @@ pub(super) fn read_nx<'a>(
             exactly(a, at, 16, "NXAST_CT_CLEAR")?;
             Action::CtClear
         }
+        NXAST_CONJUNCTION => {
+            const W: &str = "NXAST_CONJUNCTION";
+            exactly(a, at, 16, W)?;
+            let (clause, n_clauses) = (a[10], a[11]);
+            if !(2..=64).contains(&n_clauses) || clause >= n_clauses {
+                return Err(bad(
+                    W,
+                    at + 10,
+                    "clause not below n_clauses, or n_clauses not 2..64",
+                ));
+            }
+            Action::Conjunction {
+                id: be32(a, 12),
+                clause,
+                n_clauses,
+            }
+        }
         subtype => Action::NxOther { subtype },
     })
 }
@@ -505,6 +522,14 @@ pub(super) fn finish(out: &mut Vec<u8>, s: usize) {
     out.resize(s + len, 0);
     let l = (len.min(u16::MAX as usize) as u16).to_be_bytes();
     out[s + 2..s + 4].copy_from_slice(&l);
+}
+
+/// NXAST_CONJUNCTION.
+pub(super) fn put_conjunction(out: &mut Vec<u8>, id: u32, clause: u8, n_clauses: u8) {
+    let s = start_nx(out, NXAST_CONJUNCTION);
+    out.extend_from_slice(&[clause, n_clauses]);
+    out.extend_from_slice(&id.to_be_bytes());
+    finish(out, s);
 }
 
 /// A Nicira action of `subtype` with nothing but padding after it.
@@ -1381,6 +1406,24 @@ mod tests {
         prints(&ovs(15, f), "actions=clone(clone(ct_clear),resubmit(,3))");
     }
 
+    /// `conjunction(ID,K/N)`: clause K-1 on the wire, as OVS 3.1 writes
+    /// it in both versions.
+    #[test]
+    fn conjunction() {
+        for v in [13, 15] {
+            golden(
+                v,
+                "actions=conjunction(1,1/2)",
+                &[Action::Conjunction {
+                    id: 1,
+                    clause: 0,
+                    n_clauses: 2,
+                }],
+            );
+        }
+        assert_eq!(nxast_name(NXAST_CONJUNCTION), Some("NXAST_CONJUNCTION"));
+    }
+
     #[test]
     fn resubmit_with_ct() {
         let f = "ct_state=+trk-inv,ip,actions=resubmit(2,5,ct)";
@@ -1398,11 +1441,6 @@ mod tests {
                 "ip,actions=ct(commit,zone=NXM_NX_REG13[0..15])",
                 NXAST_CT,
                 "NXAST_CT",
-            ),
-            (
-                "actions=conjunction(1,1/2)",
-                NXAST_CONJUNCTION,
-                "NXAST_CONJUNCTION",
             ),
             (
                 "actions=controller(userdata=00.01)",

@@ -107,6 +107,15 @@ fn from_wire_at(
             }
             Action::Note(b) => Act::Note(b.to_vec()),
             Action::DecTtl => Act::DecTtl,
+            Action::Conjunction {
+                id,
+                clause,
+                n_clauses,
+            } => Act::Conjunction {
+                id: *id,
+                clause: *clause,
+                n_clauses: *n_clauses,
+            },
             Action::Clone(inner) if depth < MAX_NESTING => {
                 Act::Clone(from_wire_at(inner, m, packet_out, depth + 1)?)
             }
@@ -115,6 +124,14 @@ fn from_wire_at(
             Action::NxOther { .. } => return Err((of::ET_BAD_ACTION, BAC_BAD_EXP_TYPE)),
             _ => return Err(bad(of::BAC_BAD_TYPE)),
         });
+    }
+    // OVS's rule: conjunction actions stand alone (a note aside).
+    let conj = out
+        .iter()
+        .filter(|a| matches!(a, Act::Conjunction { .. }))
+        .count();
+    if conj > 0 && conj != out.iter().filter(|a| !matches!(a, Act::Note(_))).count() {
+        return Err(bad(BAC_BAD_ARGUMENT));
     }
     Ok(out)
 }

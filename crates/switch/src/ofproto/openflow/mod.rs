@@ -122,6 +122,11 @@ pub enum OfAction {
     Note(Vec<u8>),
     DecTtl,
     Clone(Vec<OfAction>),
+    Conjunction {
+        id: u32,
+        clause: u8,
+        n_clauses: u8,
+    },
 }
 
 impl OfAction {
@@ -179,6 +184,15 @@ impl OfAction {
             OfAction::Note(b) => Action::Note(b),
             OfAction::DecTtl => Action::DecTtl,
             OfAction::Clone(inner) => Action::Clone(inner.iter().map(OfAction::view).collect()),
+            OfAction::Conjunction {
+                id,
+                clause,
+                n_clauses,
+            } => Action::Conjunction {
+                id: *id,
+                clause: *clause,
+                n_clauses: *n_clauses,
+            },
         }
     }
 }
@@ -344,6 +358,15 @@ pub fn of_actions_in(actions: &[Act], v: u8) -> Vec<OfAction> {
             Act::Note(b) => OfAction::Note(b.clone()),
             Act::DecTtl => OfAction::DecTtl,
             Act::Clone(inner) => OfAction::Clone(of_actions_in(inner, v)),
+            Act::Conjunction {
+                id,
+                clause,
+                n_clauses,
+            } => OfAction::Conjunction {
+                id: *id,
+                clause: *clause,
+                n_clauses: *n_clauses,
+            },
         })
         .collect()
 }

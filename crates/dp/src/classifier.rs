@@ -488,12 +488,7 @@ impl Classifier {
     /// makes the answer the rule that matches the key with `conj_id` set
     /// to that id. Otherwise the ordinary match stands. Such a decision
     /// depends on every rule of the table: all its masks join `wc`.
-    fn lookup_inner(
-        &self,
-        table: u8,
-        key: &FlowKey,
-        wc: Option<&mut FlowKey>,
-    ) -> Option<RuleRef> {
+    fn lookup_inner(&self, table: u8, key: &FlowKey, wc: Option<&mut FlowKey>) -> Option<RuleRef> {
         let t = self.tables.get(table as usize)?;
         if t.conjunctive == 0 {
             return self.hard_lookup(table, key, wc);

@@ -50,7 +50,7 @@ const FLOWS: &[&str] = &[
     "table=11,priority=50,ip actions=dec_ttl,set_field:00:00:00:00:02:01->eth_src,set_field:0a:00:00:00:02:13->eth_dst,set_field:0x2->metadata,set_field:0x9->reg14,resubmit(,12)",
     "table=12,priority=50,metadata=0x1,dl_dst=0a:00:00:00:01:11 actions=set_field:0x1->reg15,resubmit(,37)",
     "table=12,priority=50,metadata=0x1,dl_dst=0a:00:00:00:01:12 actions=set_field:0x2->reg15,resubmit(,37)",
-    "table=12,priority=50,metadata=0x2,dl_dst=0a:00:00:00:02:13 actions=set_field:0x3->reg15,clone(set_field:0x7->reg10,resubmit(,38)),resubmit(,37)",
+    "table=12,priority=50,metadata=0x2,dl_dst=0a:00:00:00:02:13 actions=set_field:0x3->reg15,clone(ct_clear,set_field:0x7->reg10,resubmit(,38)),resubmit(,37)",
     "table=12,priority=0 actions=drop",
     "table=37,priority=100,reg15=0x1,metadata=0x1 actions=output:1",
     "table=37,priority=100,reg15=0x2,metadata=0x1 actions=output:2",

@@ -5,7 +5,7 @@ use super::parse::{split, Parser, Tok};
 use super::*;
 use crate::field::{self, Field, Prereq, SubField};
 
-const ACTIONS: &str = "output:N, in_port, normal, flood, all, controller[:MAX_LEN], drop, set_field:V[/M]->FIELD, load:V->FIELD[BITS], move:SRC[BITS]->DST[BITS], push:FIELD[BITS], pop:FIELD[BITS], note:HEX, dec_ttl, clone(ACTIONS), set_tunnel:N, set_tunnel64:N, push_vlan:TPID, pop_vlan, strip_vlan, mod_vlan_vid:N, mod_vlan_pcp:N, resubmit(P,T), resubmit:P";
+const ACTIONS: &str = "output:N, in_port, normal, flood, all, controller[:MAX_LEN], drop, set_field:V[/M]->FIELD, load:V->FIELD[BITS], move:SRC[BITS]->DST[BITS], push:FIELD[BITS], pop:FIELD[BITS], note:HEX, dec_ttl, clone(ACTIONS), conjunction(ID,K/N), ct_clear, set_tunnel:N, set_tunnel64:N, push_vlan:TPID, pop_vlan, strip_vlan, mod_vlan_vid:N, mod_vlan_pcp:N, resubmit(P,T), resubmit:P";
 
 /// Read a rule's actions; `m` is its match, which the fields the actions
 /// write need their prerequisites in (as OVS checks them), or `None` for
@@ -178,6 +178,7 @@ fn parse_action(
             }
         }
         "conjunction" => conjunction(p, t, v)?,
+        "ct_clear" if v.is_empty() => Action::CtClear,
         _ if k.starts_with("resubmit") => parse_resubmit(p, t)?,
         _ if v.is_empty() && parse_u64(k).is_some() => Action::Output(p.port(t, "output", k)?),
         _ => match p.ports.port_no(t.s) {
@@ -415,6 +416,7 @@ pub(super) fn format_action(s: &mut String, a: &Action, ports: &dyn PortNames) {
             write!(s, "note:{}", hex.join("."))
         }
         Action::DecTtl => write!(s, "dec_ttl"),
+        Action::CtClear => write!(s, "ct_clear"),
         Action::Conjunction {
             id,
             clause,
@@ -460,7 +462,7 @@ mod tests {
             "table=10,priority=50,reg0=0x8000/0x8000,metadata=0x1 actions=set_field:0/0x1000->reg10,set_field:0/0xffffffff000000000000000000000000->xxreg0,resubmit(,11)",
             "table=11,priority=90,arp,metadata=0x1,arp_tpa=10.0.1.1,arp_op=1 actions=push:NXM_NX_REG0[],push:NXM_NX_XXREG0[],move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:00:00:00:00:01:01->eth_src,set_field:2->arp_op,move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],set_field:00:00:00:00:01:01->arp_sha,move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],set_field:10.0.1.1->arp_spa,move:NXM_NX_REG14[]->NXM_NX_REG15[],set_field:0->in_port,pop:NXM_NX_XXREG0[],pop:NXM_NX_REG0[],resubmit(,37)",
             "table=12,priority=90,icmp,metadata=0x3,nw_dst=10.0.1.1,icmp_type=8,icmp_code=0 actions=push:NXM_OF_IP_SRC[],push:NXM_OF_IP_DST[],pop:NXM_OF_IP_SRC[],pop:NXM_OF_IP_DST[],set_field:255->nw_ttl,set_field:0->icmp_type,set_field:0x1/0x1->xreg4,resubmit(,13)",
-            "table=13,priority=100,ip,metadata=0x3 actions=dec_ttl,move:NXM_NX_REG10[6]->OXM_OF_PKT_REG4[2],note:00.01.02.03,clone(set_field:0x1->reg0,resubmit(,14))",
+            "table=13,priority=100,ip,metadata=0x3 actions=dec_ttl,move:NXM_NX_REG10[6]->OXM_OF_PKT_REG4[2],note:00.01.02.03,clone(ct_clear,set_field:0x1->reg0,resubmit(,14))",
             "table=14 actions=load:0x1->NXM_NX_REG10[7],load:0->NXM_NX_REG0[0..15]",
         ] {
             let r = parse(text).unwrap_or_else(|e| panic!("{e}"));

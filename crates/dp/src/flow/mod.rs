@@ -113,6 +113,8 @@ pub enum Action {
     /// `clone(ACTIONS)`: the actions on a copy of the packet; what they
     /// change does not reach the actions after.
     Clone(Vec<Action>),
+    /// `ct_clear`: the packet untracked, its conntrack fields zero.
+    CtClear,
     /// `conjunction(ID,K/N)`: this rule is clause K (0-based here, 1-based
     /// in the text) of N of conjunctive match ID (see the classifier); a
     /// rule with it has no other actions.

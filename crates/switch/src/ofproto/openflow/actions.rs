@@ -107,6 +107,7 @@ fn from_wire_at(
             }
             Action::Note(b) => Act::Note(b.to_vec()),
             Action::DecTtl => Act::DecTtl,
+            Action::CtClear => Act::CtClear,
             Action::Conjunction {
                 id,
                 clause,

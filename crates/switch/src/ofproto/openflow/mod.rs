@@ -122,6 +122,7 @@ pub enum OfAction {
     Note(Vec<u8>),
     DecTtl,
     Clone(Vec<OfAction>),
+    CtClear,
     Conjunction {
         id: u32,
         clause: u8,
@@ -184,6 +185,7 @@ impl OfAction {
             OfAction::Note(b) => Action::Note(b),
             OfAction::DecTtl => Action::DecTtl,
             OfAction::Clone(inner) => Action::Clone(inner.iter().map(OfAction::view).collect()),
+            OfAction::CtClear => Action::CtClear,
             OfAction::Conjunction {
                 id,
                 clause,
@@ -358,6 +360,7 @@ pub fn of_actions_in(actions: &[Act], v: u8) -> Vec<OfAction> {
             Act::Note(b) => OfAction::Note(b.clone()),
             Act::DecTtl => OfAction::DecTtl,
             Act::Clone(inner) => OfAction::Clone(of_actions_in(inner, v)),
+            Act::CtClear => OfAction::CtClear,
             Act::Conjunction {
                 id,
                 clause,

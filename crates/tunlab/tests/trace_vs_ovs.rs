@@ -220,6 +220,18 @@ fn traces_agree_with_ovs_3_1_on_every_packet() {
     let (a, b) = (dump(&ours), dump(&theirs));
     assert_eq!(a.len(), FLOWS.len(), "{a:#?}");
     assert_eq!(a, b, "dump-flows of tunlab and of Open vSwitch 3.1");
+    // What a user gets wrong is named.
+    for (args, says) in [
+        (&["trace"][..], "give the packet"),
+        (&["trace", "in_port=1,nw_src=10.0.0.1"], "needs an IP match"),
+        (
+            &["trace", "in_port=1,icmp", "--ct-next", "trk,new"],
+            "not built",
+        ),
+    ] {
+        let (ok, _, err) = ctl(&ctl_path, args);
+        assert!(!ok && err.contains(says), "{args:?}: {err}");
+    }
     let pkts = packets();
     let (mut agreed, mut outputs, mut sent, mut cloned, mut conj) = (0, 0, 0, 0, 0);
     for p in &pkts {

@@ -7,6 +7,7 @@
 
 use crate::config::PortMap;
 use crate::dpif::provider::Dpif;
+pub use crate::ofproto::openflow::flow_mod::FlowChange;
 use crate::stats::NodeStats;
 use crate::workers::{Switch, WorkerError};
 use tunlab_ctl::{PortRow, Stats};
@@ -21,17 +22,6 @@ pub enum ApiError {
     /// The request is about something this node does not have.
     #[error("{0}")]
     Refused(String),
-}
-
-/// A change to the flow table, as a flow_mod (or `tunlab ctl`) asks it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum FlowChange {
-    /// Add this rule (replacing one with the same match and priority).
-    Add(FlowRule),
-    /// Give the rules `sel` picks these actions.
-    Modify { sel: Selector, actions: Vec<Action> },
-    /// Delete the rules `sel` picks.
-    Delete(Selector),
 }
 
 /// A rule with its counters summed over the workers.

@@ -1,7 +1,9 @@
 //! Actions in ovs-ofctl's syntax, both ways: read from a rule's text, and
 //! printed as `ovs-ofctl dump-flows` prints them (`ovs-actions(7)`).
 
-use super::parse::{split, Parser, Tok};
+use super::text::{
+    c_hex, parse_u64, port_text, split, tun_metadata_index, value_text, Parser, Tok,
+};
 use super::*;
 use crate::field::{self, Field, Prereq, SubField};
 
@@ -188,14 +190,6 @@ fn parse_action(
     })
 }
 
-fn parse_u64(s: &str) -> Option<u64> {
-    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        u64::from_str_radix(h, 16).ok()
-    } else {
-        s.parse().ok()
-    }
-}
-
 /// `set_field:VALUE[/MASK]->FIELD`: the tunnel's fields as their own
 /// actions, every other writable field as [`Action::SetField`].
 fn set_field(p: &Parser, t: Tok, v: &str, m: Option<&Match>) -> Result<Action, FlowError> {
@@ -211,7 +205,7 @@ fn set_field(p: &Parser, t: Tok, v: &str, m: Option<&Match>) -> Result<Action, F
         "tun_src" | "tun_ipv6_src" => Action::SetTunSrc(p.ip_any(t, name, val)?),
         "tun_id" | "tunnel_id" => Action::SetTunId(p.num(t, name, val, u64::MAX)?),
         _ if name.starts_with("tun_metadata") => {
-            let n = super::parse::tun_metadata_index(p, t, name)?;
+            let n = tun_metadata_index(p, t, name)?;
             Action::SetTunMetadata(n as u8, p.num(t, name, val, u32::MAX as u64)? as u32)
         }
         _ => {
@@ -354,7 +348,7 @@ fn parse_resubmit(p: &Parser, t: Tok) -> Result<Action, FlowError> {
 
 /// Write `a` as `ovs-ofctl dump-flows` writes it.
 pub(super) fn format_action(s: &mut String, a: &Action, ports: &dyn PortNames) {
-    let port = |n: PortNo| super::format::port_text(n, ports);
+    let port = |n: PortNo| port_text(n, ports);
     let _ = match a {
         Action::Output(n) => write!(s, "output:{}", port(*n)),
         Action::InPort => write!(s, "in_port"),
@@ -398,14 +392,14 @@ pub(super) fn format_action(s: &mut String, a: &Action, ports: &dyn PortNames) {
             load: true,
         } => {
             let sf = bits_of(field, *mask);
-            write!(s, "load:{}->{sf}", super::format::c_hex(value >> sf.ofs))
+            write!(s, "load:{}->{sf}", c_hex(value >> sf.ofs))
         }
         Action::SetField {
             field, value, mask, ..
         } => write!(
             s,
             "set_field:{}->{}",
-            super::format::value_text(field, *value, *mask),
+            value_text(field, *value, *mask),
             field.name
         ),
         Action::Move { src, dst } => write!(s, "move:{src}->{dst}"),

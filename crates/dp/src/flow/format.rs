@@ -1,8 +1,9 @@
 //! A rule printed back in ovs-ofctl's syntax, fields in the order and the
 //! forms ovs-ofctl writes them.
 
+use super::text::{c_hex, mac, port_text, v4, v6};
 use super::*;
-use crate::field::{self, Field, Fmt, REG_NAMES, TUN_METADATA_NAMES};
+use crate::field::{self, Field, REG_NAMES, TUN_METADATA_NAMES};
 
 /// Print a rule back in ovs-ofctl syntax (what `dump-flows` shows after
 /// the counters). Parsing the output gives back the same rule.
@@ -153,15 +154,6 @@ impl fmt::Display for MatchDisplay<'_> {
         self.l2(out, skip.0)?;
         self.l3(out, skip.1)?;
         self.l4(out)
-    }
-}
-
-/// A number as C's `%#x` writes it: `0` for zero, else `0x...`.
-pub(super) fn c_hex(v: u128) -> String {
-    if v == 0 {
-        "0".into()
-    } else {
-        format!("{v:#x}")
     }
 }
 
@@ -440,17 +432,6 @@ impl MatchDisplay<'_> {
     }
 }
 
-/// A port by its name, OpenFlow's reserved name, or its number.
-pub(super) fn port_text(n: PortNo, ports: &dyn PortNames) -> String {
-    if let Some(name) = ports.port_name(n) {
-        return name;
-    }
-    match RESERVED_PORTS.iter().find(|(_, p)| *p == n) {
-        Some((name, _)) => name.to_string(),
-        None => n.to_string(),
-    }
-}
-
 /// Flags as OVS's `format_flags_masked` writes them: with the whole mask,
 /// the names joined by `|` (`0` for none); else `+set-clear` for each
 /// masked bit, lowest first.
@@ -471,59 +452,4 @@ fn flags(v: u64, m: u64, all: u64, names: &[(u32, &str)]) -> String {
     bits(m)
         .map(|b| format!("{}{}", if v & b != 0 { '+' } else { '-' }, name(b)))
         .collect()
-}
-
-/// A field's whole value as OVS's `mf_format` writes it.
-pub fn format_value(fl: &Field, v: u128) -> String {
-    value_text(fl, v, fl.all_ones())
-}
-
-/// A field's value (with its mask unless exact) as OVS's `mf_format`
-/// writes it: a set_field's value.
-pub(super) fn value_text(fl: &Field, v: u128, m: u128) -> String {
-    let exact = m == fl.all_ones();
-    match fl.fmt {
-        Fmt::Ethernet if exact => mac(v as u64),
-        Fmt::Ethernet => format!("{}/{}", mac(v as u64), mac(m as u64)),
-        Fmt::Ipv4 => v4(v as u64, m as u64),
-        Fmt::Ipv6 => v6(v, m),
-        Fmt::Decimal | Fmt::Port if exact => v.to_string(),
-        _ if exact => c_hex(v),
-        _ => format!("{}/{}", c_hex(v), c_hex(m)),
-    }
-}
-
-/// A MAC address held in the low 48 bits.
-fn mac(v: u64) -> String {
-    let b = v.to_be_bytes();
-    format!(
-        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-        b[2], b[3], b[4], b[5], b[6], b[7]
-    )
-}
-
-/// An IPv4 address as OVS writes it: alone when exact, `/N` for a
-/// prefix, else with its mask.
-fn v4(v: u64, mk: u64) -> String {
-    let a = Ipv4Addr::from(v as u32);
-    let m = mk as u32;
-    if m == u32::MAX {
-        a.to_string()
-    } else if m.leading_ones() + m.trailing_zeros() == 32 {
-        format!("{a}/{}", m.leading_ones())
-    } else {
-        format!("{a}/{}", Ipv4Addr::from(m))
-    }
-}
-
-/// An IPv6 address, the same way.
-fn v6(v: u128, m: u128) -> String {
-    let a = Ipv6Addr::from(v);
-    if m == u128::MAX {
-        a.to_string()
-    } else if m.leading_ones() + m.trailing_zeros() == 128 {
-        format!("{a}/{}", m.leading_ones())
-    } else {
-        format!("{a}/{}", Ipv6Addr::from(m))
-    }
 }

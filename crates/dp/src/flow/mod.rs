@@ -195,9 +195,11 @@ impl PortNames for NumericPorts {
 mod actions;
 mod format;
 mod parse;
+mod text;
 
-pub use format::{format_actions, format_flow, format_match, format_packet, format_value};
+pub use format::{format_actions, format_flow, format_match, format_packet};
 pub use parse::parse_flow;
+pub use text::format_value;
 
 const SHORTHANDS: &[(&str, u16, u8)] = &[
     ("ip", 0x0800, 0),

@@ -5,9 +5,9 @@
 //! ovn-controller sends every change this way (atomic, ordered), and
 //! `ovs-ofctl --bundle` does.
 
-use super::handle::{flow_mod_change, refuse, reply};
-use super::{Conn, Next};
+use super::{refuse, reply, Conn, Next};
 use crate::api::FlowChange;
+use crate::ofproto::openflow::flow_mod::flow_mod_change;
 use crate::workers::Switch;
 use std::collections::HashMap;
 use tunlab_wire::openflow::{self as of, Message};

@@ -7,7 +7,7 @@ use super::stats::{
     bad_len, gone, multipart, port_state, ports, stats10, table_reply, table_request, to_ms,
     BRC_BAD_EXPERIMENTER, BRC_EPERM,
 };
-use super::{bundle, ours, send, Conn, Next};
+use super::{bundle, ours, refuse, reply, send, Conn, Next};
 use crate::ofproto::openflow::flow_mod::{self as openflow, FlowChange};
 use crate::workers::{Expired, RemovedReason, Switch};
 use tunlab_dp::key::TUN_METADATA_FIELDS;
@@ -90,7 +90,7 @@ pub(super) fn handle(
         // One flow table, two doors: a flow_mod becomes the same typed
         // change a `tunlab ctl` request makes.
         of::FLOW_MOD => {
-            let done = flow_mod_change(v, m).and_then(|ch| flow_mod(ch, sw, outbox));
+            let done = openflow::flow_mod_change(v, m).and_then(|ch| flow_mod(ch, sw, outbox));
             answer(c, done.map(|()| Vec::new()))
         }
         of::BUNDLE_CONTROL if v >= of::OF15 => bundle::control(c, v, m, sw),
@@ -98,24 +98,6 @@ pub(super) fn handle(
         of::EXPERIMENTER => experimenter(c, v, m, sw, outbox),
         of::PACKET_OUT if oxm => answer(c, packet_out(v, m, sw).map(|()| Vec::new())),
         _ => error(c, of::ET_BAD_REQUEST, of::BRC_BAD_TYPE),
-    }
-}
-
-/// The change a FLOW_MOD of version `v` asks for: one flow table, two
-/// doors (a flow_mod becomes the same typed change a `tunlab ctl`
-/// request makes).
-pub(super) fn flow_mod_change(v: u8, m: &Message<'_>) -> Result<FlowChange, (u16, u16)> {
-    if v == of::OF10 {
-        // 1.0's fixed match.
-        of::parse_flow_mod10(m)
-            .map_err(bad_len)
-            .and_then(|(fm, m10)| {
-                openflow::match10(&m10).and_then(|m| openflow::flow_change_with(&fm, m, None))
-            })
-    } else {
-        of::parse_flow_mod(m)
-            .map_err(bad_len)
-            .and_then(|fm| openflow::flow_change(&fm))
     }
 }
 
@@ -179,19 +161,6 @@ fn experimenter(
         }
         _ => error(c, of::ET_BAD_REQUEST, BRC_BAD_EXPERIMENTER),
     }
-}
-
-/// Send `bytes`; whether the connection stays.
-pub(super) fn reply(c: &mut Conn, bytes: Vec<u8>) -> Next {
-    match send(c, &bytes) {
-        Ok(()) => Next::Keep,
-        Err(_) => Next::Close,
-    }
-}
-
-/// Refuse message `m` with OpenFlow error (type, code).
-pub(super) fn refuse(c: &mut Conn, v: u8, m: &Message<'_>, (typ, code): (u16, u16)) -> Next {
-    reply(c, of::error(v, typ, code, m.xid(), m.bytes()))
 }
 
 /// The replies, or the error that refuses the request.

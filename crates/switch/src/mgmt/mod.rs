@@ -612,6 +612,19 @@ fn say_hello(c: &mut Conn) -> std::io::Result<()> {
     send(c, &of::hello(of::OF15, ours(), 0))
 }
 
+/// Send `bytes`; whether the connection stays.
+fn reply(c: &mut Conn, bytes: Vec<u8>) -> Next {
+    match send(c, &bytes) {
+        Ok(()) => Next::Keep,
+        Err(_) => Next::Close,
+    }
+}
+
+/// Refuse message `m` with OpenFlow error (type, code).
+fn refuse(c: &mut Conn, v: u8, m: &Message<'_>, (typ, code): (u16, u16)) -> Next {
+    reply(c, of::error(v, typ, code, m.xid(), m.bytes()))
+}
+
 /// Write a whole message; a peer that does not read is dropped rather
 /// than waited for.
 fn send(c: &mut Conn, m: &[u8]) -> std::io::Result<()> {

@@ -10,7 +10,7 @@ use super::{FF_SEND_FLOW_REM, FMFC_BAD_FLAGS, FMFC_BAD_TABLE_ID, MAX_TABLE};
 use tunlab_dp::field::{self, Prereq};
 use tunlab_dp::key::f;
 use tunlab_dp::{Action as Act, FlowKey, FlowRule, Match, Selector};
-use tunlab_wire::openflow::{self as of, FlowMod};
+use tunlab_wire::openflow::{self as of, FlowMod, Message};
 
 /// A 1.0 `ofp_match` as a typed match; a field without its prerequisite
 /// is a bad match.
@@ -89,7 +89,16 @@ pub fn match10(m10: &of::Match10) -> Result<Match, (u16, u16)> {
     Ok(m)
 }
 
-pub use crate::api::FlowChange;
+/// A change to the flow table, as a flow_mod (or `tunlab ctl`) asks it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FlowChange {
+    /// Add this rule (replacing one with the same match and priority).
+    Add(FlowRule),
+    /// Give the rules `sel` picks these actions.
+    Modify { sel: Selector, actions: Vec<Act> },
+    /// Delete the rules `sel` picks.
+    Delete(Selector),
+}
 
 /// The change `fm` asks for, its match read from its OXM fields; or the
 /// OpenFlow error type and code that refuse it.
@@ -155,4 +164,20 @@ pub fn flow_change_with(
 /// prerequisites.
 fn flow_mod_actions(fm: &FlowMod<'_>, m: &Match) -> Result<Vec<Act>, (u16, u16)> {
     super::actions::from_wire(&fm.actions, Some(m), false)
+}
+
+/// The change a FLOW_MOD of version `v` asks for: one flow table, two
+/// doors (a flow_mod becomes the same typed change a `tunlab ctl`
+/// request makes).
+pub fn flow_mod_change(v: u8, m: &Message<'_>) -> Result<FlowChange, (u16, u16)> {
+    if v == of::OF10 {
+        // 1.0's fixed match.
+        of::parse_flow_mod10(m)
+            .map_err(|_| (of::ET_BAD_REQUEST, of::BRC_BAD_LEN))
+            .and_then(|(fm, m10)| match10(&m10).and_then(|m| flow_change_with(&fm, m, None)))
+    } else {
+        of::parse_flow_mod(m)
+            .map_err(|_| (of::ET_BAD_REQUEST, of::BRC_BAD_LEN))
+            .and_then(|fm| flow_change(&fm))
+    }
 }

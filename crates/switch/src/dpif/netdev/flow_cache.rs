@@ -263,46 +263,10 @@ fn v6(k: &FlowKey, hi: FieldPos, lo: FieldPos) -> Ipv6Addr {
     Ipv6Addr::from(((k.get(hi) as u128) << 64) | k.get(lo) as u128)
 }
 
-/// Cached steps in the datapath's notation.
+/// Cached steps in the datapath's notation (as `ofproto/trace` writes
+/// them).
 pub fn format_ops(ops: &[Op]) -> String {
-    if ops.is_empty() {
-        return "drop".into();
-    }
-    let mut parts = Vec::new();
-    for op in ops {
-        parts.push(match op {
-            Op::PushVlan(tpid) => format!("push_vlan(tpid={tpid:#06x})"),
-            Op::PopVlan => "pop_vlan".into(),
-            Op::SetVlanVid(v) => format!("set_vlan_vid({v})"),
-            Op::SetVlanPcp(p) => format!("set_vlan_pcp({p})"),
-            Op::SetField { field, value } => format!("set({}={value:#x})", field.name),
-            Op::Output { port, tun } => {
-                let mut t = Vec::new();
-                if let Some(id) = tun.id {
-                    t.push(format!("tun_id={id:#x}"));
-                }
-                if let Some(ip) = tun.src {
-                    t.push(format!("src={ip}"));
-                }
-                if let Some(ip) = tun.dst {
-                    t.push(format!("dst={ip}"));
-                }
-                for (n, v) in tun.metadata.iter().enumerate() {
-                    if let Some(v) = v {
-                        t.push(format!("tun_metadata{n}={v:#x}"));
-                    }
-                }
-                if t.is_empty() {
-                    port.to_string()
-                } else {
-                    format!("set(tunnel({})),{port}", t.join(","))
-                }
-            }
-            Op::Flood { except } => format!("flood(except {except})"),
-            Op::Controller { .. } => "userspace(controller)".into(),
-        });
-    }
-    parts.join(",")
+    tunlab_dp::pipeline::datapath_actions(ops)
 }
 
 #[cfg(test)]

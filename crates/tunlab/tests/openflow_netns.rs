@@ -451,6 +451,22 @@ fn ovs_ofctl_bundles_in_openflow_15() {
     assert!(!ok, "{out}");
     assert!(out.contains("OFPBAC_BAD"), "{out}");
     assert_eq!(dump(), want, "a failed bundle changes nothing");
+    // Meters: none, said as such; deleting them all (what ovn-controller
+    // does at start) works, adding one is refused by name.
+    let (ok, out) = ofctl(&["-O", "OpenFlow15", "meter-features", &ours]);
+    assert!(ok && out.contains("max_meter:0"), "{out}");
+    let (ok, out) = ofctl(&["-O", "OpenFlow15", "del-meters", &ours]);
+    assert!(ok, "{out}");
+    let (ok, out) = ofctl(&["-O", "OpenFlow15", "dump-meters", &ours]);
+    assert!(ok && !out.contains("meter="), "{out}");
+    let (ok, out) = ofctl(&[
+        "-O",
+        "OpenFlow15",
+        "add-meter",
+        &ours,
+        "meter=1 kbps bands=type=drop rate=100",
+    ]);
+    assert!(!ok && out.contains("OFPMMFC_OUT_OF_METERS"), "{out}");
 }
 
 /// `ovs-ofctl dump-flows` in 1.3, or in its default (1.0 with Nicira's

@@ -97,6 +97,7 @@ pub(super) fn handle(
         of::BUNDLE_ADD_MESSAGE if v >= of::OF15 => bundle::add(c, v, m),
         of::EXPERIMENTER => experimenter(c, v, m, sw, outbox),
         of::PACKET_OUT if oxm => answer(c, packet_out(v, m, sw).map(|()| Vec::new())),
+        METER_MOD if oxm => answer(c, meter_mod(m).map(|()| Vec::new())),
         _ => error(c, of::ET_BAD_REQUEST, of::BRC_BAD_TYPE),
     }
 }
@@ -313,6 +314,37 @@ fn packet_out(v: u8, m: &Message<'_>, sw: &mut Switch) -> Result<(), (u16, u16)>
     let frame = frame.to_vec();
     sw.on(0, move |n| n.packet_out(in_port, &frame, &actions))
         .map_err(gone)
+}
+
+/// OFPT_METER_MOD (1.3 § 7.3.4.4).
+const METER_MOD: u8 = 29;
+/// METER_MOD_FAILED and the codes used here.
+const ET_METER_MOD_FAILED: u16 = 12;
+const MMFC_INVALID_METER: u16 = 2;
+const MMFC_UNKNOWN_METER: u16 = 3;
+const MMFC_BAD_COMMAND: u16 = 4;
+const MMFC_OUT_OF_METERS: u16 = 10;
+
+/// METER_MOD on a switch without meters (its meter features say none):
+/// deleting (ovn-controller deletes them all at start) finds nothing to
+/// delete and succeeds; adding is refused as out of meters, modifying as
+/// an unknown meter.
+fn meter_mod(m: &Message<'_>) -> Result<(), (u16, u16)> {
+    const ALL: u32 = 0xffff_ffff;
+    let b = m.body();
+    if b.len() < 8 {
+        return Err((of::ET_BAD_REQUEST, of::BRC_BAD_LEN));
+    }
+    let command = u16::from_be_bytes([b[0], b[1]]);
+    let id = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
+    let failed = |code| Err((ET_METER_MOD_FAILED, code));
+    match command {
+        2 => Ok(()),
+        0 | 1 if id == ALL || id == 0 => failed(MMFC_INVALID_METER),
+        0 => failed(MMFC_OUT_OF_METERS),
+        1 => failed(MMFC_UNKNOWN_METER),
+        _ => failed(MMFC_BAD_COMMAND),
+    }
 }
 
 /// The rules with send_flow_rem that a delete picking `sel` is about to

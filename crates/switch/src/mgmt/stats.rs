@@ -150,6 +150,8 @@ fn desc(dpid: u64, sw: &Switch) -> Vec<u8> {
 
 /// Multipart types beyond those of the wire crate (1.3 § 7.3.5).
 const MP_GROUP_DESC: u16 = 7;
+const MP_METER: u16 = 9;
+const MP_METER_CONFIG: u16 = 10;
 const MP_METER_FEATURES: u16 = 11;
 
 /// The replies to a 1.3 or 1.5 multipart request, or the error that
@@ -182,7 +184,7 @@ pub(super) fn multipart(
         // No meters (as OVS answers for a datapath without them), and no
         // groups yet.
         MP_METER_FEATURES => vec![vec![0; 16]],
-        MP_GROUP_DESC => Vec::new(),
+        MP_METER | MP_METER_CONFIG | MP_GROUP_DESC => Vec::new(),
         // Tables 0 up to the highest that holds a rule: each one's rules
         // and the packets they matched; table 0 also looked up (and
         // missed) what no rule matched.

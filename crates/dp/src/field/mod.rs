@@ -276,12 +276,12 @@ impl Field {
 }
 
 mod table;
-pub use table::FIELDS;
+pub use table::*;
 
 /// The field named `name`: its ovs-ofctl name, its older name, or its NXM
 /// or OXM name (as actions' subfields write it).
 pub fn by_name(name: &str) -> Option<&'static Field> {
-    FIELDS.iter().find(|fl| {
+    FIELDS.iter().copied().find(|fl| {
         fl.name == name
             || (!fl.alias.is_empty() && fl.alias == name)
             || fl.nxm.is_some_and(|c| c.name == name)
@@ -291,7 +291,7 @@ pub fn by_name(name: &str) -> Option<&'static Field> {
 
 /// The field with NXM or OXM code point (`class`, `field`).
 pub fn by_code(class: u16, field: u8) -> Option<&'static Field> {
-    FIELDS.iter().find(|fl| {
+    FIELDS.iter().copied().find(|fl| {
         [fl.nxm, fl.oxm]
             .iter()
             .flatten()
@@ -331,23 +331,37 @@ pub const TCP_FLAG_NAMES: &[(u32, &str)] = &[
 pub const FRAG_ANY: u128 = crate::key::FRAG_ANY as u128;
 pub const FRAG_LATER: u128 = crate::key::FRAG_LATER as u128;
 
-/// The registers' and tun_metadataN's names, in order.
-pub const REG_NAMES: [&str; crate::key::REGS] = [
-    "reg0", "reg1", "reg2", "reg3", "reg4", "reg5", "reg6", "reg7", "reg8", "reg9", "reg10",
-    "reg11", "reg12", "reg13", "reg14", "reg15",
+/// The registers, extended registers and tun_metadataN, in order.
+pub static REGS: [&Field; crate::key::REGS] = [
+    &REG0, &REG1, &REG2, &REG3, &REG4, &REG5, &REG6, &REG7, &REG8, &REG9, &REG10, &REG11, &REG12,
+    &REG13, &REG14, &REG15,
 ];
-pub const XREG_NAMES: [&str; 8] = [
-    "xreg0", "xreg1", "xreg2", "xreg3", "xreg4", "xreg5", "xreg6", "xreg7",
+pub static XREGS: [&Field; 8] = [
+    &XREG0, &XREG1, &XREG2, &XREG3, &XREG4, &XREG5, &XREG6, &XREG7,
 ];
-pub const TUN_METADATA_NAMES: [&str; crate::key::TUN_METADATA_FIELDS] = [
-    "tun_metadata0",
-    "tun_metadata1",
-    "tun_metadata2",
-    "tun_metadata3",
-    "tun_metadata4",
-    "tun_metadata5",
-    "tun_metadata6",
-    "tun_metadata7",
+pub static TUN_METADATA: [&Field; crate::key::TUN_METADATA_FIELDS] = [
+    &TUN_METADATA0,
+    &TUN_METADATA1,
+    &TUN_METADATA2,
+    &TUN_METADATA3,
+    &TUN_METADATA4,
+    &TUN_METADATA5,
+    &TUN_METADATA6,
+    &TUN_METADATA7,
+];
+/// The conntrack fields, which `ct_clear` zeroes.
+pub static CT_FIELDS: [&Field; 11] = [
+    &CT_STATE,
+    &CT_ZONE,
+    &CT_MARK,
+    &CT_LABEL,
+    &CT_NW_PROTO,
+    &CT_NW_SRC,
+    &CT_NW_DST,
+    &CT_IPV6_SRC,
+    &CT_IPV6_DST,
+    &CT_TP_SRC,
+    &CT_TP_DST,
 ];
 
 /// Part of a field, as actions name it: `NXM_NX_REG13[0..15]`, `reg0[]`,
@@ -479,7 +493,7 @@ mod tests {
     fn names_and_codes_are_unique() {
         let mut names = std::collections::HashSet::new();
         let mut codes = std::collections::HashSet::new();
-        for fl in FIELDS {
+        for &fl in FIELDS {
             for n in [fl.name, fl.alias]
                 .into_iter()
                 .chain(fl.nxm.map(|c| c.name))
@@ -502,8 +516,15 @@ mod tests {
     }
 
     #[test]
+    fn every_field_has_a_code_point() {
+        for &fl in FIELDS {
+            assert!(fl.nxm.is_some() || fl.oxm.is_some(), "{}", fl.name);
+        }
+    }
+
+    #[test]
     fn every_field_reads_back_what_it_wrote() {
-        for fl in FIELDS {
+        for &fl in FIELDS {
             let mut k = FlowKey::default();
             let v = 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210u128 & fl.all_ones();
             fl.set(&mut k, v);

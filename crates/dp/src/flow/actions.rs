@@ -158,13 +158,7 @@ fn parse_action(
         }
         "note" => Action::Note(note_bytes(p, t, v)?),
         "dec_ttl" if v.is_empty() => {
-            needs(
-                p,
-                t,
-                "dec_ttl",
-                field::by_name("nw_ttl").expect("nw_ttl"),
-                m,
-            )?;
+            needs(p, t, "dec_ttl", &field::NW_TTL, m)?;
             Action::DecTtl
         }
         "clone" => {

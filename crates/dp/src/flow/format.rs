@@ -3,7 +3,7 @@
 
 use super::text::{c_hex, mac, port_text, v4, v6};
 use super::*;
-use crate::field::{self, Field, REG_NAMES, TUN_METADATA_NAMES};
+use crate::field::{self, Field, REGS, TUN_METADATA};
 
 /// Print a rule back in ovs-ofctl syntax (what `dump-flows` shows after
 /// the counters). Parsing the output gives back the same rule.
@@ -81,8 +81,7 @@ pub fn format_packet(key: &FlowKey, ports: &dyn PortNames) -> String {
         value: *key,
         mask: FlowKey::default(),
     };
-    for name in packet_fields(key) {
-        let fl = field::by_name(name).expect("a field of the table");
+    for fl in packet_fields(key) {
         let old = fl.get(&m.mask);
         fl.set(&mut m.mask, old | fl.all_ones());
     }
@@ -93,13 +92,15 @@ pub fn format_packet(key: &FlowKey, ports: &dyn PortNames) -> String {
         m.mask.set(f::TP_SRC, f::TP_SRC.max());
         m.mask.set(f::TP_DST, f::TP_DST.max());
     }
-    let mut names: Vec<&str> = vec![
-        "metadata", "pkt_mark", "ct_state", "ct_zone", "ct_mark", "ct_label",
+    let pipeline = [
+        &field::METADATA,
+        &field::PKT_MARK,
+        &field::CT_STATE,
+        &field::CT_ZONE,
+        &field::CT_MARK,
+        &field::CT_LABEL,
     ];
-    names.extend(REG_NAMES);
-    names.extend(TUN_METADATA_NAMES);
-    for name in names {
-        let fl = field::by_name(name).expect("a field of the table");
+    for fl in pipeline.into_iter().chain(REGS).chain(TUN_METADATA) {
         if fl.get(key) != 0 {
             fl.set(&mut m.mask, fl.all_ones());
         }
@@ -109,33 +110,51 @@ pub fn format_packet(key: &FlowKey, ports: &dyn PortNames) -> String {
 
 /// The header fields a packet of `key`'s protocols has (OVS's
 /// `flow_wildcards_init_for_packet`).
-fn packet_fields(key: &FlowKey) -> Vec<&'static str> {
-    let mut out = vec!["in_port", "eth_src", "eth_dst", "eth_type", "vlan_tci"];
+fn packet_fields(key: &FlowKey) -> Vec<&'static Field> {
+    let mut out = vec![
+        &field::IN_PORT,
+        &field::ETH_SRC,
+        &field::ETH_DST,
+        &field::ETH_TYPE,
+        &field::VLAN_TCI,
+    ];
     match key.get(f::TUN_FAMILY) {
-        4 => out.extend(["tun_id", "tun_src", "tun_dst"]),
-        6 => out.extend(["tun_id", "tun_ipv6_src", "tun_ipv6_dst"]),
+        4 => out.extend([&field::TUN_ID, &field::TUN_SRC, &field::TUN_DST]),
+        6 => out.extend([&field::TUN_ID, &field::TUN_IPV6_SRC, &field::TUN_IPV6_DST]),
         _ => {}
     }
     let (et, proto) = (key.get(f::DL_TYPE), key.get(f::NW_PROTO));
     match et {
-        0x0800 => out.extend(["ip_src", "ip_dst"]),
-        0x86dd => out.extend(["ipv6_src", "ipv6_dst", "ipv6_label"]),
-        0x0806 | 0x8035 => out.extend(["arp_op", "arp_spa", "arp_tpa", "arp_sha", "arp_tha"]),
+        0x0800 => out.extend([&field::IP_SRC, &field::IP_DST]),
+        0x86dd => out.extend([&field::IPV6_SRC, &field::IPV6_DST, &field::IPV6_LABEL]),
+        0x0806 | 0x8035 => out.extend([
+            &field::ARP_OP,
+            &field::ARP_SPA,
+            &field::ARP_TPA,
+            &field::ARP_SHA,
+            &field::ARP_THA,
+        ]),
         _ => {}
     }
     if et != 0x0800 && et != 0x86dd {
         return out;
     }
-    out.extend(["nw_proto", "nw_tos", "nw_ecn", "nw_ttl", "nw_frag"]);
+    out.extend([
+        &field::NW_PROTO,
+        &field::NW_TOS,
+        &field::NW_ECN,
+        &field::NW_TTL,
+        &field::IP_FRAG,
+    ]);
     if key.get(f::NW_FRAG) & crate::key::FRAG_LATER != 0 {
         return out;
     }
     match proto {
-        6 => out.extend(["tcp_src", "tcp_dst", "tcp_flags"]),
-        17 | 132 => out.extend(["tcp_src", "tcp_dst"]),
+        6 => out.extend([&field::TCP_SRC, &field::TCP_DST, &field::TCP_FLAGS]),
+        17 | 132 => out.extend([&field::TCP_SRC, &field::TCP_DST]),
         58 if et == 0x86dd && key.get(f::TP_DST) == 0 => match key.get(f::TP_SRC) {
-            135 => out.extend(["nd_target", "nd_sll"]),
-            136 => out.extend(["nd_target", "nd_tll"]),
+            135 => out.extend([&field::ND_TARGET, &field::ND_SLL]),
+            136 => out.extend([&field::ND_TARGET, &field::ND_TLL]),
             _ => {}
         },
         _ => {}
@@ -160,10 +179,6 @@ impl fmt::Display for MatchDisplay<'_> {
 /// How a match prints its fields: present or not, value, mask, and the
 /// forms ovs-ofctl writes numbers and addresses in.
 impl MatchDisplay<'_> {
-    fn fl(name: &str) -> &'static Field {
-        field::by_name(name).expect("a field of the table")
-    }
-
     fn val(&self, fl: &Field) -> u128 {
         fl.get(&self.0.value)
     }
@@ -209,8 +224,8 @@ impl MatchDisplay<'_> {
         Ok(())
     }
 
-    fn ip6(&self, out: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
-        let fl = Self::fl(name);
+    fn ip6(&self, out: &mut fmt::Formatter<'_>, fl: &Field) -> fmt::Result {
+        let name = fl.name;
         let (v, m) = (self.val(fl), self.msk(fl));
         if m != 0 {
             write!(out, "{name}={},", v6(v, m))?;
@@ -230,9 +245,9 @@ impl MatchDisplay<'_> {
     /// The pipeline's fields, conntrack's, and the protocol shorthand;
     /// returns whether the shorthand stood for dl_type and nw_proto.
     fn metadata(&self, out: &mut fmt::Formatter<'_>) -> Result<(bool, bool), fmt::Error> {
-        self.hex(out, "pkt_mark", Self::fl("pkt_mark"))?;
-        self.hex(out, "recirc_id", Self::fl("recirc_id"))?;
-        self.hex(out, "dp_hash", Self::fl("dp_hash"))?;
+        self.hex(out, "pkt_mark", &field::PKT_MARK)?;
+        self.hex(out, "recirc_id", &field::RECIRC_ID)?;
+        self.hex(out, "dp_hash", &field::DP_HASH)?;
         let (v, m) = self.raw(f::CONJ_ID);
         if m != 0 {
             write!(out, "conj_id={v},")?;
@@ -251,12 +266,12 @@ impl MatchDisplay<'_> {
             0xffff => write!(out, "ct_zone={v},")?,
             _ => write!(out, "ct_zone={v:#x}/{m:#x},")?,
         }
-        self.hex(out, "ct_mark", Self::fl("ct_mark"))?;
-        self.hex(out, "ct_label", Self::fl("ct_label"))?;
+        self.hex(out, "ct_mark", &field::CT_MARK)?;
+        self.hex(out, "ct_label", &field::CT_LABEL)?;
         self.ip4(out, "ct_nw_src", f::CT_NW_SRC)?;
-        self.ip6(out, "ct_ipv6_src")?;
+        self.ip6(out, &field::CT_IPV6_SRC)?;
         self.ip4(out, "ct_nw_dst", f::CT_NW_DST)?;
-        self.ip6(out, "ct_ipv6_dst")?;
+        self.ip6(out, &field::CT_IPV6_DST)?;
         let (v, m) = self.raw(f::CT_NW_PROTO);
         if m != 0 {
             write!(out, "ct_nw_proto={v},")?;
@@ -281,8 +296,8 @@ impl MatchDisplay<'_> {
                 skip_type = true;
             }
         }
-        for name in REG_NAMES {
-            self.hex(out, name, Self::fl(name))?;
+        for fl in REGS {
+            self.hex(out, fl.name, fl)?;
         }
         Ok((skip_type, skip_proto))
     }
@@ -290,15 +305,15 @@ impl MatchDisplay<'_> {
     /// The tunnel's id, addresses and metadata, then metadata and the
     /// in-port, as OVS places them.
     fn tunnel(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.hex(out, "tun_id", Self::fl("tun_id"))?;
+        self.hex(out, "tun_id", &field::TUN_ID)?;
         self.ip4(out, "tun_src", f::TUN_SRC)?;
         self.ip4(out, "tun_dst", f::TUN_DST)?;
-        self.ip6(out, "tun_ipv6_src")?;
-        self.ip6(out, "tun_ipv6_dst")?;
-        for name in TUN_METADATA_NAMES {
-            self.hex(out, name, Self::fl(name))?;
+        self.ip6(out, &field::TUN_IPV6_SRC)?;
+        self.ip6(out, &field::TUN_IPV6_DST)?;
+        for fl in TUN_METADATA {
+            self.hex(out, fl.name, fl)?;
         }
-        self.hex(out, "metadata", Self::fl("metadata"))?;
+        self.hex(out, "metadata", &field::METADATA)?;
         let (v, m) = self.raw(f::IN_PORT);
         if m != 0 {
             write!(out, "in_port={},", port_text(v as u32, self.1))?;
@@ -344,8 +359,8 @@ impl MatchDisplay<'_> {
         let et = self.0.value.get(f::DL_TYPE);
         let arp = et == 0x0806 || et == 0x8035;
         if et == 0x86dd {
-            self.ip6(out, "ipv6_src")?;
-            self.ip6(out, "ipv6_dst")?;
+            self.ip6(out, &field::IPV6_SRC)?;
+            self.ip6(out, &field::IPV6_DST)?;
             let (v, m) = self.raw(f::IPV6_LABEL);
             match m {
                 0 => {}
@@ -413,7 +428,7 @@ impl MatchDisplay<'_> {
         } else if et == 0x86dd && proto == 58 {
             self.be16(out, "icmp_type", f::TP_SRC)?;
             self.be16(out, "icmp_code", f::TP_DST)?;
-            self.ip6(out, "nd_target")?;
+            self.ip6(out, &field::ND_TARGET)?;
             self.eth(out, "nd_sll", f::ARP_SHA)?;
             self.eth(out, "nd_tll", f::ARP_THA)?;
         } else {

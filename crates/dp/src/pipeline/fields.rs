@@ -7,7 +7,7 @@
 use super::{DropReason, Op, Pipeline, TunnelSet};
 use crate::field::{self, Field, Prereq, SubField};
 use crate::flow::Action;
-use crate::key::{f, tun_metadata, FlowKey, PACKET_WORDS, TUN_METADATA_FIELDS};
+use crate::key::{f, tun_metadata, FlowKey, PACKET_WORDS};
 
 /// OVS's limit on the field stack (entries).
 const MAX_STACK: usize = 1024;
@@ -154,7 +154,7 @@ impl Pipeline {
                 }
             }
             Action::DecTtl => {
-                let ttl = field::by_name("nw_ttl").expect("nw_ttl");
+                let ttl = &field::NW_TTL;
                 if self.prereq_ok(ttl, &fr.key) {
                     self.depends_on(f::NW_TTL);
                     let t = fr.key.get(f::NW_TTL);
@@ -181,8 +181,7 @@ impl Pipeline {
         if fr.key.w[..PACKET_WORDS] == fr.committed.w[..PACKET_WORDS] {
             return;
         }
-        for name in header_fields(&fr.key) {
-            let fl = field::by_name(name).expect("a header field of the table");
+        for fl in header_fields(&fr.key) {
             let v = fl.get(&fr.key);
             if v != fl.get(&fr.committed) {
                 self.reads(fl, fl.all_ones());
@@ -205,54 +204,115 @@ fn pop_into(fr: &mut Frame, sf: SubField, v: u128) {
 
 /// A write to tun_id or tun_metadataN: the next tunnel output carries it.
 fn tunnel_written(fr: &mut Frame, fl: &Field) {
-    if fl.name == "tun_id" {
+    if std::ptr::eq(fl, &field::TUN_ID) {
         fr.tun.id = Some(fr.key.get(f::TUN_ID));
     }
-    for n in 0..TUN_METADATA_FIELDS {
-        if fl.name == field::TUN_METADATA_NAMES[n] {
-            fr.tun.metadata[n] = Some(fr.key.get(tun_metadata(n)) as u32);
-        }
+    if let Some(n) = field::TUN_METADATA
+        .iter()
+        .position(|m| std::ptr::eq(*m, fl))
+    {
+        fr.tun.metadata[n] = Some(fr.key.get(tun_metadata(n)) as u32);
     }
 }
 
 /// The header fields a packet of `key`'s protocols has, that actions can
-/// change: what a commit compares.
-fn header_fields(key: &FlowKey) -> Vec<&'static str> {
-    let mut out = vec!["eth_src", "eth_dst"];
-    let et = key.get(f::DL_TYPE);
+/// change: what a commit compares. (A slice of statics: nothing is
+/// allocated per packet.)
+fn header_fields(key: &FlowKey) -> &'static [&'static Field] {
+    use field::*;
+    static ETH: [&Field; 2] = [&ETH_SRC, &ETH_DST];
+    static ARP: [&Field; 7] = [
+        &ETH_SRC, &ETH_DST, &ARP_OP, &ARP_SPA, &ARP_TPA, &ARP_SHA, &ARP_THA,
+    ];
+    static V4: [&Field; 7] = [
+        &ETH_SRC, &ETH_DST, &IP_SRC, &IP_DST, &NW_TOS, &NW_ECN, &NW_TTL,
+    ];
+    static V4_L4: [&Field; 9] = [
+        &ETH_SRC, &ETH_DST, &IP_SRC, &IP_DST, &NW_TOS, &NW_ECN, &NW_TTL, &TCP_SRC, &TCP_DST,
+    ];
+    static V4_ICMP: [&Field; 9] = [
+        &ETH_SRC, &ETH_DST, &IP_SRC, &IP_DST, &NW_TOS, &NW_ECN, &NW_TTL, &ICMP_TYPE, &ICMP_CODE,
+    ];
+    static V6: [&Field; 8] = [
+        &ETH_SRC,
+        &ETH_DST,
+        &IPV6_SRC,
+        &IPV6_DST,
+        &IPV6_LABEL,
+        &NW_TOS,
+        &NW_ECN,
+        &NW_TTL,
+    ];
+    static V6_L4: [&Field; 10] = [
+        &ETH_SRC,
+        &ETH_DST,
+        &IPV6_SRC,
+        &IPV6_DST,
+        &IPV6_LABEL,
+        &NW_TOS,
+        &NW_ECN,
+        &NW_TTL,
+        &TCP_SRC,
+        &TCP_DST,
+    ];
+    static V6_ICMP: [&Field; 10] = [
+        &ETH_SRC,
+        &ETH_DST,
+        &IPV6_SRC,
+        &IPV6_DST,
+        &IPV6_LABEL,
+        &NW_TOS,
+        &NW_ECN,
+        &NW_TTL,
+        &ICMPV6_TYPE,
+        &ICMPV6_CODE,
+    ];
+    static V6_NS: [&Field; 12] = [
+        &ETH_SRC,
+        &ETH_DST,
+        &IPV6_SRC,
+        &IPV6_DST,
+        &IPV6_LABEL,
+        &NW_TOS,
+        &NW_ECN,
+        &NW_TTL,
+        &ICMPV6_TYPE,
+        &ICMPV6_CODE,
+        &ND_TARGET,
+        &ND_SLL,
+    ];
+    static V6_NA: [&Field; 12] = [
+        &ETH_SRC,
+        &ETH_DST,
+        &IPV6_SRC,
+        &IPV6_DST,
+        &IPV6_LABEL,
+        &NW_TOS,
+        &NW_ECN,
+        &NW_TTL,
+        &ICMPV6_TYPE,
+        &ICMPV6_CODE,
+        &ND_TARGET,
+        &ND_TLL,
+    ];
     let proto = key.get(f::NW_PROTO);
-    match et {
-        0x0800 => out.extend(["ip_src", "ip_dst", "nw_tos", "nw_ecn", "nw_ttl"]),
-        0x86dd => out.extend([
-            "ipv6_src",
-            "ipv6_dst",
-            "ipv6_label",
-            "nw_tos",
-            "nw_ecn",
-            "nw_ttl",
-        ]),
-        0x0806 | 0x8035 => {
-            out.extend(["arp_op", "arp_spa", "arp_tpa", "arp_sha", "arp_tha"]);
-            return out;
-        }
-        _ => return out,
+    let nd = key.get(f::TP_DST) == 0;
+    match key.get(f::DL_TYPE) {
+        0x0806 | 0x8035 => &ARP,
+        0x0800 => match proto {
+            6 | 17 | 132 => &V4_L4,
+            1 => &V4_ICMP,
+            _ => &V4,
+        },
+        0x86dd => match (proto, key.get(f::TP_SRC)) {
+            (6 | 17 | 132, _) => &V6_L4,
+            (58, 135) if nd => &V6_NS,
+            (58, 136) if nd => &V6_NA,
+            (58, _) => &V6_ICMP,
+            _ => &V6,
+        },
+        _ => &ETH,
     }
-    match (et, proto) {
-        (_, 6 | 17 | 132) => out.extend(["tcp_src", "tcp_dst"]),
-        (0x0800, 1) => out.extend(["icmp_type", "icmp_code"]),
-        (0x86dd, 58) => {
-            out.extend(["icmpv6_type", "icmpv6_code"]);
-            if key.get(f::TP_DST) == 0 {
-                match key.get(f::TP_SRC) {
-                    135 => out.extend(["nd_target", "nd_sll"]),
-                    136 => out.extend(["nd_target", "nd_tll"]),
-                    _ => {}
-                }
-            }
-        }
-        _ => {}
-    }
-    out
 }
 
 #[cfg(test)]

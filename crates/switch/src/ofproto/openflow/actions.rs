@@ -8,7 +8,6 @@
 
 use super::{PORT_ALL, PORT_CONTROLLER, PORT_FLOOD, PORT_IN_PORT, PORT_NORMAL, PORT_TABLE};
 use tunlab_dp::field::{self, Field as Mf, Prereq, SubField};
-use tunlab_dp::key::TUN_METADATA_FIELDS;
 use tunlab_dp::{Action as Act, Match};
 use tunlab_wire::openflow::{self as of, Action, Oxm, OxmHeader};
 
@@ -207,8 +206,10 @@ fn be(b: &[u8]) -> Option<u128> {
 fn set_field(o: &Oxm<'_>, m: Option<&Match>) -> Result<Act, (u16, u16)> {
     let fl = field::by_code(o.class, o.field).ok_or(bad(BAC_BAD_SET_TYPE))?;
     let v = be(o.value).ok_or(bad(BAC_BAD_SET_LEN))?;
-    let tun_md = fl.name.starts_with("tun_metadata");
-    let len_ok = o.value.len() == usize::from(fl.bytes) || (tun_md && o.value.len() <= 4);
+    let tun_md = field::TUN_METADATA
+        .iter()
+        .position(|&t| std::ptr::eq(t, fl));
+    let len_ok = o.value.len() == usize::from(fl.bytes) || (tun_md.is_some() && o.value.len() <= 4);
     if !len_ok || o.mask.is_some_and(|mk| mk.len() != o.value.len()) {
         return Err(bad(BAC_BAD_SET_LEN));
     }
@@ -226,18 +227,15 @@ fn set_field(o: &Oxm<'_>, m: Option<&Match>) -> Result<Act, (u16, u16)> {
             _ => return Err(bad(BAC_BAD_SET_LEN)),
         })
     };
+    if let (Some(n), true) = (tun_md, exact) {
+        return Ok(Act::SetTunMetadata(n as u8, v as u32));
+    }
     Ok(match fl.name {
         "vlan_vid" if exact => Act::ModVlanVid((v & 0xfff) as u16),
         "vlan_pcp" if exact => Act::ModVlanPcp((v & 7) as u8),
         "tun_dst" | "tun_ipv6_dst" if exact => Act::SetTunDst(ip(o.value)?),
         "tun_src" | "tun_ipv6_src" if exact => Act::SetTunSrc(ip(o.value)?),
         "tun_id" if exact => Act::SetTunId(v as u64),
-        _ if tun_md && exact => {
-            let n = (0..TUN_METADATA_FIELDS)
-                .find(|&n| field::TUN_METADATA_NAMES[n] == fl.name)
-                .unwrap_or(0);
-            Act::SetTunMetadata(n as u8, v as u32)
-        }
         _ => {
             writes(fl, m)?;
             if v & !fl.max_value() != 0 || (fl.shift > 0 && v & !fl.all_ones() != 0) {

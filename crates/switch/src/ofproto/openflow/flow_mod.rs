@@ -17,55 +17,54 @@ use tunlab_wire::openflow::{self as of, FlowMod, Message};
 pub fn match10(m10: &of::Match10) -> Result<Match, (u16, u16)> {
     let mut m = Match::default();
     let mut prereqs = Vec::new();
-    let mut set = |name: &str, v: u128, mask: Option<u128>| {
-        let fl = field::by_name(name).expect("a field of the table");
+    let mut set = |fl: &'static field::Field, v: u128, mask: Option<u128>| {
         fl.set_match(&mut m.value, &mut m.mask, v, mask.unwrap_or(u128::MAX));
         prereqs.push(fl.prereq);
     };
     let mac = |a: [u8; 6]| u128::from(FlowKey::mac(a));
     let prefix = |len: u8| u128::from(u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0));
     if let Some(p) = m10.in_port {
-        set("in_port", u128::from(of::port_from10(p)), None);
+        set(&field::IN_PORT, u128::from(of::port_from10(p)), None);
     }
     if let Some(a) = m10.dl_src {
-        set("eth_src", mac(a), None);
+        set(&field::ETH_SRC, mac(a), None);
     }
     if let Some(a) = m10.dl_dst {
-        set("eth_dst", mac(a), None);
+        set(&field::ETH_DST, mac(a), None);
     }
     match m10.dl_vlan {
-        Some(0xffff) => set("vlan_tci", 0, Some(0x1fff)),
-        Some(v) => set("vlan_vid", 0x1000 | u128::from(v & 0xfff), None),
+        Some(0xffff) => set(&field::VLAN_TCI, 0, Some(0x1fff)),
+        Some(v) => set(&field::VLAN_VID, 0x1000 | u128::from(v & 0xfff), None),
         None => {}
     }
     if let Some(e) = m10.dl_type {
-        set("eth_type", u128::from(e), None);
+        set(&field::ETH_TYPE, u128::from(e), None);
     }
     if let Some(v) = m10.nw_tos {
-        set("nw_tos", u128::from(v & 0xfc), None);
+        set(&field::NW_TOS, u128::from(v & 0xfc), None);
     }
     if let Some(v) = m10.nw_proto {
-        set("nw_proto", u128::from(v), None);
+        set(&field::NW_PROTO, u128::from(v), None);
     }
     if let Some((a, len)) = m10.nw_src {
         set(
-            "nw_src",
+            &field::IP_SRC,
             u128::from(u32::from_be_bytes(a)),
             Some(prefix(len)),
         );
     }
     if let Some((a, len)) = m10.nw_dst {
         set(
-            "nw_dst",
+            &field::IP_DST,
             u128::from(u32::from_be_bytes(a)),
             Some(prefix(len)),
         );
     }
     if let Some(p) = m10.tp_src {
-        set("tcp_src", u128::from(p), None);
+        set(&field::TCP_SRC, u128::from(p), None);
     }
     if let Some(p) = m10.tp_dst {
-        set("tcp_dst", u128::from(p), None);
+        set(&field::TCP_DST, u128::from(p), None);
     }
     if let Some(p) = m10.dl_vlan_pcp {
         // A tag with this priority, whatever its VID matched.

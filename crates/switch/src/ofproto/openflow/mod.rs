@@ -208,8 +208,14 @@ fn header(fl: &tunlab_dp::field::Field, v: u8) -> OxmHeader {
     } else {
         fl.oxm.or(fl.nxm)
     };
-    let c = code.expect("every field of the table has a code point");
-    OxmHeader::new(c.class, c.field, fl.bytes)
+    // Every field of the table has a code point (the field table's test
+    // `every_field_has_a_code_point`); were one added without, it would go
+    // out in the experimenter class, which a peer refuses rather than
+    // misreads.
+    match code {
+        Some(c) => OxmHeader::new(c.class, c.field, fl.bytes),
+        None => OxmHeader::new(0xffff, 0, fl.bytes),
+    }
 }
 
 /// A field's value (or mask) in its bytes on the wire.

@@ -7,9 +7,7 @@
 //! instead of reg0..reg15). Nothing goes through text.
 
 use super::Field;
-use tunlab_dp::field::{
-    self, Field as Mf, NXM_NX, NXM_OF, REG_NAMES, TUN_METADATA_NAMES, XREG_NAMES,
-};
+use tunlab_dp::field::{self, Field as Mf, NXM_NX, NXM_OF, REGS, TUN_METADATA, XREGS};
 use tunlab_dp::key::f;
 use tunlab_dp::Match;
 use tunlab_wire::openflow::{self as of, Oxm};
@@ -72,8 +70,7 @@ pub fn pull_match(oxms: &[Oxm<'_>]) -> Result<Pulled, (u16, u16)> {
     if out.m.mask.get(f::TUN_SRC) != 0 || out.m.mask.get(f::TUN_DST) != 0 {
         out.m.value.set(f::TUN_FAMILY, 4);
         out.m.mask.set(f::TUN_FAMILY, f::TUN_FAMILY.max());
-    } else if field::by_name("tun_ipv6_src").is_some_and(|fl| fl.get(&out.m.mask) != 0)
-        || field::by_name("tun_ipv6_dst").is_some_and(|fl| fl.get(&out.m.mask) != 0)
+    } else if field::TUN_IPV6_SRC.get(&out.m.mask) != 0 || field::TUN_IPV6_DST.get(&out.m.mask) != 0
     {
         out.m.value.set(f::TUN_FAMILY, 6);
         out.m.mask.set(f::TUN_FAMILY, f::TUN_FAMILY.max());
@@ -147,10 +144,7 @@ impl Put<'_> {
 
     /// Field `name` if the match constrains any of it: `v` and `m` in the
     /// field's terms, `bytes` on the wire; masked only where not exact.
-    fn raw(&mut self, name: &str, v: u128, m: u128, bytes: usize) {
-        let Some(fl) = field::by_name(name) else {
-            return;
-        };
+    fn raw(&mut self, fl: &Mf, v: u128, m: u128, bytes: usize) {
         let Some((class, code)) = self.header(fl) else {
             return;
         };
@@ -172,15 +166,13 @@ impl Put<'_> {
         });
     }
 
-    /// Field `name` as the match holds it.
-    fn put(&mut self, name: &str) {
-        let fl = field::by_name(name).expect("a field of the table");
-        let (v, m) = (fl.get(&self.m.value), fl.get(&self.m.mask));
-        self.raw(name, v, m, fl.bytes as usize);
+    /// Field `fl` as the match holds it.
+    fn put(&mut self, fl: &Mf) {
+        let (v, m) = self.get(fl);
+        self.raw(fl, v, m, fl.bytes as usize);
     }
 
-    fn get(&self, name: &str) -> (u128, u128) {
-        let fl = field::by_name(name).expect("a field of the table");
+    fn get(&self, fl: &Mf) -> (u128, u128) {
         (fl.get(&self.m.value), fl.get(&self.m.mask))
     }
 }
@@ -194,13 +186,13 @@ pub fn put_match(m: &Match, enc: Encoding) -> Vec<Field> {
         enc,
         out: Vec::new(),
     };
-    p.put("dp_hash");
-    p.put("recirc_id");
-    p.put("conj_id");
-    let (port, port_m) = p.get("in_port");
+    p.put(&field::DP_HASH);
+    p.put(&field::RECIRC_ID);
+    p.put(&field::CONJ_ID);
+    let (port, port_m) = p.get(&field::IN_PORT);
     if port_m != 0 {
         match enc {
-            Encoding::Oxm(_) => p.raw("in_port", port, u128::MAX, 4),
+            Encoding::Oxm(_) => p.raw(&field::IN_PORT, port, u128::MAX, 4),
             Encoding::Nxm => {
                 let p10 = of::port_to10(port as u32);
                 p.out.push(Field {
@@ -212,55 +204,51 @@ pub fn put_match(m: &Match, enc: Encoding) -> Vec<Field> {
             }
         }
     }
-    p.put("eth_src");
-    p.put("eth_dst");
-    p.put("eth_type");
+    p.put(&field::ETH_SRC);
+    p.put(&field::ETH_DST);
+    p.put(&field::ETH_TYPE);
     put_vlan(&mut p);
     let et = m.value.get(f::DL_TYPE);
     if et == 0x0800 || et == 0x86dd {
         put_ip(&mut p, et == 0x0800);
     } else if et == 0x0806 || et == 0x8035 {
-        p.put("arp_op");
-        p.put("arp_spa");
-        p.put("arp_tpa");
-        p.put("arp_sha");
-        p.put("arp_tha");
+        p.put(&field::ARP_OP);
+        p.put(&field::ARP_SPA);
+        p.put(&field::ARP_TPA);
+        p.put(&field::ARP_SHA);
+        p.put(&field::ARP_THA);
     }
-    p.put("tun_id");
-    p.put("tun_src");
-    p.put("tun_dst");
-    p.put("tun_ipv6_src");
-    p.put("tun_ipv6_dst");
-    for name in TUN_METADATA_NAMES {
-        p.put(name);
+    p.put(&field::TUN_ID);
+    p.put(&field::TUN_SRC);
+    p.put(&field::TUN_DST);
+    p.put(&field::TUN_IPV6_SRC);
+    p.put(&field::TUN_IPV6_DST);
+    for fl in TUN_METADATA {
+        p.put(fl);
     }
-    let regs: &[&str] = if matches!(enc, Encoding::Oxm(v) if v >= of::OF15) {
-        &XREG_NAMES
+    let regs: &[&Mf] = if matches!(enc, Encoding::Oxm(v) if v >= of::OF15) {
+        &XREGS
     } else {
-        &REG_NAMES
+        &REGS
     };
-    for name in regs {
-        p.put(name);
+    for fl in regs {
+        p.put(fl);
     }
-    p.put("pkt_mark");
-    for name in [
-        "ct_state",
-        "ct_zone",
-        "ct_mark",
-        "ct_label",
-        "ct_nw_src",
-        "ct_ipv6_src",
-        "ct_nw_dst",
-        "ct_ipv6_dst",
-    ] {
-        p.put(name);
-    }
+    p.put(&field::PKT_MARK);
+    p.put(&field::CT_STATE);
+    p.put(&field::CT_ZONE);
+    p.put(&field::CT_MARK);
+    p.put(&field::CT_LABEL);
+    p.put(&field::CT_NW_SRC);
+    p.put(&field::CT_IPV6_SRC);
+    p.put(&field::CT_NW_DST);
+    p.put(&field::CT_IPV6_DST);
     if m.value.get(f::CT_NW_PROTO) != 0 {
-        p.put("ct_nw_proto");
-        p.put("ct_tp_src");
-        p.put("ct_tp_dst");
+        p.put(&field::CT_NW_PROTO);
+        p.put(&field::CT_TP_SRC);
+        p.put(&field::CT_TP_DST);
     }
-    p.put("metadata");
+    p.put(&field::METADATA);
     p.out
 }
 
@@ -272,12 +260,12 @@ fn put_vlan(p: &mut Put<'_>) {
         p.m.mask.get(f::VLAN_TCI) as u128,
     );
     match p.enc {
-        Encoding::Nxm => p.put("vlan_tci"),
+        Encoding::Nxm => p.put(&field::VLAN_TCI),
         Encoding::Oxm(_) => {
             let (vid, vm) = (tci & 0x1fff, mask & 0x1fff);
-            p.raw("vlan_vid", vid, vm, 2);
+            p.raw(&field::VLAN_VID, vid, vm, 2);
             if vid != 0 && mask & 0xe000 != 0 {
-                p.raw("vlan_pcp", tci >> 13, u128::MAX, 1);
+                p.raw(&field::VLAN_PCP, tci >> 13, u128::MAX, 1);
             }
         }
     }
@@ -286,61 +274,66 @@ fn put_vlan(p: &mut Put<'_>) {
 /// IPv4's or IPv6's fields, then the transport's named by the protocol.
 fn put_ip(p: &mut Put<'_>, v4: bool) {
     if v4 {
-        p.put("ip_src");
-        p.put("ip_dst");
+        p.put(&field::IP_SRC);
+        p.put(&field::IP_DST);
     } else {
-        p.put("ipv6_src");
-        p.put("ipv6_dst");
+        p.put(&field::IPV6_SRC);
+        p.put(&field::IPV6_DST);
     }
-    let (frag, frag_m) = p.get("nw_frag");
-    p.raw("nw_frag", frag, if frag_m == 3 { 0xff } else { frag_m }, 1);
+    let (frag, frag_m) = p.get(&field::IP_FRAG);
+    p.raw(
+        &field::IP_FRAG,
+        frag,
+        if frag_m == 3 { 0xff } else { frag_m },
+        1,
+    );
     let tos_m = p.m.mask.get(f::NW_TOS) as u128;
     let tos = p.m.value.get(f::NW_TOS) as u128;
     if tos_m & 0xfc != 0 {
         match p.enc {
-            Encoding::Oxm(_) => p.raw("ip_dscp", tos >> 2, u128::MAX, 1),
-            Encoding::Nxm => p.raw("nw_tos", tos & 0xfc, u128::MAX, 1),
+            Encoding::Oxm(_) => p.raw(&field::IP_DSCP, tos >> 2, u128::MAX, 1),
+            Encoding::Nxm => p.raw(&field::NW_TOS, tos & 0xfc, u128::MAX, 1),
         }
     }
     if tos_m & 0x03 != 0 {
-        p.raw("nw_ecn", tos & 3, u128::MAX, 1);
+        p.raw(&field::NW_ECN, tos & 3, u128::MAX, 1);
     }
-    p.put("nw_ttl");
-    p.put("ipv6_label");
-    let (proto, proto_m) = p.get("nw_proto");
+    p.put(&field::NW_TTL);
+    p.put(&field::IPV6_LABEL);
+    let (proto, proto_m) = p.get(&field::NW_PROTO);
     if proto_m == 0 {
         return;
     }
-    p.put("nw_proto");
-    let (s, d) = (p.get("tcp_src"), p.get("tcp_dst"));
+    p.put(&field::NW_PROTO);
+    let (s, d) = (p.get(&field::TCP_SRC), p.get(&field::TCP_DST));
     match proto {
         6 => {
-            p.raw("tcp_src", s.0, s.1, 2);
-            p.raw("tcp_dst", d.0, d.1, 2);
-            p.put("tcp_flags");
+            p.raw(&field::TCP_SRC, s.0, s.1, 2);
+            p.raw(&field::TCP_DST, d.0, d.1, 2);
+            p.put(&field::TCP_FLAGS);
         }
         17 => {
-            p.raw("udp_src", s.0, s.1, 2);
-            p.raw("udp_dst", d.0, d.1, 2);
+            p.raw(&field::UDP_SRC, s.0, s.1, 2);
+            p.raw(&field::UDP_DST, d.0, d.1, 2);
         }
         132 => {
-            p.raw("sctp_src", s.0, s.1, 2);
-            p.raw("sctp_dst", d.0, d.1, 2);
+            p.raw(&field::SCTP_SRC, s.0, s.1, 2);
+            p.raw(&field::SCTP_DST, d.0, d.1, 2);
         }
         1 if v4 => {
-            p.raw("icmp_type", s.0, s.1, 1);
-            p.raw("icmp_code", d.0, d.1, 1);
+            p.raw(&field::ICMP_TYPE, s.0, s.1, 1);
+            p.raw(&field::ICMP_CODE, d.0, d.1, 1);
         }
         58 if !v4 => {
-            p.raw("icmpv6_type", s.0, s.1, 1);
-            p.raw("icmpv6_code", d.0, d.1, 1);
+            p.raw(&field::ICMPV6_TYPE, s.0, s.1, 1);
+            p.raw(&field::ICMPV6_CODE, d.0, d.1, 1);
             let nd = d.0 == 0 && (s.0 == 135 || s.0 == 136);
             if nd {
-                p.put("nd_target");
+                p.put(&field::ND_TARGET);
                 if s.0 == 135 {
-                    p.put("nd_sll");
+                    p.put(&field::ND_SLL);
                 } else {
-                    p.put("nd_tll");
+                    p.put(&field::ND_TLL);
                 }
             }
         }

@@ -135,22 +135,8 @@ impl Pipeline {
             Action::CtClear => {
                 // Untracked: every conntrack field back to zero (what a
                 // packet that never met conntrack has).
-                for name in [
-                    "ct_state",
-                    "ct_zone",
-                    "ct_mark",
-                    "ct_label",
-                    "ct_nw_proto",
-                    "ct_nw_src",
-                    "ct_nw_dst",
-                    "ct_ipv6_src",
-                    "ct_ipv6_dst",
-                    "ct_tp_src",
-                    "ct_tp_dst",
-                ] {
-                    field::by_name(name)
-                        .expect("a conntrack field")
-                        .set(&mut fr.key, 0);
+                for fl in field::CT_FIELDS {
+                    fl.set(&mut fr.key, 0);
                 }
             }
             Action::DecTtl => {

@@ -361,11 +361,35 @@ pub enum Action<'a> {
     /// is clause `clause` (0-based on the wire) of `n_clauses` of
     /// conjunctive match `id`.
     Conjunction { id: u32, clause: u8, n_clauses: u8 },
+    /// `controller(...)`: send the packet to the controllers with
+    /// connection id `id` (0: those without one) as a packet-in of
+    /// `reason`, `max_len` bytes of it at most (0xffff: all of it),
+    /// carrying `userdata` (NXT_PACKET_IN2's NXPINT_USERDATA), and with
+    /// `pause` freezing the pipeline into a continuation the controller
+    /// resumes (NXT_RESUME). Read from NXAST_CONTROLLER (userdata empty,
+    /// pause off) and NXAST_CONTROLLER2 (whose missing properties mean
+    /// max_len 0xffff, id 0, reason 1 `action`); a CONTROLLER2 naming a
+    /// meter (NXAC2PT_METER_ID) is refused, as this switch has no meters.
+    /// Written as Open vSwitch 3.1's `encode_CONTROLLER` writes one it
+    /// parsed: NXAST_CONTROLLER without userdata and pause,
+    /// NXAST_CONTROLLER2 with only the properties that differ from those
+    /// defaults otherwise, in every version. (A plain `controller` or
+    /// `controller:N` — reason `action`, id 0, no userdata, no pause — is
+    /// OVS's OFPAT_OUTPUT to port CONTROLLER, [`Action::Output`]; that
+    /// choice is the caller's, this variant always writes a Nicira
+    /// action.)
+    Controller {
+        max_len: u16,
+        id: u16,
+        reason: u8,
+        userdata: &'a [u8],
+        pause: bool,
+    },
     /// A Nicira action (experimenter 0xffff, vendor 0x00002320) not
-    /// read into any of the above (ct, conjunction, controller2, learn,
-    /// output_reg, check_pkt_larger, ...): the caller refuses it by
-    /// `subtype` ([`nxast_name`] names it). Written as a bare 16-byte
-    /// Nicira header.
+    /// read into any of the above (ct, learn, output_reg,
+    /// check_pkt_larger, ...): the caller refuses it by `subtype`
+    /// ([`nxast_name`] names it). Written as a bare 16-byte Nicira
+    /// header.
     NxOther { subtype: u16 },
     /// Any other action type (another vendor's experimenter action:
     /// 0xffff): the caller refuses it by type.
@@ -581,7 +605,9 @@ mod nicira;
 mod nxast;
 mod of10;
 mod of15;
+mod ofprop;
 mod packet;
+mod packet_in2;
 pub use build::*;
 pub use multipart::*;
 pub use nicira::*;
@@ -589,6 +615,7 @@ pub use nxast::*;
 pub use of10::*;
 pub use of15::*;
 pub use packet::*;
+pub use packet_in2::*;
 
 #[cfg(test)]
 mod tests {

@@ -154,6 +154,13 @@ impl Action<'_> {
                 clause,
                 n_clauses,
             } => nx::put_conjunction(out, id, clause, n_clauses),
+            Action::Controller {
+                max_len,
+                id,
+                reason,
+                userdata,
+                pause,
+            } => nx::put_controller(out, max_len, id, reason, userdata, pause),
             Action::NxOther { subtype } => nx::put_nx_empty(out, subtype),
         }
     }

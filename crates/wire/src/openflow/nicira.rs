@@ -11,7 +11,7 @@
 //! map:                  class (2) | type (1) | len (1) | index (2) | pad (2)
 //! ```
 
-use super::{header, Message, HEADER_LEN, NX_VENDOR, OF10};
+use super::{header, Message, HEADER_LEN, NX_VENDOR};
 use crate::error::{need, Error, Layer, Result};
 use crate::{be16, be32};
 
@@ -155,15 +155,30 @@ impl TlvModError {
 }
 
 /// The error message for `e` about `cause`, in the form each version has
-/// for an experimenter's errors: 1.0's NXET_VENDOR (0xb0c2) wrapping
+/// for an experimenter's errors: 1.0 and 1.1's NXET_VENDOR (0xb0c2) wrapping
 /// type and code, 1.2+'s EXPERIMENTER (0xffff) with a code.
 pub fn nx_error(version: u8, e: TlvModError, xid: u32, cause: &[u8]) -> Vec<u8> {
+    let (code10, code12) = e.codes();
+    nx_error_codes(version, code10, code12, xid, cause)
+}
+
+/// The error message of Open vSwitch's Nicira error numbered `code10`
+/// under BAD_REQUEST in 1.0 and 1.1, `code12` as an experimenter's error
+/// from 1.2, about `cause`.
+pub(super) fn nx_error_codes(
+    version: u8,
+    code10: u16,
+    code12: u16,
+    xid: u32,
+    cause: &[u8],
+) -> Vec<u8> {
     const NXET_VENDOR: u16 = 0xb0c2;
     const ET_EXPERIMENTER: u16 = 0xffff;
+    /// OpenFlow 1.1's wire version: the last without experimenter errors.
+    const OF11: u8 = 0x02;
     let data = &cause[..cause.len().min(super::ERROR_DATA_LEN)];
-    let (code10, code12) = e.codes();
     let mut body = Vec::new();
-    if version == OF10 {
+    if version <= OF11 {
         body.extend_from_slice(&NXET_VENDOR.to_be_bytes());
         body.extend_from_slice(&0u16.to_be_bytes());
         body.extend_from_slice(&NX_VENDOR.to_be_bytes());
@@ -183,7 +198,7 @@ pub fn nx_error(version: u8, e: TlvModError, xid: u32, cause: &[u8]) -> Vec<u8> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::openflow::OF13;
+    use crate::openflow::{OF10, OF13};
 
     fn unhex(s: &str) -> Vec<u8> {
         crate::from_hex(s).unwrap()

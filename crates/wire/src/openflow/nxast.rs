@@ -23,6 +23,12 @@
 //! NXAST_CLONE (42):     nx header | pad (6) | actions
 //! NXAST_CT_CLEAR (43):  nx header | pad (6)                                      = 16
 //! NXAST_RESUBMIT_TABLE_CT (44): nx header | in_port (2) | table (1) | pad (3)    = 16
+//! NXAST_CONTROLLER (20): nx header | max_len (2) | controller_id (2) | reason (1)
+//!                       | zero (1)                                             = 16
+//! NXAST_CONTROLLER2 (37): nx header | pad (6) | properties (each padded to 8):
+//!                       MAX_LEN (0): u16 | pad (2), len 8; CONTROLLER_ID (1): same;
+//!                       REASON (2): u8, len 5; USERDATA (3): bytes, len 4 + n;
+//!                       PAUSE (4): flag, len 4; METER_ID (5): u32, len 8
 //! field header:         class (2) | field (7 bits) has_mask (1 bit) | length (1)
 //!                       [| experimenter (4) when class is 0xffff]
 //! ```
@@ -35,7 +41,10 @@
 //! set_field of a field with an experimenter header or of variable length
 //! (tun_metadata) that needs a mask is NXAST_REG_LOAD2 up to 1.4;
 //! `dec_ttl` is OFPAT_DEC_NW_TTL from 1.1 (NXAST_DEC_TTL in 1.0) and
-//! `dec_ttl(ids)` NXAST_DEC_TTL_CNT_IDS everywhere; the rest are the same
+//! `dec_ttl(ids)` NXAST_DEC_TTL_CNT_IDS everywhere; `controller(...)`
+//! NXAST_CONTROLLER, or NXAST_CONTROLLER2 when it has userdata or pauses
+//! (its properties only where they differ from the defaults, in the order
+//! above: `encode_CONTROLLER`); the rest are the same
 //! Nicira bytes in every version (a clone's nested actions follow its
 //! version). Field headers are written as given: Open vSwitch names a
 //! field by its NXM header in Nicira's actions and by the version's OXM
@@ -46,6 +55,7 @@
 //! is an error naming the action (Open vSwitch's name for it) and the
 //! offset in the message.
 
+use super::ofprop;
 use super::{Action, Oxm, EXPERIMENTER_ACTION, NXM_1, NX_VENDOR, OF10, OF15};
 use super::{NXAST_RESUBMIT, NXAST_RESUBMIT_TABLE};
 use crate::error::{need, Error, Layer, Result};
@@ -73,6 +83,18 @@ pub const NXAST_CT_CLEAR: u16 = 43;
 pub const NXAST_RESUBMIT_TABLE_CT: u16 = 44;
 pub const NXAST_LEARN2: u16 = 45;
 pub const NXAST_CHECK_PKT_LARGER: u16 = 49;
+
+/// NXAST_CONTROLLER2's property types (`enum
+/// nx_action_controller2_prop_type`).
+pub const NXAC2PT_MAX_LEN: u16 = 0;
+pub const NXAC2PT_CONTROLLER_ID: u16 = 1;
+pub const NXAC2PT_REASON: u16 = 2;
+pub const NXAC2PT_USERDATA: u16 = 3;
+pub const NXAC2PT_PAUSE: u16 = 4;
+pub const NXAC2PT_METER_ID: u16 = 5;
+/// The packet-in reason `action` (OFPR_ACTION), a controller action's
+/// default.
+pub const OFPR_ACTION: u8 = 1;
 
 /// OpenFlow's own action types for dec_ttl (1.1+), group (1.1+),
 /// copy_field and meter (1.5).
@@ -487,7 +509,57 @@ pub(super) fn read_nx<'a>(
                 n_clauses,
             }
         }
+        NXAST_CONTROLLER => {
+            // OVS ignores the last byte ("must be zero"), and so does this.
+            exactly(a, at, 16, "NXAST_CONTROLLER")?;
+            Action::Controller {
+                max_len: be16(a, 10),
+                id: be16(a, 12),
+                reason: a[14],
+                userdata: &[],
+                pause: false,
+            }
+        }
+        NXAST_CONTROLLER2 => read_controller2(a, at)?,
         subtype => Action::NxOther { subtype },
+    })
+}
+
+/// NXAST_CONTROLLER2, whole, at `at`: its properties over the defaults
+/// (`decode_NXAST_RAW_CONTROLLER2`: a value property may be longer than
+/// its value, a later one of a type replaces an earlier, an unknown type
+/// is an error).
+fn read_controller2(a: &[u8], at: usize) -> Result<Action<'_>> {
+    const W: &str = "NXAST_CONTROLLER2";
+    zeros(&a[10..16], at + 10, W)?;
+    let (mut max_len, mut id, mut reason) = (u16::MAX, 0, OFPR_ACTION);
+    let (mut userdata, mut pause) = (&a[..0], false);
+    ofprop::each(&a[16..], at + 16, "NXAST_CONTROLLER2 property", |p| {
+        match p.typ {
+            NXAC2PT_MAX_LEN => max_len = p.u16("NXAC2PT_MAX_LEN")?,
+            NXAC2PT_CONTROLLER_ID => id = p.u16("NXAC2PT_CONTROLLER_ID")?,
+            NXAC2PT_REASON => reason = p.u8("NXAC2PT_REASON")?,
+            NXAC2PT_USERDATA => userdata = p.value,
+            NXAC2PT_PAUSE => pause = true,
+            // Open vSwitch would send the packet-in through the meter;
+            // there are none here to send it through.
+            NXAC2PT_METER_ID => {
+                return Err(bad(
+                    "NXAC2PT_METER_ID",
+                    p.at,
+                    "a controller meter, and this switch has no meters",
+                ))
+            }
+            _ => return Err(ofprop::unknown("NXAST_CONTROLLER2 property type", &p)),
+        }
+        Ok(())
+    })?;
+    Ok(Action::Controller {
+        max_len,
+        id,
+        reason,
+        userdata,
+        pause,
     })
 }
 
@@ -770,6 +842,45 @@ pub(super) fn put_resubmit_ct(out: &mut Vec<u8>, port: u16, table: u8) {
     finish(out, s);
 }
 
+/// A controller action as `encode_CONTROLLER` writes it: NXAST_CONTROLLER
+/// when it has no userdata and does not pause, else NXAST_CONTROLLER2
+/// with each property that differs from its default, in type order.
+pub(super) fn put_controller(
+    out: &mut Vec<u8>,
+    max_len: u16,
+    id: u16,
+    reason: u8,
+    userdata: &[u8],
+    pause: bool,
+) {
+    if userdata.is_empty() && !pause {
+        let s = start_nx(out, NXAST_CONTROLLER);
+        out.extend_from_slice(&max_len.to_be_bytes());
+        out.extend_from_slice(&id.to_be_bytes());
+        out.extend_from_slice(&[reason, 0]);
+        finish(out, s);
+        return;
+    }
+    let s = start_nx(out, NXAST_CONTROLLER2);
+    out.extend_from_slice(&[0; 6]);
+    if max_len != u16::MAX {
+        ofprop::put_u16(out, NXAC2PT_MAX_LEN, max_len);
+    }
+    if id != 0 {
+        ofprop::put_u16(out, NXAC2PT_CONTROLLER_ID, id);
+    }
+    if reason != OFPR_ACTION {
+        ofprop::put_u8(out, NXAC2PT_REASON, reason);
+    }
+    if !userdata.is_empty() {
+        ofprop::put(out, NXAC2PT_USERDATA, userdata);
+    }
+    if pause {
+        ofprop::put_flag(out, NXAC2PT_PAUSE);
+    }
+    finish(out, s);
+}
+
 /// NXAST_CLONE holding what `nested` writes (its actions, in the
 /// clone's version).
 pub(super) fn put_clone(out: &mut Vec<u8>, nested: impl FnOnce(&mut Vec<u8>)) {
@@ -895,6 +1006,36 @@ mod tests {
          "040e005800000006000000000000000000000000000000000000000000008000ffffffffffffffffffffffff0000000000010004000000000004002000000000ffff00180000232000250000000000000003000600010000"),
         (15, "actions=controller(userdata=00.01)",
          "060e005800000006000000000000000000000000000000000000000000008000ffffffffffffffffffffffff0000000000010004000000000004002000000000ffff00180000232000250000000000000003000600010000"),
+        (13, "actions=controller(userdata=01.02,pause)",
+         "040e006000000002000000000000000000000000000000000000000000008000ffffffffffffffffffffffff0000000000010004000000000004002800000000ffff002000002320002500000000000000030006010200000004000400000000"),
+        (15, "actions=controller(userdata=01.02,pause)",
+         "060e006000000002000000000000000000000000000000000000000000008000ffffffffffffffffffffffff0000000000010004000000000004002800000000ffff002000002320002500000000000000030006010200000004000400000000"),
+        (13, "actions=controller(reason=no_match)",
+         "040e005000000002000000000000000000000000000000000000000000008000ffffffffffffffffffffffff0000000000010004000000000004001800000000ffff0010000023200014ffff00000000"),
+        (15, "actions=controller(reason=no_match)",
+         "060e005000000002000000000000000000000000000000000000000000008000ffffffffffffffffffffffff0000000000010004000000000004001800000000ffff0010000023200014ffff00000000"),
+        (13, "actions=controller(max_len=65535,id=1)",
+         "040e005000000002000000000000000000000000000000000000000000008000ffffffffffffffffffffffff0000000000010004000000000004001800000000ffff0010000023200014ffff00010100"),
+        (15, "actions=controller(max_len=65535,id=1)",
+         "060e005000000002000000000000000000000000000000000000000000008000ffffffffffffffffffffffff0000000000010004000000000004001800000000ffff0010000023200014ffff00010100"),
+        (13, "actions=controller(id=3,max_len=100,reason=invalid_ttl,userdata=01.02.03.04.05,pause)",
+         "040e008000000002000000000000000000000000000000000000000000008000ffffffffffffffffffffffff0000000000010004000000000004004800000000ffff0040000023200025000000000000000000080064000000010008000300000002000502000000000300090102030405000000000000000004000400000000"),
+        (15, "actions=controller(id=3,max_len=100,reason=invalid_ttl,userdata=01.02.03.04.05,pause)",
+         "060e008000000002000000000000000000000000000000000000000000008000ffffffffffffffffffffffff0000000000010004000000000004004800000000ffff0040000023200025000000000000000000080064000000010008000300000002000502000000000300090102030405000000000000000004000400000000"),
+        (13, "actions=controller(pause)",
+         "040e005800000002000000000000000000000000000000000000000000008000ffffffffffffffffffffffff0000000000010004000000000004002000000000ffff00180000232000250000000000000004000400000000"),
+        (15, "actions=controller(pause)",
+         "060e005800000002000000000000000000000000000000000000000000008000ffffffffffffffffffffffff0000000000010004000000000004002000000000ffff00180000232000250000000000000004000400000000"),
+        (13, "actions=controller(userdata=00.01.02.03.04.05.06.07.08.09.0a.0b)",
+         "040e006000000002000000000000000000000000000000000000000000008000ffffffffffffffffffffffff0000000000010004000000000004002800000000ffff002000002320002500000000000000030010000102030405060708090a0b"),
+        (15, "actions=controller(meter_id=3)",
+         "060e005800000002000000000000000000000000000000000000000000008000ffffffffffffffffffffffff0000000000010004000000000004002000000000ffff00180000232000250000000000000005000800000003"),
+        (15, "actions=controller",
+         "060e005000000002000000000000000000000000000000000000000000008000ffffffffffffffffffffffff000000000001000400000000000400180000000000000010fffffffdffff000000000000"),
+        (10, "actions=controller(userdata=01.02,pause)",
+         "010e006800000002003820ff00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000008000ffffffffffff0000ffff002000002320002500000000000000030006010200000004000400000000"),
+        (10, "actions=controller(reason=no_match)",
+         "010e005800000002003820ff00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000008000ffffffffffff0000ffff0010000023200014ffff00000000"),
         (13, "actions=check_pkt_larger(1500)->NXM_NX_REG0[0]",
          "040e005800000006000000000000000000000000000000000000000000008000ffffffffffffffffffffffff0000000000010004000000000004002000000000ffff001800002320003105dc000000010004000000000000"),
         (15, "actions=check_pkt_larger(1500)->NXM_NX_REG0[0]",
@@ -1424,6 +1565,155 @@ mod tests {
         assert_eq!(nxast_name(NXAST_CONJUNCTION), Some("NXAST_CONJUNCTION"));
     }
 
+    fn ctl(max_len: u16, id: u16, reason: u8, userdata: &[u8], pause: bool) -> Action<'_> {
+        Action::Controller {
+            max_len,
+            id,
+            reason,
+            userdata,
+            pause,
+        }
+    }
+
+    /// `controller(...)`: NXAST_CONTROLLER without userdata and pause,
+    /// NXAST_CONTROLLER2 with only the properties off their defaults
+    /// otherwise (max_len 0xffff, id 0, reason action), the same bytes in
+    /// every version; a plain `controller` is OFPAT_OUTPUT, and a meter
+    /// is refused.
+    #[test]
+    fn controller_and_controller2() {
+        let cases = [
+            ("actions=controller(userdata=00.01)", ctl(0xffff, 0, 1, &[0, 1], false)),
+            ("actions=controller(userdata=01.02,pause)", ctl(0xffff, 0, 1, &[1, 2], true)),
+            ("actions=controller(reason=no_match)", ctl(0xffff, 0, 0, &[], false)),
+            ("actions=controller(max_len=65535,id=1)", ctl(0xffff, 1, 1, &[], false)),
+            (
+                "actions=controller(id=3,max_len=100,reason=invalid_ttl,userdata=01.02.03.04.05,pause)",
+                ctl(100, 3, 2, &[1, 2, 3, 4, 5], true),
+            ),
+            ("actions=controller(pause)", ctl(0xffff, 0, 1, &[], true)),
+        ];
+        for (f, a) in &cases {
+            for v in [13, 15] {
+                golden(v, f, std::slice::from_ref(a));
+            }
+        }
+        let u12: Vec<u8> = (0..12).collect();
+        golden(
+            13,
+            "actions=controller(userdata=00.01.02.03.04.05.06.07.08.09.0a.0b)",
+            &[ctl(0xffff, 0, 1, &u12, false)],
+        );
+        prints(
+            &ovs(15, cases[4].0),
+            "actions=controller(reason=invalid_ttl,max_len=100,id=3,userdata=01.02.03.04.05,pause)",
+        );
+        // 1.0 writes the same Nicira bytes.
+        for (f, a) in &cases[1..3] {
+            let b = ovs(10, f);
+            let fm = parse_flow_mod10(&Message::new_checked(&b).unwrap())
+                .unwrap()
+                .0;
+            assert_eq!(fm.actions, std::slice::from_ref(a), "{f}");
+            let mut out = Vec::new();
+            a.emit_in(OF10, &mut out);
+            assert_eq!(hex(&out), hex(&b[b.len() - out.len()..]), "{f}");
+        }
+        // A plain `controller` is an output to CONTROLLER (all of it).
+        golden(
+            15,
+            "actions=controller",
+            &[Action::Output {
+                port: 0xffff_fffd,
+                max_len: 0xffff,
+            }],
+        );
+        // The defaults spelled out read as the defaults, and write as
+        // NXAST_CONTROLLER (OVS keeps the form it read; a controller
+        // action parsed from text is written so).
+        let spelled = unhex(concat!(
+            "ffff0028000023200025000000000000",
+            "00000008ffff0000",
+            "0001000800000000",
+            "0002000501000000"
+        ));
+        let a = actions(&spelled, 0).unwrap();
+        assert_eq!(a, vec![ctl(0xffff, 0, 1, &[], false)]);
+        let mut out = Vec::new();
+        a[0].emit(&mut out);
+        assert_eq!(hex(&out), "ffff0010000023200014ffff00000100");
+        // A 16-bit value may be longer than 2 bytes, a later property
+        // replaces an earlier one.
+        let b = unhex("ffff002000002320002500000000000000000006002a000000000008002b0000");
+        assert_eq!(actions(&b, 0).unwrap(), vec![ctl(0x2b, 0, 1, &[], false)]);
+        assert_eq!(nxast_name(NXAST_CONTROLLER2), Some("NXAST_CONTROLLER2"));
+    }
+
+    /// What OVS's `decode_NXAST_RAW_CONTROLLER2` refuses, refused here by
+    /// name and offset: a meter (this switch has none), unknown property
+    /// types (the type named), properties cut short or too short for
+    /// their value, padding that is not zero; NXAST_CONTROLLER's length.
+    #[test]
+    fn bad_controller_actions_are_refused() {
+        let refused = |hx: &str, name: &str, offset: usize| {
+            let b = unhex(hx);
+            let e = actions(&b, 100).unwrap_err();
+            assert!(e.to_string().contains(name), "{hx}: {e}");
+            assert_eq!(e.offset, 100 + offset, "{hx}: {e}");
+        };
+        let b = ovs(15, "actions=controller(meter_id=3)");
+        let e = read_err(&b);
+        assert!(e.to_string().contains("NXAC2PT_METER_ID"), "{e}");
+        assert!(e.to_string().contains("no meters"), "{e}");
+        refused(
+            "ffff00180000232000250000000000000006000400000000",
+            "NXAST_CONTROLLER2 property type: unsupported value 0x6",
+            16,
+        );
+        refused(
+            "ffff0020000023200025000000000000ffff000c000023200000000900000000",
+            "unsupported value 0xffff",
+            16,
+        );
+        // A property's padded length past the action's end.
+        refused(
+            "ffff00180000232000250000000000000003000c01020304",
+            "NXAST_CONTROLLER2 property: needs 16 bytes",
+            16,
+        );
+        // Length below the property header's own 4.
+        refused(
+            "ffff00180000232000250000000000000003000200000000",
+            "shorter than its 4-byte header",
+            18,
+        );
+        // A max_len of one byte, a reason of none.
+        refused(
+            "ffff00180000232000250000000000000000000501000000",
+            "NXAC2PT_MAX_LEN",
+            18,
+        );
+        refused(
+            "ffff00180000232000250000000000000002000400000000",
+            "NXAC2PT_REASON",
+            18,
+        );
+        refused(
+            "ffff00180000232000250000000100000004000400000000",
+            "NXAST_CONTROLLER2",
+            13,
+        );
+        refused(
+            "ffff0018000023200014ffff00000100ffff0000ffff0000",
+            "NXAST_CONTROLLER",
+            2,
+        );
+    }
+
+    fn read_err(b: &[u8]) -> crate::error::Error {
+        parse_flow_mod(&Message::new_checked(b).unwrap()).unwrap_err()
+    }
+
     #[test]
     fn resubmit_with_ct() {
         let f = "ct_state=+trk-inv,ip,actions=resubmit(2,5,ct)";
@@ -1441,11 +1731,6 @@ mod tests {
                 "ip,actions=ct(commit,zone=NXM_NX_REG13[0..15])",
                 NXAST_CT,
                 "NXAST_CT",
-            ),
-            (
-                "actions=controller(userdata=00.01)",
-                NXAST_CONTROLLER2,
-                "NXAST_CONTROLLER2",
             ),
             (
                 "actions=check_pkt_larger(1500)->NXM_NX_REG0[0]",
@@ -1854,6 +2139,22 @@ mod tests {
                 .prop_map(|(port, table)| Action::NxResubmitCt { port, table }),
             Just(Action::CtClear),
             Just(Action::DecTtl),
+            (
+                any::<u16>(),
+                any::<u16>(),
+                any::<u8>(),
+                prop::sample::select(vec![&[][..], &[7][..], &[1, 2, 3, 4, 5, 6, 7, 8, 9][..]]),
+                any::<bool>()
+            )
+                .prop_map(|(max_len, id, reason, userdata, pause)| {
+                    Action::Controller {
+                        max_len,
+                        id,
+                        reason,
+                        userdata,
+                        pause,
+                    }
+                }),
             prop::sample::select(vec![
                 &[][..],
                 &[0, 1][..],

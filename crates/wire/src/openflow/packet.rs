@@ -6,12 +6,15 @@
 //!
 //! ```text
 //! packet_in:  header | buffer_id (4) | total_len (2) | reason (1) | table (1)
-//!             | cookie (8) | match (padded to 8) | pad (2) | frame
+//!             | cookie (8) | match (padded to 8) | pad (2) | frame   (1.3 and 1.5)
+//! packet_in (1.0): header | buffer_id (4) | total_len (2) | in_port (2)
+//!             | reason (1) | pad (1) | frame
 //! packet_out: header | buffer_id (4) | in_port (4) | actions_len (2) | pad (6)
 //!             | actions | frame
 //! ```
 
-use super::{actions, header, put_match, Action, Message, Oxm, HEADER_LEN, OF13};
+use super::{actions, header, port_to10, put_match, Action, Message, Oxm, HEADER_LEN};
+use super::{OF10, OF13, OXM_BASIC};
 use crate::error::{need, Error, Layer, Result};
 use crate::{be16, be32};
 
@@ -23,7 +26,8 @@ pub const NO_BUFFER: u32 = 0xffff_ffff;
 pub const BRC_BUFFER_UNKNOWN: u16 = 8;
 
 /// PACKET_IN of `frame` (cut from a packet `total_len` long),
-/// unbuffered, with xid 0 (an asynchronous message).
+/// unbuffered, with xid 0 (an asynchronous message): OpenFlow 1.3's
+/// ([`packet_in_in`] writes other versions').
 pub fn packet_in(
     total_len: u16,
     reason: u8,
@@ -32,7 +36,32 @@ pub fn packet_in(
     fields: &[Oxm<'_>],
     frame: &[u8],
 ) -> Vec<u8> {
-    let mut m = header(OF13, PACKET_IN, 0, 0).to_vec();
+    packet_in_in(OF13, total_len, reason, table_id, cookie, fields, frame)
+}
+
+/// [`packet_in`] in wire version `version`: 1.3's layout for 1.3 and
+/// later (1.5's PACKET_IN is 1.3's); in 1.0, which has no match, table
+/// or cookie, [`packet_in10`] with the in_port of the OXM_OF_IN_PORT
+/// among `fields` (OFPP_NONE, 0xffff, without one). `reason` is written
+/// as given (OVS writes the reasons a version lacks as `action`).
+pub fn packet_in_in(
+    version: u8,
+    total_len: u16,
+    reason: u8,
+    table_id: u8,
+    cookie: u64,
+    fields: &[Oxm<'_>],
+    frame: &[u8],
+) -> Vec<u8> {
+    if version <= OF10 {
+        let in_port = fields
+            .iter()
+            .find(|o| o.class == OXM_BASIC && o.field == 0 && o.mask.is_none())
+            .and_then(|o| <[u8; 4]>::try_from(o.value).ok())
+            .map_or(0xffff, |p| port_to10(u32::from_be_bytes(p)));
+        return packet_in10(total_len, in_port, reason, frame);
+    }
+    let mut m = header(version, PACKET_IN, 0, 0).to_vec();
     m.extend_from_slice(&NO_BUFFER.to_be_bytes());
     m.extend_from_slice(&total_len.to_be_bytes());
     m.push(reason);
@@ -45,6 +74,45 @@ pub fn packet_in(
     let len = (m.len() as u16).to_be_bytes();
     m[2..4].copy_from_slice(&len);
     m
+}
+
+/// OpenFlow 1.0's PACKET_IN (`ofp10_packet_in`) of `frame` (cut from a
+/// packet `total_len` long) that came in on `in_port`, unbuffered, xid 0.
+pub fn packet_in10(total_len: u16, in_port: u16, reason: u8, frame: &[u8]) -> Vec<u8> {
+    let mut m = header(OF10, PACKET_IN, 0, 0).to_vec();
+    m.extend_from_slice(&NO_BUFFER.to_be_bytes());
+    m.extend_from_slice(&total_len.to_be_bytes());
+    m.extend_from_slice(&in_port.to_be_bytes());
+    m.extend_from_slice(&[reason, 0]);
+    let room = super::MAX_LEN - m.len();
+    m.extend_from_slice(&frame[..frame.len().min(room)]);
+    let len = (m.len() as u16).to_be_bytes();
+    m[2..4].copy_from_slice(&len);
+    m
+}
+
+/// A 1.0 PACKET_IN, read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PacketIn10<'a> {
+    pub buffer_id: u32,
+    pub total_len: u16,
+    pub in_port: u16,
+    pub reason: u8,
+    pub frame: &'a [u8],
+}
+
+/// Read a 1.0 PACKET_IN; offsets in errors are the message's.
+pub fn parse_packet_in10<'a>(m: &Message<'a>) -> Result<PacketIn10<'a>> {
+    const FRAME_AT: usize = HEADER_LEN + 10;
+    let b = m.bytes();
+    need(Layer::OpenFlow, "packet_in", b, 0, FRAME_AT)?;
+    Ok(PacketIn10 {
+        buffer_id: be32(b, HEADER_LEN),
+        total_len: be16(b, HEADER_LEN + 4),
+        in_port: be16(b, HEADER_LEN + 6),
+        reason: b[HEADER_LEN + 8],
+        frame: &b[FRAME_AT..],
+    })
 }
 
 pub const FLOW_REMOVED: u8 = 11;
@@ -97,7 +165,8 @@ pub struct PacketIn<'a> {
     pub frame: &'a [u8],
 }
 
-/// Read a PACKET_IN; offsets in errors are the message's.
+/// Read a PACKET_IN of 1.3 or 1.5 (the same layout); offsets in errors
+/// are the message's.
 pub fn parse_packet_in<'a>(m: &Message<'a>) -> Result<PacketIn<'a>> {
     const MATCH_AT: usize = HEADER_LEN + 16;
     let b = m.bytes();
@@ -169,7 +238,7 @@ pub fn packet_out(xid: u32, in_port: u32, acts: &[Action<'_>], frame: &[u8]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::openflow::{parse_flow_stats_request, parse_multipart, OXM_BASIC};
+    use crate::openflow::{parse_flow_stats_request, parse_multipart};
     use proptest::prelude::*;
 
     proptest! {
@@ -189,6 +258,7 @@ mod tests {
                 prop_assert_eq!(po2.frame, po.frame);
             }
             let _ = parse_packet_in(&m);
+            let _ = parse_packet_in10(&m);
             if let Ok(mp) = parse_multipart(&m) {
                 let _ = parse_flow_stats_request(mp.body);
             }
@@ -239,6 +309,105 @@ mod tests {
                 let _ = parse_packet_out(&msg);
                 let _ = parse_packet_in(&msg);
             }
+        }
+    }
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    /// The first line `ovs-ofctl ofp-print` prints for `msg`, where it is
+    /// installed.
+    fn ofp_print_head(msg: &[u8]) -> Option<String> {
+        let out = std::process::Command::new("ovs-ofctl")
+            .args(["ofp-print", &hex(msg)])
+            .output()
+            .ok()?;
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        Some(text.lines().next().unwrap_or("").to_string())
+    }
+
+    /// PACKET_IN in 1.0 (`ofp10_packet_in`) and 1.5 (1.3's layout), 64
+    /// bytes of a 291-byte frame, as `ovs-ofctl ofp-print` (OVS 3.1)
+    /// reads them:
+    ///
+    /// ```text
+    /// OFPT_PACKET_IN (xid=0x0): total_len=291 in_port=2 (via action) data_len=64 (unbuffered) (***total_len != data_len***)
+    /// OFPT_PACKET_IN (OF1.5) (xid=0x0): table_id=3 cookie=0x77 total_len=291 reg11=0x2,in_port=2 (via action) data_len=64 (unbuffered) (***total_len != data_len***)
+    /// ```
+    #[test]
+    fn packet_in_of_each_version() {
+        let frame: Vec<u8> = (0..64u8).collect();
+        let (port, reg11) = ([0, 0, 0, 2], [0, 0, 0, 2]);
+        let fields = [
+            Oxm {
+                class: OXM_BASIC,
+                field: 0,
+                value: &port,
+                mask: None,
+            },
+            Oxm {
+                class: crate::openflow::NXM_1,
+                field: 11,
+                value: &reg11,
+                mask: None,
+            },
+        ];
+        let m10 = packet_in10(291, 2, 1, &frame);
+        assert_eq!(
+            hex(&m10),
+            format!("010a005200000000ffffffff012300020100{}", hex(&frame))
+        );
+        // packet_in_in in 1.0 takes the in_port from the fields.
+        assert_eq!(packet_in_in(OF10, 291, 1, 3, 0x77, &fields, &frame), m10);
+        let p = parse_packet_in10(&Message::new_checked(&m10).unwrap()).unwrap();
+        assert_eq!(
+            p,
+            PacketIn10 {
+                buffer_id: NO_BUFFER,
+                total_len: 291,
+                in_port: 2,
+                reason: 1,
+                frame: &frame,
+            }
+        );
+        assert_eq!(
+            packet_in_in(OF10, 0, 0, 0, 0, &[], &[])[HEADER_LEN + 6..HEADER_LEN + 8],
+            [0xff, 0xff],
+            "no in_port: OFPP_NONE"
+        );
+        let m15 = packet_in_in(crate::openflow::OF15, 291, 1, 3, 0x77, &fields, &frame);
+        assert_eq!(
+            hex(&m15),
+            format!(
+                "060a007200000000ffffffff01230103{}{}{}",
+                "0000000000000077",
+                "000100148000000400000002000116040000000200000000",
+                format_args!("0000{}", hex(&frame))
+            )
+        );
+        let p = parse_packet_in(&Message::new_checked(&m15).unwrap()).unwrap();
+        assert_eq!(
+            (p.total_len, p.reason, p.table_id, p.cookie, p.frame),
+            (291, 1, 3, 0x77, &frame[..])
+        );
+        assert_eq!(p.matches, fields.to_vec());
+        // 1.3's is 1.5's but for the version.
+        let m13 = packet_in(291, 1, 3, 0x77, &fields, &frame);
+        assert_eq!(m13[1..], m15[1..]);
+        assert_eq!(m13[0], OF13);
+        if let Some(head) = ofp_print_head(&m10) {
+            assert_eq!(head, "OFPT_PACKET_IN (xid=0x0): total_len=291 in_port=2 (via action) data_len=64 (unbuffered) (***total_len != data_len***)");
+        }
+        if let Some(head) = ofp_print_head(&m15) {
+            assert_eq!(head, "OFPT_PACKET_IN (OF1.5) (xid=0x0): table_id=3 cookie=0x77 total_len=291 reg11=0x2,in_port=2 (via action) data_len=64 (unbuffered) (***total_len != data_len***)");
+        }
+        // Cut anywhere, the 1.0 reader refuses or reads less.
+        for n in 8..m10.len() {
+            let mut t = m10[..n].to_vec();
+            t[2..4].copy_from_slice(&(n as u16).to_be_bytes());
+            let _ = parse_packet_in10(&Message::new_checked(&t).unwrap());
         }
     }
 

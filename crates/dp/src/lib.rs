@@ -19,4 +19,7 @@ pub use flow::{
     DEFAULT_PRIORITY,
 };
 pub use key::FlowKey;
-pub use pipeline::{DropReason, MacTable, Op, PacketInReason, Pipeline, TunnelSet};
+pub use pipeline::{
+    Continuation, DropReason, FrozenActions, MacTable, Op, PacketIn, PacketInReason, Pipeline,
+    TunnelSet,
+};

@@ -12,7 +12,7 @@ use crate::ofproto::Ofproto;
 use crate::port::StartError;
 use crate::stats::NodeStats;
 use std::collections::HashMap;
-use tunlab_dp::{Action, TlvMap};
+use tunlab_dp::{Action, Continuation, Match, TlvMap};
 use tunlab_netio::Tap;
 
 /// One worker: ofproto over the userspace datapath.
@@ -168,6 +168,20 @@ impl Node {
             .ofproto
             .packet_out(in_port, frame.data(), actions, &mut ops)
         {
+            self.netdev
+                .execute(&mut self.ofproto, in_port, &mut frame, &ops);
+        }
+    }
+
+    /// NXT_RESUME: `data` carries on through the translation `cont`
+    /// froze, with the packet_in's `metadata`.
+    pub fn resume(&mut self, data: &[u8], metadata: &Match, cont: &Continuation) {
+        let Some(mut frame) = self.netdev.frame_for(data) else {
+            return;
+        };
+        let in_port = metadata.value.get(tunlab_dp::key::f::IN_PORT) as u32;
+        let mut ops = Vec::new();
+        if self.ofproto.resume(frame.data(), metadata, cont, &mut ops) {
             self.netdev
                 .execute(&mut self.ofproto, in_port, &mut frame, &ops);
         }

@@ -20,8 +20,8 @@ mod switch;
 /// lab (`bench`, `report`, `compare`, `soak`) with the kernel's VXLAN,
 /// Open vSwitch and tunlab side by side, the generator (`gen`: build,
 /// show, write, send and count, zero-loss search; `reflect`), and
-/// `decode`. Not built yet: OVN's conntrack, groups, learn and
-/// controller actions in the switch's pipeline.
+/// `decode`. Not built yet: OVN's conntrack, groups and learn actions in
+/// the switch's pipeline.
 #[derive(Debug, Parser)]
 #[command(name = "tunlab", version)]
 struct Cli {

@@ -97,11 +97,8 @@ pub(crate) fn run(path: &std::path::Path, keep: bool, cleanup: bool) -> ExitCode
     };
     // The workers' `controller` actions reach the controllers through
     // the management server.
-    let to_controllers = mgmt.packet_in_sender().and_then(|tx| {
-        let tx = std::sync::Arc::new(tx);
-        sw.on_all(move |n| n.ofproto.packet_in = tx.try_clone().ok())
-            .map_err(|e| std::io::Error::other(e.to_string()))
-    });
+    let tx = mgmt.packet_in_sender();
+    let to_controllers = sw.on_all(move |n| n.ofproto.packet_in = Some(tx.clone()));
     if let Err(e) = to_controllers {
         eprintln!("tunlab switch: OpenFlow PACKET_IN queue: {e}");
         sw.stop();

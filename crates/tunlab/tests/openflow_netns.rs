@@ -714,7 +714,7 @@ fn os_ken_programs_a_pair(ebpf: bool) {
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         loop {
             let (_, dump, _) = ctl(s.ctl_path(), &["dump-flows"]);
-            if dump.contains("priority=0 actions=controller:65535") {
+            if dump.contains("priority=0 actions=CONTROLLER:65535") {
                 break;
             }
             assert!(
@@ -867,6 +867,224 @@ fn add_tlv_map_then_a_tun_metadata0_rule_carries_the_ovn_option() {
     assert!(ok, "{out}");
     let (ok, out) = ofctl(&["-O", "OpenFlow13", "dump-tlv-map", &t2]);
     assert!(ok && !out.contains("tun_metadata0"), "{out}");
+    s1.stop();
+    s2.stop();
+}
+
+/// `ovs-ofctl monitor` in the background: it prints what the switch
+/// sends it on stderr (flushed per message); stopped and reaped on drop.
+struct Monitor {
+    child: std::process::Child,
+    out: std::path::PathBuf,
+}
+
+impl Monitor {
+    fn start(args: &[&str], out: std::path::PathBuf) -> Monitor {
+        let file = std::fs::File::create(&out).unwrap();
+        // Its control socket beside its log, not in OVS's run directory
+        // (which may not exist here).
+        let unixctl = format!("--unixctl={}", out.with_extension("ctl").display());
+        let child = Command::new("ovs-ofctl")
+            .arg(unixctl)
+            .args(args)
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .expect("ovs-ofctl");
+        Monitor { child, out }
+    }
+
+    fn text(&self) -> String {
+        std::fs::read_to_string(&self.out).unwrap_or_default()
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn pings(from: &tunlab_netio::netns::Netns, to: &str, n: &str) -> bool {
+    Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            from.name(),
+            "ping",
+            "-q",
+            "-c",
+            n,
+            "-i",
+            "0.3",
+            "-W",
+            "2",
+            to,
+        ])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `controller(userdata=...,pause)` as OVN's DHCP rules use it, with
+/// ovs-ofctl's monitor as the controller (its `resume` argument answers
+/// every paused packet_in with NXT_RESUME, as ovn-controller's pinctrl
+/// does): the ping from a to b pauses in table 1 of n1 after a register
+/// was set, goes to the monitor as NXT_PACKET_IN2 with the userdata, the
+/// register and a continuation, comes back, and carries on to table 2,
+/// which sends it on only if the register survived. With no connection
+/// taking packet_ins the ping does not get through. OVS's rule for
+/// service connections holds: a monitor that set no miss_send_len is sent
+/// nothing; one that asked for the standard format in 1.3 gets
+/// OFPT_PACKET_IN with the register in its match.
+#[test]
+fn a_paused_packet_in_goes_to_the_monitor_and_resumes() {
+    let l = lab();
+    let (c1, c2) = pair_configs(&l, "vxlan");
+    let (s1, s2) = start_pair(&l, &c1, &c2);
+    let t1 = ofctl_target(&s1);
+    let (ok, out) = ofctl(&["-O", "OpenFlow15", "del-flows", &t1]);
+    assert!(ok, "{out}");
+    for r in [
+        "priority=10,icmp,in_port=1 actions=set_field:0x5->reg0,resubmit(,1)",
+        "priority=1,in_port=1 actions=output:10",
+        "in_port=10 actions=output:1",
+        "table=1,icmp actions=controller(userdata=01.02.03,pause),resubmit(,2)",
+        "table=2,reg0=5 actions=output:10",
+    ] {
+        let (ok, out) = ofctl(&["-O", "OpenFlow15", "add-flow", &t1, r]);
+        assert!(ok, "{r}: {out}");
+    }
+    assert!(
+        !pings(&l.ta, "192.168.7.2", "2"),
+        "no controller: the paused ping goes nowhere"
+    );
+    let silent = Monitor::start(
+        &["-O", "OpenFlow15", "monitor", &t1],
+        l.dir.join("silent.log"),
+    );
+    let standard = Monitor::start(
+        &[
+            "-O",
+            "OpenFlow13",
+            "-P",
+            "standard",
+            "monitor",
+            &t1,
+            "65535",
+        ],
+        l.dir.join("standard.log"),
+    );
+    let resumer = Monitor::start(
+        &["-O", "OpenFlow15", "monitor", &t1, "65535", "resume"],
+        l.dir.join("resume.log"),
+    );
+    std::thread::sleep(Duration::from_millis(700));
+    let through = pings(&l.ta, "192.168.7.2", "3");
+    std::thread::sleep(Duration::from_millis(300));
+    let (r, st, sl) = (resumer.text(), standard.text(), silent.text());
+    assert!(
+        through,
+        "the resumed ping gets through
+{r}
+{}",
+        both_nodes(&l)
+    );
+    assert!(r.contains("NXT_PACKET_IN2"), "{r}");
+    assert!(r.contains("userdata=01.02.03"), "{r}");
+    assert!(r.contains("reg0=0x5"), "{r}");
+    assert!(r.contains("continuation.actions="), "{r}");
+    assert!(r.contains("resubmit(,2)"), "{r}");
+    assert!(r.contains("NXT_RESUME"), "ovs-ofctl sent it back: {r}");
+    assert!(!r.contains("OFPT_ERROR"), "{r}");
+    assert!(
+        st.contains("OFPT_PACKET_IN") && st.contains("reg0=0x5"),
+        "{st}"
+    );
+    assert!(
+        !sl.contains("PACKET_IN"),
+        "no miss_send_len, no packet_in: {sl}"
+    );
+    drop((silent, standard, resumer));
+    s1.stop();
+    s2.stop();
+}
+
+/// The same paused translation in tunlab and in Open vSwitch 3.1, given
+/// the same rules and the same packet (a PACKET_OUT through the table),
+/// with ovs-ofctl's monitor resuming both: the NXT_PACKET_IN2s, the
+/// continuations (the frozen actions of every level, the field stack)
+/// and the NXT_RESUMEs read the same, and so does the packet_in the
+/// resumed translation sends from table 2, with the register set after
+/// the pause and the one popped off the stack the pause carried. Only the
+/// bridge's UUID and the datapath port differ.
+#[test]
+fn paused_packet_ins_read_as_open_vswitchs_do() {
+    let l = lab();
+    let (c1, c2) = pair_configs(&l, "vxlan");
+    let (s1, s2) = start_pair(&l, &c1, &c2);
+    let ours = ofctl_target(&s1);
+    let ovs = Ovs::start(l.hv2.name(), &l.dir).unwrap();
+    ovs.vsctl(&[
+        "add-br",
+        "br0",
+        "--",
+        "set",
+        "bridge",
+        "br0",
+        "datapath_type=netdev",
+    ])
+    .unwrap();
+    let theirs = format!("unix:{}", l.dir.join("ovs").join("br0.mgmt").display());
+    let rules = [
+        "cookie=0x31,priority=10,icmp,in_port=1 actions=set_field:0x5->reg0,set_field:0x7->reg3,push:NXM_NX_REG0[],push:NXM_NX_REG3[],resubmit(,1),output:7",
+        "cookie=0x32,table=1,icmp actions=controller(userdata=01.02.03,pause),set_field:0x9->reg1,resubmit(,2)",
+        "cookie=0x33,table=2 actions=pop:NXM_NX_REG2[],controller(userdata=0a.0b,max_len=20)",
+    ];
+    let file = l.dir.join("pause-rules.txt");
+    std::fs::write(&file, rules.join("\n")).unwrap();
+    let file = file.display().to_string();
+    // An ICMP echo from 192.168.7.1 to .2.
+    let packet = "000000000002000000000001080045000054000040004001b6f6c0a80701c0a8070208004d5b00010001\
+                  0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000\
+                  00000000000000000000000000000000";
+    let mut logs = Vec::new();
+    for (name, target) in [("ours", &ours), ("theirs", &theirs)] {
+        for args in [
+            vec!["-O", "OpenFlow15", "del-flows", target.as_str()],
+            vec!["-O", "OpenFlow15", "add-flows", target.as_str(), &file],
+        ] {
+            let (ok, out) = ofctl(&args);
+            assert!(ok, "{name} {args:?}: {out}");
+        }
+        let m = Monitor::start(
+            &["-O", "OpenFlow15", "monitor", target, "65535", "resume"],
+            l.dir.join(format!("{name}-monitor.log")),
+        );
+        std::thread::sleep(Duration::from_millis(700));
+        let out = format!("in_port=1 packet={packet} actions=table");
+        let (ok, text) = ofctl(&["-O", "OpenFlow15", "packet-out", target, &out]);
+        assert!(ok, "{name}: {text}");
+        std::thread::sleep(Duration::from_millis(700));
+        logs.push(m.text());
+    }
+    let normal = |log: &str| -> Vec<String> {
+        log.lines()
+            .filter(|l| {
+                !l.contains("continuation.bridge=") && !l.contains("continuation.odp_port=")
+            })
+            .map(str::to_string)
+            .collect()
+    };
+    let (a, b) = (normal(&logs[0]), normal(&logs[1]));
+    assert!(
+        a.iter()
+            .any(|l| l.contains("table_id=2") && l.contains("reg2=0x7")),
+        "the stack came back top first: {}",
+        logs[0]
+    );
+    assert_eq!(a, b, "tunlab:\n{}\nOpen vSwitch:\n{}", logs[0], logs[1]);
     s1.stop();
     s2.stop();
 }
@@ -1099,7 +1317,7 @@ fn a_controller_hears_of_expiry_deletion_and_ports_and_a_silent_one_is_dropped()
     );
     let to_controller = flows
         .lines()
-        .find(|l| l.contains("actions=controller:65535"))
+        .find(|l| l.contains("actions=CONTROLLER:65535"))
         .and_then(|l| {
             l.split("n_packets=")
                 .nth(1)?

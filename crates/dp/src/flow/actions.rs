@@ -7,7 +7,7 @@ use super::text::{
 use super::*;
 use crate::field::{self, Field, Prereq, SubField};
 
-const ACTIONS: &str = "output:N, in_port, normal, flood, all, controller[:MAX_LEN], drop, set_field:V[/M]->FIELD, load:V->FIELD[BITS], move:SRC[BITS]->DST[BITS], push:FIELD[BITS], pop:FIELD[BITS], note:HEX, dec_ttl, clone(ACTIONS), conjunction(ID,K/N), ct_clear, set_tunnel:N, set_tunnel64:N, push_vlan:TPID, pop_vlan, strip_vlan, mod_vlan_vid:N, mod_vlan_pcp:N, resubmit(P,T), resubmit:P";
+const ACTIONS: &str = "output:N, in_port, normal, flood, all, controller[:MAX_LEN], controller(reason=R,max_len=N,id=N,userdata=HEX,pause), drop, set_field:V[/M]->FIELD, load:V->FIELD[BITS], move:SRC[BITS]->DST[BITS], push:FIELD[BITS], pop:FIELD[BITS], note:HEX, dec_ttl, clone(ACTIONS), conjunction(ID,K/N), ct_clear, set_tunnel:N, set_tunnel64:N, push_vlan:TPID, pop_vlan, strip_vlan, mod_vlan_vid:N, mod_vlan_pcp:N, resubmit(P,T), resubmit:P";
 
 /// Read a rule's actions; `m` is its match, which the fields the actions
 /// write need their prerequisites in (as OVS checks them), or `None` for
@@ -93,19 +93,13 @@ fn parse_action(
             0xffff_fff8 => Action::InPort,
             0xffff_fffa => Action::Normal,
             0xffff_fffb | 0xffff_fffc => Action::Flood,
-            0xffff_fffd => Action::Controller { max_len: u16::MAX },
+            0xffff_fffd => Action::controller(u16::MAX),
             n => Action::Output(n),
         },
         "in_port" | "IN_PORT" if v.is_empty() => Action::InPort,
         "normal" | "NORMAL" if v.is_empty() => Action::Normal,
         "flood" | "FLOOD" | "all" | "ALL" if v.is_empty() => Action::Flood,
-        "controller" | "CONTROLLER" => Action::Controller {
-            max_len: if v.is_empty() {
-                u16::MAX
-            } else {
-                p.num(t, "controller", v, u16::MAX as u64)? as u16
-            },
-        },
+        "controller" | "CONTROLLER" => controller(p, t, v)?,
         "pop_vlan" | "strip_vlan" if v.is_empty() => Action::PopVlan,
         "push_vlan" => {
             let tpid = p.num(t, "push_vlan", v, 0xffff)? as u16;
@@ -286,16 +280,82 @@ fn needs(p: &Parser, t: Tok, what: &str, fl: &Field, m: Option<&Match>) -> Resul
     }
 }
 
-/// `note:` bytes as OVS writes them: hex pairs, any separated by `.`.
-fn note_bytes(p: &Parser, t: Tok, v: &str) -> Result<Vec<u8>, FlowError> {
+/// `controller`, `controller:MAX_LEN` or `controller(KEY[=VALUE],...)`
+/// with OVS's keys: reason, max_len, id, userdata (hex bytes), pause.
+fn controller(p: &Parser, t: Tok, v: &str) -> Result<Action, FlowError> {
+    let mut a = Action::controller(u16::MAX);
+    if v.is_empty() {
+        return Ok(a);
+    }
+    let Some(inner) = v.strip_prefix('(').and_then(|r| r.strip_suffix(')')) else {
+        if let Action::Controller { max_len, .. } = &mut a {
+            *max_len = p.num(t, "controller max_len", v, u16::MAX as u64)? as u16;
+        }
+        return Ok(a);
+    };
+    let Action::Controller {
+        max_len,
+        reason,
+        id,
+        userdata,
+        pause,
+    } = &mut a
+    else {
+        unreachable!("Action::controller makes a controller action")
+    };
+    for kv in inner.split(',').map(str::trim).filter(|kv| !kv.is_empty()) {
+        let (k, val) = match kv.split_once('=') {
+            Some((k, val)) => (k.trim(), val.trim()),
+            None => (kv, ""),
+        };
+        match k {
+            "reason" => {
+                *reason = PacketInReason::from_name(val).ok_or_else(|| {
+                    p.err(
+                        t,
+                        format!("controller: unknown reason \"{val}\" (no_match, action, invalid_ttl, action_set, group, packet_out)"),
+                    )
+                })?
+            }
+            "max_len" => *max_len = p.num(t, "controller max_len", val, u16::MAX as u64)? as u16,
+            "id" => *id = p.num(t, "controller id", val, u16::MAX as u64)? as u16,
+            "userdata" => {
+                *userdata = hex_bytes(val)
+                    .ok_or_else(|| p.err(t, "controller: bad hex digit in userdata (e.g. userdata=00.01.ab)"))?
+            }
+            "pause" if val.is_empty() => *pause = true,
+            "meter_id" => {
+                return Err(p.err(t, "controller: meter_id: this switch has no meters"));
+            }
+            _ => {
+                return Err(p.err(
+                    t,
+                    format!("controller: unknown key \"{k}\" (reason, max_len, id, userdata, pause)"),
+                ))
+            }
+        }
+    }
+    Ok(a)
+}
+
+/// Hex bytes, any pair separated from the next by `.` (OVS's
+/// `ofpbuf_put_hex`); `None` if not so.
+fn hex_bytes(v: &str) -> Option<Vec<u8>> {
     let hex: String = v.chars().filter(|c| *c != '.').collect();
     if !hex.len().is_multiple_of(2) || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(p.err(t, "note: expected hex bytes, e.g. note:01.02.ab"));
+        return None;
     }
-    Ok((0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap_or(0))
-        .collect())
+    Some(
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap_or(0))
+            .collect(),
+    )
+}
+
+/// `note:` bytes as OVS writes them: hex pairs, any separated by `.`.
+fn note_bytes(p: &Parser, t: Tok, v: &str) -> Result<Vec<u8>, FlowError> {
+    hex_bytes(v).ok_or_else(|| p.err(t, "note: expected hex bytes, e.g. note:01.02.ab"))
 }
 
 fn parse_resubmit(p: &Parser, t: Tok) -> Result<Action, FlowError> {
@@ -348,7 +408,40 @@ pub(super) fn format_action(s: &mut String, a: &Action, ports: &dyn PortNames) {
         Action::InPort => write!(s, "in_port"),
         Action::Normal => write!(s, "normal"),
         Action::Flood => write!(s, "flood"),
-        Action::Controller { max_len } => write!(s, "controller:{max_len}"),
+        Action::Controller {
+            max_len,
+            reason: PacketInReason::Action,
+            id: 0,
+            userdata,
+            pause: false,
+        } if userdata.is_empty() => write!(s, "CONTROLLER:{max_len}"),
+        Action::Controller {
+            max_len,
+            reason,
+            id,
+            userdata,
+            pause,
+        } => {
+            // OVS's order; only what differs from the defaults.
+            let mut parts = Vec::new();
+            if *reason != PacketInReason::Action {
+                parts.push(format!("reason={}", reason.name()));
+            }
+            if *max_len != u16::MAX {
+                parts.push(format!("max_len={max_len}"));
+            }
+            if *id != 0 {
+                parts.push(format!("id={id}"));
+            }
+            if !userdata.is_empty() {
+                let hex: Vec<String> = userdata.iter().map(|x| format!("{x:02x}")).collect();
+                parts.push(format!("userdata={}", hex.join(".")));
+            }
+            if *pause {
+                parts.push("pause".into());
+            }
+            write!(s, "controller({})", parts.join(","))
+        }
         Action::SetTunDst(ip) => write!(
             s,
             "set_field:{ip}->{}",
@@ -455,6 +548,45 @@ mod tests {
         ] {
             let r = parse(text).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(format_flow(&r, &NumericPorts), text);
+        }
+    }
+
+    /// The controller action in OVS's forms: the plain one prints as
+    /// OpenFlow's output to CONTROLLER, the rest as `controller(...)`
+    /// with only what differs from the defaults, in OVS's order
+    /// (`format_CONTROLLER`); OVN's DHCP rule from flows-ch1.txt among
+    /// them.
+    #[test]
+    fn controller_actions_print_as_ovs_prints_them() {
+        for (text, printed) in [
+            ("actions=controller", "actions=CONTROLLER:65535"),
+            ("actions=CONTROLLER:128", "actions=CONTROLLER:128"),
+            ("actions=output:CONTROLLER", "actions=CONTROLLER:65535"),
+            ("actions=controller()", "actions=CONTROLLER:65535"),
+            ("actions=controller(max_len=64)", "actions=CONTROLLER:64"),
+            (
+                "actions=controller(pause,userdata=0a.0B,id=3,max_len=100,reason=no_match)",
+                "actions=controller(reason=no_match,max_len=100,id=3,userdata=0a.0b,pause)",
+            ),
+            (
+                "table=28,priority=100,udp,reg14=0x2,metadata=0x2,dl_src=0a:00:00:00:01:11,nw_src=0.0.0.0,nw_dst=255.255.255.255,tp_src=68,tp_dst=67 actions=controller(userdata=00.00.00.02.00.00.00.00.00.01.de.10.00.00.00.63.0a.00.01.0b.33.04.00.00.0e.10.01.04.ff.ff.ff.00.03.04.0a.00.01.01.36.04.0a.00.01.01,pause),resubmit(,29)",
+                "",
+            ),
+            ("actions=controller(reason=invalid_ttl)", "actions=controller(reason=invalid_ttl)"),
+        ] {
+            let r = parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let want = if printed.is_empty() { text } else { printed };
+            assert_eq!(format_flow(&r, &NumericPorts), want);
+        }
+        for (text, says) in [
+            ("actions=controller(reason=later)", "unknown reason"),
+            ("actions=controller(userdata=0g)", "bad hex"),
+            ("actions=controller(max_len=70000)", "max_len"),
+            ("actions=controller(meter_id=1)", "no meters"),
+            ("actions=controller(colour=red)", "unknown key"),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(e.msg.contains(says), "{text}: {e}");
         }
     }
 

@@ -79,9 +79,18 @@ pub enum Action {
         table: Option<u8>,
     },
     /// Send the packet to the OpenFlow controllers (packet_in), at most
-    /// `max_len` bytes of it (65535: all of it, OFPCML_NO_BUFFER).
+    /// `max_len` bytes of it (65535: all of it, OFPCML_NO_BUFFER), saying
+    /// `reason`, to the controllers whose id is `id`, with `userdata`
+    /// (NXT_PACKET_IN2's). `pause` freezes the translation there: the
+    /// packet_in carries the rest as a continuation, which the controller
+    /// sends back in NXT_RESUME (`ovs-actions(7)`, "The controller
+    /// action").
     Controller {
         max_len: u16,
+        reason: PacketInReason,
+        id: u16,
+        userdata: Vec<u8>,
+        pause: bool,
     },
     /// Every port but the one the packet came in on (OpenFlow's FLOOD;
     /// ALL is the same here: no port has flooding turned off).
@@ -123,6 +132,68 @@ pub enum Action {
         clause: u8,
         n_clauses: u8,
     },
+}
+
+/// Why a packet goes to the controllers: OpenFlow's ofp_packet_in_reason
+/// (1.3's numbers, OVS's names in `controller(reason=...)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PacketInReason {
+    /// The table-miss rule (priority 0, matching everything) sent it.
+    NoMatch = 0,
+    /// Any other rule's `controller` action, or a packet_out's.
+    #[default]
+    Action = 1,
+    /// `dec_ttl` found the TTL spent.
+    InvalidTtl = 2,
+    ActionSet = 3,
+    Group = 4,
+    PacketOut = 5,
+}
+
+impl PacketInReason {
+    pub const ALL: [PacketInReason; 6] = [
+        PacketInReason::NoMatch,
+        PacketInReason::Action,
+        PacketInReason::InvalidTtl,
+        PacketInReason::ActionSet,
+        PacketInReason::Group,
+        PacketInReason::PacketOut,
+    ];
+
+    /// OVS's name (`ofputil_packet_in_reason_to_string`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PacketInReason::NoMatch => "no_match",
+            PacketInReason::Action => "action",
+            PacketInReason::InvalidTtl => "invalid_ttl",
+            PacketInReason::ActionSet => "action_set",
+            PacketInReason::Group => "group",
+            PacketInReason::PacketOut => "packet_out",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<PacketInReason> {
+        Self::ALL.into_iter().find(|r| r.name() == s)
+    }
+
+    /// The reason numbered `n` on the wire.
+    pub fn from_u8(n: u8) -> Option<PacketInReason> {
+        Self::ALL.get(usize::from(n)).copied()
+    }
+}
+
+impl Action {
+    /// `controller:MAX_LEN`: to controller 0, reason "action", no
+    /// userdata, no pause (OpenFlow's output to CONTROLLER).
+    pub fn controller(max_len: u16) -> Action {
+        Action::Controller {
+            max_len,
+            reason: PacketInReason::Action,
+            id: 0,
+            userdata: Vec::new(),
+            pause: false,
+        }
+    }
 }
 
 /// A parsed flow rule.
@@ -441,7 +512,7 @@ mod tests {
                 Just("in_port".to_string()),
                 Just("normal".to_string()),
                 Just("flood".to_string()),
-                (0u16..=u16::MAX).prop_map(|n| format!("controller:{n}")),
+                (0u16..=u16::MAX).prop_map(|n| format!("CONTROLLER:{n}")),
                 Just("pop_vlan".to_string()),
                 prop_oneof![Just(0x8100u16), Just(0x88a8)]
                     .prop_map(|t| format!("push_vlan:{t:#x}")),

@@ -40,6 +40,16 @@ impl Frame {
         }
     }
 
+    /// The field stack, bottom first.
+    pub fn stack(&self) -> &[u128] {
+        &self.stack
+    }
+
+    /// Start with this stack (a resumed translation's).
+    pub fn set_stack(&mut self, stack: Vec<u128>) {
+        self.stack = stack;
+    }
+
     pub fn save(&self) -> Saved {
         Saved {
             key: self.key,

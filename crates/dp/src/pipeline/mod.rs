@@ -9,6 +9,7 @@
 
 use crate::classifier::{Classifier, ExactMatchCache};
 use crate::field::Field;
+pub use crate::flow::PacketInReason;
 use crate::flow::{Action, Match, PortNo};
 
 mod fields;
@@ -32,7 +33,7 @@ pub struct TunnelSet {
 }
 
 /// One step for the switch to apply to the packet, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
     PushVlan(u16),
     PopVlan,
@@ -56,23 +57,58 @@ pub enum Op {
     Flood {
         except: PortNo,
     },
-    /// Up to `max_len` bytes of the packet as it is now to the OpenFlow
-    /// controllers, saying which rule sent it (`table`, `cookie`) and why.
-    Controller {
-        max_len: u16,
-        table: u8,
-        cookie: u64,
-        reason: PacketInReason,
-    },
+    /// The packet as it is now to the OpenFlow controllers.
+    Controller(Box<PacketIn>),
 }
 
-/// Why a packet goes to the controllers (OpenFlow 1.3's ofp_packet_in_reason).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PacketInReason {
-    /// The table-miss rule (priority 0, matching everything) sent it.
-    NoMatch = 0,
-    /// Any other rule's `controller` action, or a packet_out's.
-    Action = 1,
+/// What a `controller` action sends: the packet as it is then (`max_len`
+/// is the action's, which Open vSwitch, buffering nothing, does not cut
+/// the packet to), which rule sent it (`table`, `cookie`) and why, to the
+/// controllers with id `id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PacketIn {
+    pub max_len: u16,
+    pub table: u8,
+    pub cookie: u64,
+    pub reason: PacketInReason,
+    pub id: u16,
+    pub userdata: Vec<u8>,
+    /// The flow as the pipeline had it: its in_port, tunnel, metadata and
+    /// registers are the packet_in's metadata (OVS's `flow_metadata`).
+    pub key: FlowKey,
+    /// For `controller(...,pause)`: the rest of the translation, which
+    /// NXT_RESUME hands back.
+    pub continuation: Option<Continuation>,
+}
+
+/// A translation frozen at a `pause` (OVS's frozen state): the actions
+/// still to run, innermost rule's first, in groups that each run as the
+/// rule of `table` and `cookie` would (OVS's `unroll_xlate`: a
+/// `controller` action or a `resubmit` to the current table after a thaw
+/// needs to know them), and the field stack.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Continuation {
+    pub groups: Vec<FrozenActions>,
+    /// Bottom first.
+    pub stack: Vec<u128>,
+}
+
+/// One group of a [`Continuation`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FrozenActions {
+    pub table: u8,
+    pub cookie: u64,
+    pub actions: Vec<Action>,
+}
+
+/// A `pause` met: the translation unwinds, each level adding the actions
+/// it had left, until the top (or a `clone`) sends the packet_in.
+#[derive(Debug, Clone)]
+struct Freezing {
+    pin: Box<PacketIn>,
+    groups: Vec<FrozenActions>,
+    /// The table and cookie of the last group begun for a rule, if any.
+    unrolled: Option<(u8, u64)>,
 }
 
 /// Why a packet was dropped, for counters.
@@ -183,6 +219,8 @@ pub struct Pipeline {
     stopped: bool,
     /// While [`Pipeline::trace`] runs: what each table did, a line each.
     tracing: Option<trace::Lines>,
+    /// A `controller(...,pause)` is freezing the translation.
+    freezing: Option<Freezing>,
 }
 
 impl Pipeline {
@@ -195,6 +233,7 @@ impl Pipeline {
             wc: None,
             stopped: false,
             tracing: None,
+            freezing: None,
         }
     }
 
@@ -292,11 +331,54 @@ impl Pipeline {
         ops.clear();
         let mut fr = Frame::new(key);
         self.stopped = false;
+        self.freezing = None;
         let r = self.run_table(c, &mut fr, 0, bytes, now, ops, 0);
+        self.finish_freezing(&fr, ops);
         if let Some(t) = self.tracing.as_mut() {
             t.final_key = fr.key;
         }
         r?;
+        self.sends(ops)
+    }
+
+    /// Carry on a translation that a `controller(...,pause)` froze, for
+    /// the packet `key` describes (as the controller sent it back, with
+    /// the metadata it had then): OVS's `xlate_resume`. `ops` receives
+    /// the steps; rules count only through resubmits.
+    pub fn resume(
+        &mut self,
+        c: &mut Classifier,
+        key: &FlowKey,
+        cont: &Continuation,
+        bytes: u64,
+        now: u64,
+        ops: &mut Vec<Op>,
+    ) -> Result<(), DropReason> {
+        ops.clear();
+        let mut fr = Frame::new(key);
+        fr.set_stack(cont.stack.clone());
+        self.stopped = false;
+        self.freezing = None;
+        for (n, g) in cont.groups.iter().enumerate() {
+            let from = Origin {
+                table: g.table,
+                cookie: g.cookie,
+                reason: PacketInReason::Action,
+            };
+            self.run_actions(c, &mut fr, from, bytes, now, ops, 0, &|_, i| {
+                g.actions.get(i).cloned()
+            })?;
+            if self.stopped {
+                break;
+            }
+            if let Some(fz) = self.freezing.as_mut() {
+                // Paused again: the groups not yet run are frozen too.
+                fz.groups.extend(cont.groups[n + 1..].iter().cloned());
+                fz.unrolled = fz.groups.last().map(|g| (g.table, g.cookie));
+                break;
+            }
+        }
+        self.finish_freezing(&fr, ops);
         self.sends(ops)
     }
 
@@ -315,14 +397,17 @@ impl Pipeline {
         ops.clear();
         let mut fr = Frame::new(key);
         self.stopped = false;
+        self.freezing = None;
         let from = Origin {
             table: 0,
             cookie: u64::MAX,
             reason: PacketInReason::Action,
         };
-        self.run_actions(c, &mut fr, from, bytes, now, ops, 0, &|_, i| {
+        let r = self.run_actions(c, &mut fr, from, bytes, now, ops, 0, &|_, i| {
             actions.get(i).cloned()
-        })?;
+        });
+        self.finish_freezing(&fr, ops);
+        r?;
         self.sends(ops)
     }
 
@@ -402,6 +487,34 @@ impl Pipeline {
             }
             i += 1;
             self.traced_action(&a);
+            let last = action(c, i).is_none();
+            self.run_action(c, fr, from, bytes, now, ops, depth, a, last)?;
+            if self.freezing.is_some() {
+                // The rest of these actions run when the controller
+                // resumes the translation.
+                let rest: Vec<Action> = (i..).map_while(|j| action(c, j)).collect();
+                self.freeze_rest(from, rest);
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// One action of [`Pipeline::run_actions`]'s.
+    #[allow(clippy::too_many_arguments)]
+    fn run_action(
+        &mut self,
+        c: &mut Classifier,
+        fr: &mut Frame,
+        from: Origin,
+        bytes: u64,
+        now: u64,
+        ops: &mut Vec<Op>,
+        depth: usize,
+        a: Action,
+        last: bool,
+    ) -> Result<(), DropReason> {
+        {
             match a {
                 Action::Resubmit { port, table: t } => {
                     let saved = fr.key.get(f::IN_PORT);
@@ -411,7 +524,7 @@ impl Pipeline {
                     let t = t.unwrap_or(from.table);
                     // As OVS's trace: a resubmit that ends its actions is
                     // not nested.
-                    let nested = action(c, i).is_some();
+                    let nested = !last;
                     self.trace_indent(nested, 1);
                     let r = self.run_table(c, fr, t, bytes, now, ops, depth + 1);
                     self.trace_indent(nested, -1);
@@ -425,6 +538,9 @@ impl Pipeline {
                         inner.get(i).cloned()
                     });
                     self.trace_indent(true, -1);
+                    // A pause inside a clone freezes the clone's actions
+                    // only (as OVS's clone): the original carries on.
+                    self.finish_freezing(fr, ops);
                     r?;
                     self.stopped = false;
                     fr.restore(saved)?;
@@ -433,6 +549,58 @@ impl Pipeline {
             }
         }
         Ok(())
+    }
+
+    /// Freeze `rest`, the actions left of a rule of `from` (OVS's
+    /// `freeze_unroll_actions`): those that would read the rule's table or
+    /// cookie are put in a group that says them.
+    fn freeze_rest(&mut self, from: Origin, rest: Vec<Action>) {
+        let Some(fz) = self.freezing.as_mut() else {
+            return;
+        };
+        // OVS sends a paused packet_in with the cookie of the level where
+        // the freezing finishes (the outermost rule's).
+        fz.pin.cookie = from.cookie;
+        let here = (from.table, from.cookie);
+        for a in rest {
+            let reads_rule = matches!(
+                a,
+                Action::Output(_)
+                    | Action::InPort
+                    | Action::Controller { .. }
+                    | Action::DecTtl
+                    | Action::Resubmit { table: None, .. }
+            );
+            if reads_rule && fz.unrolled != Some(here) {
+                fz.unrolled = Some(here);
+                fz.groups.push(FrozenActions {
+                    table: from.table,
+                    cookie: from.cookie,
+                    actions: Vec::new(),
+                });
+            }
+            if fz.groups.is_empty() {
+                fz.groups.push(FrozenActions::default());
+            }
+            if let Some(g) = fz.groups.last_mut() {
+                g.actions.push(a);
+            }
+        }
+    }
+
+    /// The freezing done: its packet_in, with what was frozen, is the
+    /// next step.
+    fn finish_freezing(&mut self, fr: &Frame, ops: &mut Vec<Op>) {
+        let Some(fz) = self.freezing.take() else {
+            return;
+        };
+        let mut pin = fz.pin;
+        pin.key = fr.key;
+        pin.continuation = Some(Continuation {
+            groups: fz.groups,
+            stack: fr.stack().to_vec(),
+        });
+        ops.push(Op::Controller(pin));
     }
 
     /// One action that neither looks up a table nor runs others.
@@ -482,14 +650,43 @@ impl Pipeline {
                 self.commit(fr, ops);
                 ops.push(Op::Flood { except: in_port })
             }
-            Action::Controller { max_len } => {
+            Action::Controller {
+                max_len,
+                reason,
+                id,
+                ref userdata,
+                pause,
+            } => {
                 self.commit(fr, ops);
-                ops.push(Op::Controller {
+                let mut pin = Box::new(PacketIn {
                     max_len,
                     table: from.table,
                     cookie: from.cookie,
-                    reason: from.reason,
-                })
+                    // A table-miss rule's sends say so (OVS's explicit
+                    // miss), unless the action names its reason.
+                    reason: if reason == PacketInReason::Action {
+                        from.reason
+                    } else {
+                        reason
+                    },
+                    id,
+                    userdata: userdata.clone(),
+                    key: fr.key,
+                    continuation: None,
+                });
+                if pause {
+                    // OVS sends a paused packet_in as from table 0, with
+                    // the reason the action gives.
+                    pin.table = 0;
+                    pin.reason = reason;
+                    self.freezing = Some(Freezing {
+                        pin,
+                        groups: Vec::new(),
+                        unrolled: None,
+                    });
+                } else {
+                    ops.push(Op::Controller(pin));
+                }
             }
             Action::SetTunDst(ip) => fr.tun.dst = Some(ip),
             Action::SetTunSrc(ip) => fr.tun.src = Some(ip),
@@ -607,6 +804,133 @@ mod tests {
         k
     }
 
+    fn controller_op(ops: &[Op]) -> &PacketIn {
+        match ops.iter().find(|o| matches!(o, Op::Controller(_))) {
+            Some(Op::Controller(pin)) => pin,
+            _ => panic!("no packet_in in {ops:?}"),
+        }
+    }
+
+    /// `controller(...,pause)` deep in resubmits freezes the rest of every
+    /// level, innermost first, the outer rule's output in a group of its
+    /// own (it reads the rule: OVS's unroll_xlate), the inner rule's
+    /// resubmit to a named table not; the packet_in goes as from table 0
+    /// with the outer rule's cookie, carrying the registers. Resumed with
+    /// the metadata it carried, the packet goes on as if never paused.
+    #[test]
+    fn pause_freezes_every_level_and_resume_carries_on() {
+        let mut c = classifier(&[
+            "cookie=0x10,in_port=1 actions=set_field:5->reg0,push:NXM_NX_REG0[],resubmit(,1),output:3",
+            "cookie=0x11,table=1 actions=controller(userdata=01.02,pause),set_field:7->reg1,resubmit(,2)",
+            "cookie=0x12,table=2,reg1=7 actions=output:2",
+        ]);
+        let mut p = Pipeline::new();
+        let mut ops = Vec::new();
+        let k = key(1, None, 1, 2);
+        assert_eq!(p.process(&mut c, &k, 64, 0, &mut ops), Ok(()));
+        assert_eq!(ops.len(), 1, "{ops:?}");
+        let pin = controller_op(&ops);
+        assert_eq!((pin.table, pin.cookie), (0, 0x10));
+        assert_eq!(pin.userdata, [1, 2]);
+        assert_eq!(pin.key.get(crate::key::reg(0)), 5);
+        let cont = pin.continuation.clone().expect("a continuation");
+        assert_eq!(cont.stack, [5]);
+        assert_eq!(cont.groups.len(), 2, "{cont:?}");
+        assert_eq!((cont.groups[0].table, cont.groups[0].cookie), (0, 0));
+        assert_eq!(cont.groups[0].actions.len(), 2);
+        assert_eq!((cont.groups[1].table, cont.groups[1].cookie), (0, 0x10));
+        assert_eq!(cont.groups[1].actions, [Action::Output(3)]);
+
+        let resumed = pin.key;
+        assert_eq!(p.resume(&mut c, &resumed, &cont, 64, 0, &mut ops), Ok(()));
+        let outs: Vec<PortNo> = ops
+            .iter()
+            .filter_map(|o| match o {
+                Op::Output { port, .. } => Some(*port),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(outs, [2, 3]);
+    }
+
+    /// A pause inside a clone freezes the clone's rest only; the original
+    /// packet carries on. A controller action without pause sends with
+    /// its own rule's table and cookie, and no continuation.
+    #[test]
+    fn pause_in_a_clone_freezes_the_clone_only() {
+        let mut c = classifier(&[
+            "cookie=0x20,in_port=1 actions=clone(controller(pause),output:2),output:3",
+            "cookie=0x21,in_port=4 actions=resubmit(,5),output:3",
+            "cookie=0x22,table=5 actions=controller(id=7,max_len=40)",
+        ]);
+        let mut p = Pipeline::new();
+        let mut ops = Vec::new();
+        assert_eq!(
+            p.process(&mut c, &key(1, None, 1, 2), 64, 0, &mut ops),
+            Ok(())
+        );
+        assert_eq!(ops.len(), 2, "{ops:?}");
+        let cont = controller_op(&ops).continuation.clone().unwrap();
+        assert_eq!(cont.groups.len(), 1);
+        assert_eq!(cont.groups[0].actions, [Action::Output(2)]);
+        assert_eq!(cont.groups[0].cookie, 0x20);
+        assert!(matches!(ops[1], Op::Output { port: 3, .. }));
+
+        assert_eq!(
+            p.process(&mut c, &key(4, None, 1, 2), 64, 0, &mut ops),
+            Ok(())
+        );
+        let pin = controller_op(&ops);
+        assert_eq!(
+            (pin.table, pin.cookie, pin.id, pin.max_len),
+            (5, 0x22, 7, 40)
+        );
+        assert!(pin.continuation.is_none());
+    }
+
+    /// Paused again while resumed: what was not yet run is frozen anew,
+    /// behind what the second pause left.
+    #[test]
+    fn a_second_pause_freezes_what_is_left() {
+        let mut c = classifier(&["table=3 actions=controller(pause),output:4"]);
+        let cont = Continuation {
+            groups: vec![
+                FrozenActions {
+                    table: 0,
+                    cookie: 0,
+                    actions: vec![Action::Resubmit {
+                        port: None,
+                        table: Some(3),
+                    }],
+                },
+                FrozenActions {
+                    table: 1,
+                    cookie: 9,
+                    actions: vec![Action::Output(5)],
+                },
+            ],
+            stack: vec![],
+        };
+        let mut p = Pipeline::new();
+        let mut ops = Vec::new();
+        assert_eq!(
+            p.resume(&mut c, &key(1, None, 1, 2), &cont, 64, 0, &mut ops),
+            Ok(())
+        );
+        let again = controller_op(&ops).continuation.clone().unwrap();
+        let flat: Vec<(u8, u64, Vec<Action>)> = again
+            .groups
+            .into_iter()
+            .map(|g| (g.table, g.cookie, g.actions))
+            .collect();
+        assert_eq!(
+            flat,
+            [
+                (3, 0, vec![Action::Output(4)]),
+                (1, 9, vec![Action::Output(5)]),
+            ]
+        );
+    }
     /// A megaflow holds what its lookups probed: the in-port always, the
     /// fields of every subtable tried (the one that missed too), and the
     /// tag that a VLAN action read; not the fields no rule looks at.

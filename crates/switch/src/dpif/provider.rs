@@ -14,7 +14,7 @@
 
 use crate::config::Port;
 use crate::port::StartError;
-use tunlab_dp::{Classifier, DropReason, FlowKey, Op, PacketInReason, TlvMap};
+use tunlab_dp::{Classifier, DropReason, FlowKey, Op, PacketIn, TlvMap};
 use tunlab_netio::tap::Tap;
 use tunlab_wire::tunnel::TunnelMetadata;
 
@@ -254,17 +254,7 @@ pub trait Upcall {
         &mut self,
         in_port: u32,
         tunnelled: bool,
-        to: ToController,
+        pin: &PacketIn,
         frame: &[u8],
     ) -> Result<(), &'static str>;
-}
-
-/// A `controller` action's settings (OpenFlow's output to CONTROLLER).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ToController {
-    /// Bytes of the frame to send (65535: all of it).
-    pub max_len: u16,
-    pub table: u8,
-    pub cookie: u64,
-    pub reason: PacketInReason,
 }

@@ -9,6 +9,7 @@ use super::stats::{
 };
 use super::{bundle, ours, refuse, reply, send, Conn, Next};
 use crate::ofproto::openflow::flow_mod::{self as openflow, FlowChange};
+use crate::ofproto::openflow::{nx_match, PacketInFormat};
 use crate::workers::{Expired, RemovedReason, Switch};
 use tunlab_dp::key::TUN_METADATA_FIELDS;
 use tunlab_dp::{Selector, TlvMap};
@@ -37,7 +38,7 @@ mod t10 {
 pub(super) fn handle(
     c: &mut Conn,
     m: &Message<'_>,
-    dpid: u64,
+    (dpid, bridge): (u64, [u8; 16]),
     sw: &mut Switch,
     outbox: &mut Vec<Vec<u8>>,
 ) -> Next {
@@ -95,7 +96,7 @@ pub(super) fn handle(
         }
         of::BUNDLE_CONTROL if v >= of::OF15 => bundle::control(c, v, m, sw),
         of::BUNDLE_ADD_MESSAGE if v >= of::OF15 => bundle::add(c, v, m),
-        of::EXPERIMENTER => experimenter(c, v, m, sw, outbox),
+        of::EXPERIMENTER => experimenter(c, v, m, bridge, sw, outbox),
         of::PACKET_OUT if oxm => answer(c, packet_out(v, m, sw).map(|()| Vec::new())),
         METER_MOD if oxm => answer(c, meter_mod(m).map(|()| Vec::new())),
         _ => error(c, of::ET_BAD_REQUEST, of::BRC_BAD_TYPE),
@@ -107,6 +108,7 @@ fn experimenter(
     c: &mut Conn,
     v: u8,
     m: &Message<'_>,
+    bridge: [u8; 16],
     sw: &mut Switch,
     outbox: &mut Vec<Vec<u8>>,
 ) -> Next {
@@ -160,8 +162,74 @@ fn experimenter(
                 Err(_) => error(c, of::ET_BAD_REQUEST, BRC_EPERM),
             }
         }
+        // The packet_in form this connection wants: the version's own or
+        // NXT_PACKET_IN2 (NXT_PACKET_IN, 1.0's Nicira form, is not built).
+        Some(nx) if nx.subtype == of::NXT_SET_PACKET_IN_FORMAT => {
+            let format = <[u8; 4]>::try_from(nx.body).ok().map(u32::from_be_bytes);
+            match format {
+                Some(of::NXPIF_STANDARD) => c.packet_in_format = PacketInFormat::Standard,
+                Some(of::NXPIF_NXT_PACKET_IN2) => c.packet_in_format = PacketInFormat::NxtPacketIn2,
+                Some(_) => return error(c, of::ET_BAD_REQUEST, BRC_EPERM),
+                None => return error(c, of::ET_BAD_REQUEST, of::BRC_BAD_LEN),
+            }
+            Next::Keep
+        }
+        Some(nx) if nx.subtype == of::NXT_RESUME => match resume(v, nx.body, bridge, sw) {
+            Ok(()) => Next::Keep,
+            Err(Resume::Stale) => match send(c, &of::nxr_stale(v, m.xid(), m.bytes())) {
+                Ok(()) => Next::Keep,
+                Err(_) => Next::Close,
+            },
+            Err(Resume::Refused(e)) => error(c, e.0, e.1),
+        },
         _ => error(c, of::ET_BAD_REQUEST, BRC_BAD_EXPERIMENTER),
     }
+}
+
+/// Why an NXT_RESUME was not carried out.
+enum Resume {
+    /// Its continuation is of another bridge (or of this node before a
+    /// restart): OVS's NXR_STALE.
+    Stale,
+    Refused((u16, u16)),
+}
+
+/// NXT_RESUME: the packet, with the metadata the packet_in gave (and the
+/// controller may have changed), goes on through the actions its
+/// continuation froze, on worker 0 (as a PACKET_OUT does).
+fn resume(v: u8, body: &[u8], bridge: [u8; 16], sw: &mut Switch) -> Result<(), Resume> {
+    let refused = |e| Resume::Refused(e);
+    let p = of::parse_packet_in2(body, v)
+        .map_err(|_| refused((of::ET_BAD_REQUEST, of::BRC_BAD_LEN)))?;
+    let Some(cont) = p.continuation else {
+        // Nothing to resume: OVS's "bad request" for a resume without one.
+        return Err(refused((of::ET_BAD_REQUEST, of::BRC_BAD_LEN)));
+    };
+    if cont.bridge != Some(bridge) {
+        return Err(Resume::Stale);
+    }
+    let metadata = nx_match::pull_match(&p.metadata).map_err(refused)?.m;
+    let mut groups = Vec::with_capacity(cont.actions.len());
+    for g in &cont.actions {
+        groups.push(tunlab_dp::FrozenActions {
+            table: g.table_id,
+            cookie: g.cookie,
+            actions: crate::ofproto::openflow::actions::from_wire(&g.actions, None, true)
+                .map_err(refused)?,
+        });
+    }
+    // On the wire the stack's top comes first; here the bottom does.
+    let mut stack = Vec::with_capacity(cont.stack.len());
+    for e in cont.stack.iter().rev() {
+        if e.len() > 16 {
+            return Err(refused((of::ET_BAD_REQUEST, of::BRC_BAD_LEN)));
+        }
+        stack.push(e.iter().fold(0u128, |acc, b| (acc << 8) | u128::from(*b)));
+    }
+    let cont = tunlab_dp::Continuation { groups, stack };
+    let frame = p.packet.to_vec();
+    sw.on(0, move |n| n.resume(&frame, &metadata, &cont))
+        .map_err(|e| refused(gone(e)))
 }
 
 /// The replies, or the error that refuses the request.

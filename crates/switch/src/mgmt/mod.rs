@@ -29,6 +29,8 @@ mod stream;
 
 use crate::access::{bind_socket, check_peer};
 use crate::config::{SslFiles, Target};
+use crate::ofproto::openflow::{packet_in_message, PacketInFormat};
+use crate::ofproto::{PacketInSender, QueuedPacketIn, PACKET_IN_QUEUE};
 use crate::workers::Switch;
 use handle::handle;
 use nix::poll::{poll, PollFd, PollFlags};
@@ -38,6 +40,8 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::{UnixDatagram, UnixListener};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use stream::{Stream, Tls};
 use tunlab_wire::openflow::{self as of, Message};
@@ -69,8 +73,11 @@ struct Conn {
     rx: Vec<u8>,
     /// The agreed version, once the peer's HELLO came.
     version: Option<u8>,
-    /// The switch's default for packet_in's bytes (SET_CONFIG changes it).
+    /// The switch's default for packet_in's bytes (SET_CONFIG changes
+    /// it): 128 for a controller, 0 for a service connection (OVS's).
     miss_send_len: u16,
+    /// The packet_in form it asked for (NXT_SET_PACKET_IN_FORMAT).
+    packet_in_format: PacketInFormat,
     /// A controller (from `[switch] openflow`): asynchronous messages and
     /// keep-alive.
     controller: bool,
@@ -95,7 +102,8 @@ impl Conn {
             stream,
             rx: Vec::new(),
             version: None,
-            miss_send_len: 128,
+            miss_send_len: if controller { 128 } else { 0 },
+            packet_in_format: PacketInFormat::Standard,
             controller,
             active,
             heard: Instant::now(),
@@ -103,6 +111,27 @@ impl Conn {
             bundles: bundle::Bundles::new(),
         }
     }
+}
+
+impl Conn {
+    /// OVS's rule (connmgr's `ofconn_receives_async_msg`): a controller
+    /// gets asynchronous messages; a service connection (the management
+    /// socket's: ovs-ofctl, ovn-controller) only once it has set a
+    /// non-zero miss_send_len, so that a connection that only programs
+    /// the switch is never sent what it did not ask for.
+    fn receives_async(&self) -> bool {
+        self.version.is_some() && (self.controller || self.miss_send_len != 0)
+    }
+}
+
+/// A UUID of version 4 from the kernel's random numbers.
+fn random_uuid() -> std::io::Result<[u8; 16]> {
+    use std::io::Read;
+    let mut u = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut u)?;
+    u[6] = (u[6] & 0x0f) | 0x40;
+    u[8] = (u[8] & 0x3f) | 0x80;
+    Ok(u)
 }
 
 /// What to do with a connection after a message.
@@ -137,9 +166,15 @@ pub struct MgmtServer {
     group: Option<Gid>,
     conns: Vec<Conn>,
     datapath_id: u64,
-    /// PACKET_INs from the workers (their end is [`Self::packet_in_sender`]).
-    packet_in_rx: UnixDatagram,
-    packet_in_tx: UnixDatagram,
+    /// PACKET_INs from the workers (their end is [`Self::packet_in_sender`]),
+    /// and the socket whose bytes say some are queued.
+    packet_in_rx: Receiver<QueuedPacketIn>,
+    packet_in_tx: SyncSender<QueuedPacketIn>,
+    wake_rx: UnixDatagram,
+    wake_tx: Arc<UnixDatagram>,
+    /// The node's UUID (OVS's bridge UUID): a paused packet_in's
+    /// continuation carries it, and NXT_RESUME is checked against it.
+    bridge: [u8; 16],
     /// PACKET_INs sent to controllers, and read with no controller to
     /// take them.
     pub packet_ins_sent: u64,
@@ -227,9 +262,10 @@ impl MgmtServer {
                 }),
             }
         }
-        let (packet_in_rx, packet_in_tx) = UnixDatagram::pair()?;
-        packet_in_rx.set_nonblocking(true)?;
-        packet_in_tx.set_nonblocking(true)?;
+        let (wake_rx, wake_tx) = UnixDatagram::pair()?;
+        wake_rx.set_nonblocking(true)?;
+        wake_tx.set_nonblocking(true)?;
+        let (packet_in_tx, packet_in_rx) = sync_channel(PACKET_IN_QUEUE);
         Ok(MgmtServer {
             listeners,
             tls,
@@ -240,6 +276,9 @@ impl MgmtServer {
             datapath_id: datapath_id(name),
             packet_in_rx,
             packet_in_tx,
+            wake_rx,
+            wake_tx: Arc::new(wake_tx),
+            bridge: random_uuid()?,
             packet_ins_sent: 0,
             packet_ins_unsent: 0,
             outbox: Vec::new(),
@@ -258,8 +297,11 @@ impl MgmtServer {
     }
 
     /// The workers' end for PACKET_INs (non-blocking: a full queue drops).
-    pub fn packet_in_sender(&self) -> std::io::Result<UnixDatagram> {
-        self.packet_in_tx.try_clone()
+    pub fn packet_in_sender(&self) -> PacketInSender {
+        PacketInSender {
+            tx: self.packet_in_tx.clone(),
+            wake: self.wake_tx.clone(),
+        }
     }
 
     /// Wait up to `timeout_ms` for these sockets, the PACKET_IN queue, or
@@ -277,7 +319,7 @@ impl MgmtServer {
         }
         self.connect_controllers(sw);
         let (others_ready, listeners_ready, packet_ins, ready) = {
-            let mut fds = vec![PollFd::new(self.packet_in_rx.as_fd(), PollFlags::POLLIN)];
+            let mut fds = vec![PollFd::new(self.wake_rx.as_fd(), PollFlags::POLLIN)];
             fds.extend(others.iter().map(|o| PollFd::new(*o, PollFlags::POLLIN)));
             let no = others.len();
             fds.extend(self.listeners.iter().map(|l| {
@@ -452,7 +494,8 @@ impl MgmtServer {
         self.broadcast();
     }
 
-    /// Send what is in the outbox to every 1.3 controller connection.
+    /// Send what is in the outbox to every 1.3 connection that takes
+    /// asynchronous messages.
     fn broadcast(&mut self) {
         if self.outbox.is_empty() {
             return;
@@ -460,7 +503,7 @@ impl MgmtServer {
         let msgs = std::mem::take(&mut self.outbox);
         for i in (0..self.conns.len()).rev() {
             let c = &mut self.conns[i];
-            if !c.controller || c.version != Some(of::OF13) {
+            if !c.receives_async() || c.version != Some(of::OF13) {
                 continue;
             }
             if msgs.iter().any(|m| send(c, m).is_err()) {
@@ -469,17 +512,24 @@ impl MgmtServer {
         }
     }
 
-    /// Hand the workers' PACKET_INs to every 1.3 controller connection.
+    /// Hand the workers' PACKET_INs to every connection that takes
+    /// asynchronous messages, each in its version and the format it asked
+    /// for.
     fn forward_packet_ins(&mut self) {
-        let mut buf = vec![0u8; of::MAX_LEN];
+        let mut buf = [0u8; 64];
+        while self.wake_rx.recv(&mut buf).is_ok() {}
         let mut closed = Vec::new();
-        while let Ok(n) = self.packet_in_rx.recv(&mut buf) {
+        while let Ok(q) = self.packet_in_rx.try_recv() {
             let mut sent = false;
             for (i, c) in self.conns.iter_mut().enumerate() {
-                if !c.controller || c.version != Some(of::OF13) || closed.contains(&i) {
+                let Some(v) = c.version else { continue };
+                // Controller ids: a packet_in goes to the connections of
+                // the id its action names (0 unless set).
+                if !c.receives_async() || q.pin.id != 0 || closed.contains(&i) {
                     continue;
                 }
-                if send(c, &buf[..n]).is_ok() {
+                let m = packet_in_message(&q.pin, &q.frame, self.bridge, v, c.packet_in_format);
+                if send(c, &m).is_ok() {
                     sent = true;
                 } else {
                     closed.push(i);
@@ -527,6 +577,7 @@ impl MgmtServer {
     /// Read what connection `i` sent and answer every whole message.
     fn read(&mut self, i: usize, sw: &mut Switch) -> Next {
         let dpid = self.datapath_id;
+        let bridge = self.bridge;
         let c = &mut self.conns[i];
         let mut buf = [0u8; 16 * 1024];
         loop {
@@ -561,7 +612,7 @@ impl MgmtServer {
                     let Ok(m) = Message::new_checked(&rx[at..used]) else {
                         break Next::Close;
                     };
-                    if let Next::Close = handle(c, &m, dpid, sw, &mut self.outbox) {
+                    if let Next::Close = handle(c, &m, (dpid, bridge), sw, &mut self.outbox) {
                         break Next::Close;
                     }
                 }

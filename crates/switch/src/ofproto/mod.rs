@@ -19,14 +19,49 @@
 pub mod openflow;
 
 use crate::config::{Config, Port, PortMap};
-use crate::dpif::provider::{Counted, Dpif, Revalidation, ToController, Upcall};
+use crate::dpif::provider::{Counted, Dpif, Revalidation, Upcall};
 use crate::port::StartError;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use tunlab_dp::{extract, extract_tunnel, Action, Classifier, FlowKey, Op, Pipeline, TlvMap};
+use tunlab_dp::{
+    extract, extract_tunnel, Action, Classifier, Continuation, FlowKey, Match, Op, PacketIn,
+    Pipeline, TlvMap,
+};
 use tunlab_wire::tunnel::TunnelMetadata;
+
+/// A packet_in on its way from a worker to the management server: what
+/// the `controller` action said, and the frame as it was then.
+#[derive(Debug)]
+pub struct QueuedPacketIn {
+    pub pin: Box<PacketIn>,
+    pub frame: Vec<u8>,
+}
+
+/// How many packet_ins may wait for the management server; more are
+/// dropped (counted), as a worker never waits for a controller.
+pub const PACKET_IN_QUEUE: usize = 1024;
+
+/// A worker's end of the packet_in queue: a bounded channel, and a byte
+/// on a datagram socket that wakes the management server's poll.
+#[derive(Debug, Clone)]
+pub struct PacketInSender {
+    pub tx: std::sync::mpsc::SyncSender<QueuedPacketIn>,
+    pub wake: Arc<std::os::unix::net::UnixDatagram>,
+}
+
+impl PacketInSender {
+    /// Queue `q`; false if the queue is full or its reader gone.
+    pub fn send(&self, q: QueuedPacketIn) -> bool {
+        if self.tx.try_send(q).is_err() {
+            return false;
+        }
+        // A full wake socket means the reader is already woken.
+        let _ = self.wake.send(&[0]);
+        true
+    }
+}
 
 /// One worker's OpenFlow switch.
 pub struct Ofproto {
@@ -49,7 +84,7 @@ pub struct Ofproto {
     pub restore_wait: Arc<AtomicBool>,
     /// Where PACKET_INs go: the management server's end reads them and
     /// sends them to the controllers (none: `controller` drops).
-    pub packet_in: Option<std::os::unix::net::UnixDatagram>,
+    pub packet_in: Option<PacketInSender>,
     /// What this layer dropped, by reason (a datapath counts its own).
     pub drops: HashMap<&'static str, u64>,
     /// Moves at every [`Ofproto::revalidate`] (the rules, the TLV map or
@@ -284,6 +319,47 @@ impl Ofproto {
     }
 }
 
+impl Ofproto {
+    /// NXT_RESUME: carry on the translation `cont` froze, for `frame` as
+    /// the controller sent it back, with the metadata (`in_port`,
+    /// registers, ...) it gave; the steps into `ops`. False: dropped
+    /// (counted by reason).
+    pub fn resume(
+        &mut self,
+        frame: &[u8],
+        metadata: &Match,
+        cont: &Continuation,
+        ops: &mut Vec<Op>,
+    ) -> bool {
+        let mut key = FlowKey::default();
+        let in_port = metadata.value.get(tunlab_dp::key::f::IN_PORT) as u32;
+        extract(frame, in_port, &mut key);
+        for (k, (v, m)) in key
+            .w
+            .iter_mut()
+            .zip(metadata.value.w.iter().zip(&metadata.mask.w))
+        {
+            *k = (*k & !m) | (v & m);
+        }
+        let now = self.now();
+        let r = self.pipeline.resume(
+            &mut self.classifier,
+            &key,
+            cont,
+            frame.len() as u64,
+            now,
+            ops,
+        );
+        match r {
+            Ok(()) => true,
+            Err(why) => {
+                self.drop(why.name());
+                false
+            }
+        }
+    }
+}
+
 /// Whether what the rules decide for a packet is a function of its flow
 /// key alone: not when a rule uses `normal`, whose MAC learning makes
 /// every packet count.
@@ -342,17 +418,19 @@ impl Upcall for Ofproto {
 
     fn controller(
         &mut self,
-        in_port: u32,
-        tunnelled: bool,
-        to: ToController,
+        _in_port: u32,
+        _tunnelled: bool,
+        pin: &PacketIn,
         frame: &[u8],
     ) -> Result<(), &'static str> {
-        let tun = tunnelled.then_some(&self.key);
-        let m = openflow::packet_in_message(
-            in_port, tun, to.max_len, to.table, to.cookie, to.reason, frame,
-        );
+        // The pipeline's key holds the tunnel the packet came out of; the
+        // management server writes each connection's message.
+        let q = QueuedPacketIn {
+            pin: Box::new(pin.clone()),
+            frame: frame.to_vec(),
+        };
         match &self.packet_in {
-            Some(sock) if sock.send(&m).is_ok() => Ok(()),
+            Some(tx) if tx.send(q) => Ok(()),
             Some(_) => Err("controller_queue_full"),
             None => Err("no_controller"),
         }

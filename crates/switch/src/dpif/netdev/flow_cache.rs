@@ -331,12 +331,16 @@ mod tests {
     fn a_controller_step_is_not_cached() {
         let mut c = FlowCache::new(8);
         let k = key(1, 1);
-        let ops = [Op::Controller {
+        let ops = [Op::Controller(Box::new(tunlab_dp::PacketIn {
             max_len: 128,
             table: 0,
             cookie: 0,
             reason: tunlab_dp::PacketInReason::Action,
-        }];
+            id: 0,
+            userdata: Vec::new(),
+            key: k,
+            continuation: None,
+        }))];
         c.put(&k, 1, &ops);
         assert!(c.lookup(&k, 1, 1).is_none());
         assert_eq!((c.installed, c.refused), (0, 1));

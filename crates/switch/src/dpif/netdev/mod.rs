@@ -33,7 +33,7 @@ mod udp;
 pub use tap::{from_tap, fuzz_upcall, open_tap};
 
 use crate::config::{Config, FromFlow, Port, PortKind, TunnelPort};
-use crate::dpif::provider::{Dpif, ToController, Upcall};
+use crate::dpif::provider::{Dpif, Upcall};
 use crate::port::{remote_and_key, StartError};
 use crate::profile::{Profile, Stage};
 use crate::stats::{NodeStats, PortSnapshot, PortStats};
@@ -571,19 +571,8 @@ impl Netdev {
                         self.output(p, in_port, frame, &TunnelSet::default(), gso);
                     }
                 }
-                Op::Controller {
-                    max_len,
-                    table,
-                    cookie,
-                    reason,
-                } => {
-                    let to = ToController {
-                        max_len,
-                        table,
-                        cookie,
-                        reason,
-                    };
-                    if let Err(why) = of.controller(in_port, tunnelled, to, frame.data()) {
+                Op::Controller(ref pin) => {
+                    if let Err(why) = of.controller(in_port, tunnelled, pin, frame.data()) {
                         self.drop(why);
                     }
                 }

@@ -8,7 +8,7 @@
 
 use super::{PORT_ALL, PORT_CONTROLLER, PORT_FLOOD, PORT_IN_PORT, PORT_NORMAL, PORT_TABLE};
 use tunlab_dp::field::{self, Field as Mf, Prereq, SubField};
-use tunlab_dp::{Action as Act, Match};
+use tunlab_dp::{Action as Act, Match, PacketInReason};
 use tunlab_wire::openflow::{self as of, Action, Oxm, OxmHeader};
 
 /// Bad action codes (OpenFlow 1.3 § 7.4.5) beyond the wire crate's.
@@ -116,6 +116,19 @@ fn from_wire_at(
                 clause: *clause,
                 n_clauses: *n_clauses,
             },
+            Action::Controller {
+                max_len,
+                id,
+                reason,
+                userdata,
+                pause,
+            } => Act::Controller {
+                max_len: *max_len,
+                reason: PacketInReason::from_u8(*reason).ok_or(bad(BAC_BAD_ARGUMENT))?,
+                id: *id,
+                userdata: userdata.to_vec(),
+                pause: *pause,
+            },
             Action::Clone(inner) if depth < MAX_NESTING => {
                 Act::Clone(from_wire_at(inner, m, packet_out, depth + 1)?)
             }
@@ -145,7 +158,7 @@ fn output(port: u32, max_len: u16, packet_out: bool) -> Result<Act, (u16, u16)> 
         PORT_NORMAL => Act::Normal,
         PORT_IN_PORT => Act::InPort,
         PORT_FLOOD | PORT_ALL => Act::Flood,
-        PORT_CONTROLLER => Act::Controller { max_len },
+        PORT_CONTROLLER => Act::controller(max_len),
         // A packet_out's "through the flow table".
         PORT_TABLE if packet_out => Act::Resubmit {
             port: None,

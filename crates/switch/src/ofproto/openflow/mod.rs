@@ -4,9 +4,11 @@
 //! statistics reply carries, in Open vSwitch's field order so that
 //! `ovs-ofctl dump-flows` prints it as it prints OVS's own.
 
+use nx_match::{put_match, Encoding};
 use std::net::IpAddr;
+use tunlab_dp::field;
 use tunlab_dp::key::f;
-use tunlab_dp::{Action as Act, FlowKey, FlowRule, Match, PacketInReason};
+use tunlab_dp::{Action as Act, FlowKey, FlowRule, Match, PacketIn};
 use tunlab_wire::openflow::{self as of, Action, Oxm, OxmHeader};
 
 /// The highest table a rule can be in (the classifier's limit; 0xff is
@@ -87,7 +89,15 @@ impl Field {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OfAction {
     Output(u32),
-    Controller(u16),
+    /// A controller action other than OpenFlow's output to CONTROLLER
+    /// (which [`OfAction::view`] writes for the plain one).
+    Controller {
+        max_len: u16,
+        reason: u8,
+        id: u16,
+        userdata: Vec<u8>,
+        pause: bool,
+    },
     PushVlan(u16),
     PopVlan,
     SetField(Field),
@@ -137,9 +147,30 @@ impl OfAction {
                 port: *port,
                 max_len: 0,
             },
-            OfAction::Controller(max_len) => Action::Output {
+            // OVS writes the plain controller action as an output to
+            // CONTROLLER, the rest as Nicira's.
+            OfAction::Controller {
+                max_len,
+                reason: 1,
+                id: 0,
+                userdata,
+                pause: false,
+            } if userdata.is_empty() => Action::Output {
                 port: PORT_CONTROLLER,
                 max_len: *max_len,
+            },
+            OfAction::Controller {
+                max_len,
+                reason,
+                id,
+                userdata,
+                pause,
+            } => Action::Controller {
+                max_len: *max_len,
+                id: *id,
+                reason: *reason,
+                userdata,
+                pause: *pause,
             },
             OfAction::PushVlan(t) => Action::PushVlan { ethertype: *t },
             OfAction::PopVlan => Action::PopVlan,
@@ -317,7 +348,19 @@ pub fn of_actions_in(actions: &[Act], v: u8) -> Vec<OfAction> {
             Act::InPort => OfAction::Output(PORT_IN_PORT),
             Act::Normal => OfAction::Output(PORT_NORMAL),
             Act::Flood => OfAction::Output(PORT_FLOOD),
-            Act::Controller { max_len } => OfAction::Controller(*max_len),
+            Act::Controller {
+                max_len,
+                reason,
+                id,
+                userdata,
+                pause,
+            } => OfAction::Controller {
+                max_len: *max_len,
+                reason: *reason as u8,
+                id: *id,
+                userdata: userdata.clone(),
+                pause: *pause,
+            },
             Act::SetTunDst(ip) => set_ip(nxm::TUN_IPV4_DST, nxm::TUN_IPV6_DST, *ip),
             Act::SetTunSrc(ip) => set_ip(nxm::TUN_IPV4_SRC, nxm::TUN_IPV6_SRC, *ip),
             Act::SetTunId(id) => set(of::OXM_BASIC, oxm::TUNNEL_ID, id.to_be_bytes().to_vec()),
@@ -390,48 +433,141 @@ pub fn rule_to_of(r: &FlowRule) -> (Vec<Field>, Vec<OfAction>) {
     (match_fields(&r.m), of_actions(&r.actions))
 }
 
-/// The PACKET_IN a worker sends for a `controller` action: the frame as
-/// it is now, cut to `max_len` (65535: whole), with in_port and, for a
-/// frame that came out of a tunnel, the tunnel's id and addresses in its
-/// match (`key` is the frame's flow key then).
-pub fn packet_in_message(
-    in_port: u32,
-    tunnel: Option<&FlowKey>,
-    max_len: u16,
-    table: u8,
-    cookie: u64,
-    reason: PacketInReason,
-    frame: &[u8],
-) -> Vec<u8> {
+/// The fields of `key` that a packet_in carries as its metadata, as OVS's
+/// `flow_get_metadata` picks them: the in_port always; the tunnel's id,
+/// addresses and options when the packet came out of one; the metadata,
+/// registers, packet mark and conntrack fields that are not zero.
+pub fn metadata_match(key: &FlowKey) -> Match {
     let mut m = Match::default();
-    m.value.set(f::IN_PORT, u64::from(in_port));
-    m.mask.set(f::IN_PORT, f::IN_PORT.max());
-    if let Some(k) = tunnel {
-        let fields: &[tunlab_dp::key::FieldPos] = if k.get(f::TUN_FAMILY) == 6 {
-            &[
-                f::TUN_ID,
-                f::TUN_IPV6_SRC_HI,
-                f::TUN_IPV6_SRC_LO,
-                f::TUN_IPV6_DST_HI,
-                f::TUN_IPV6_DST_LO,
-            ]
-        } else {
-            &[f::TUN_ID, f::TUN_SRC, f::TUN_DST]
-        };
-        for &p in fields {
-            m.value.set(p, k.get(p));
-            m.mask.set(p, p.max());
+    let mut put = |fl: &tunlab_dp::field::Field, always: bool| {
+        let v = fl.get(key);
+        if always || v != 0 {
+            fl.set_match(&mut m.value, &mut m.mask, v, fl.all_ones());
         }
-    }
-    let fields = match_fields(&m);
-    let oxms: Vec<of::Oxm<'_>> = fields.iter().map(Field::oxm).collect();
-    let keep = if max_len == u16::MAX {
-        frame.len()
-    } else {
-        frame.len().min(usize::from(max_len))
     };
-    let total = frame.len().min(usize::from(u16::MAX)) as u16;
-    of::packet_in(total, reason as u8, table, cookie, &oxms, &frame[..keep])
+    put(&field::IN_PORT, true);
+    match key.get(f::TUN_FAMILY) {
+        4 => [&field::TUN_ID, &field::TUN_SRC, &field::TUN_DST]
+            .into_iter()
+            .for_each(|fl| put(fl, true)),
+        6 => [&field::TUN_ID, &field::TUN_IPV6_SRC, &field::TUN_IPV6_DST]
+            .into_iter()
+            .for_each(|fl| put(fl, true)),
+        _ => {}
+    }
+    if key.get(f::TUN_FAMILY) != 0 {
+        field::TUN_METADATA.iter().for_each(|fl| put(fl, false));
+    }
+    put(&field::METADATA, false);
+    field::REGS.iter().for_each(|fl| put(fl, false));
+    put(&field::PKT_MARK, false);
+    if key.get(f::CT_STATE) != 0 {
+        field::CT_FIELDS.iter().for_each(|fl| put(fl, false));
+    }
+    m
+}
+
+/// Packet-in formats a connection can ask for (NXT_SET_PACKET_IN_FORMAT).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PacketInFormat {
+    /// The version's own PACKET_IN.
+    #[default]
+    Standard,
+    /// NXT_PACKET_IN2: userdata, all the metadata, continuations.
+    NxtPacketIn2,
+}
+
+/// The message a `controller` action's packet_in `pin` is on a
+/// connection of `version` that asked for `format`: the packet `frame` as
+/// it was then, its metadata, and for
+/// NXT_PACKET_IN2 the userdata and a paused translation's continuation,
+/// which carries `bridge` (the node's UUID) so that NXT_RESUME can be
+/// checked against it. OVS's `ofputil_encode_packet_in_private`.
+pub fn packet_in_message(
+    pin: &PacketIn,
+    frame: &[u8],
+    bridge: [u8; 16],
+    version: u8,
+    format: PacketInFormat,
+) -> Vec<u8> {
+    let enc = if version == of::OF10 {
+        Encoding::Nxm
+    } else {
+        Encoding::Oxm(version)
+    };
+    let fields = put_match(&metadata_match(&pin.key), enc);
+    let metadata: Vec<of::Oxm<'_>> = fields.iter().map(Field::oxm).collect();
+    // The whole frame, whatever the action's max_len: Open vSwitch, which
+    // buffers no packets, sends every packet_in whole (its
+    // `ofputil_encode_packet_in_private` ignores max_len); tunlab does
+    // what it does.
+    let data = frame;
+    let reason = pin.reason as u8;
+    if format == PacketInFormat::Standard {
+        // Before 1.4 the reasons past invalid_ttl are "action" (OVS's
+        // encode_packet_in_reason).
+        let reason = if version < of::OF15 && reason > 2 {
+            1
+        } else {
+            reason
+        };
+        let total = frame.len().min(usize::from(u16::MAX)) as u16;
+        return if version == of::OF10 {
+            let in_port = of::port_to10(pin.key.get(f::IN_PORT) as u32);
+            of::packet_in10(total, in_port, reason, data)
+        } else {
+            of::packet_in_in(
+                version, total, reason, pin.table, pin.cookie, &metadata, data,
+            )
+        };
+    }
+    // The continuation's actions, held here for the wire's view of them.
+    let groups: Vec<(u8, u64, Vec<OfAction>)> = pin
+        .continuation
+        .iter()
+        .flat_map(|c| &c.groups)
+        .map(|g| (g.table, g.cookie, of_actions_in(&g.actions, version)))
+        .collect();
+    // On the wire the stack's top comes first.
+    let stack: Vec<[u8; 16]> = pin
+        .continuation
+        .iter()
+        .flat_map(|c| c.stack.iter().rev())
+        .map(|v| v.to_be_bytes())
+        .collect();
+    let continuation = pin.continuation.as_ref().map(|_| of::Continuation {
+        bridge: Some(bridge),
+        stack: stack.iter().map(|b| &b[..]).collect(),
+        mirrors: None,
+        conntracked: pin.key.get(f::CT_STATE) != 0,
+        actions: groups
+            .iter()
+            .map(|(table, cookie, acts)| of::FrozenActions {
+                table_id: *table,
+                cookie: *cookie,
+                actions: acts.iter().map(OfAction::view).collect(),
+            })
+            .collect(),
+        action_set: None,
+        odp_port: Some(pin.key.get(f::IN_PORT) as u32),
+    });
+    of::packet_in2(
+        version,
+        0,
+        &of::PacketIn2 {
+            packet: data,
+            full_len: frame.len() as u32,
+            buffer_id: None,
+            table_id: pin.table,
+            // A packet_out's actions have no rule: no cookie (OVS's
+            // all-ones "none").
+            cookie: (pin.cookie != u64::MAX).then_some(pin.cookie),
+            reason,
+            metadata,
+            userdata: (!pin.userdata.is_empty()).then_some(&pin.userdata[..]),
+            continuation,
+        },
+    )
 }
 
 #[cfg(test)]

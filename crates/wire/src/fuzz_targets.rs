@@ -185,9 +185,9 @@ fn openflow_packet_in2_rewrite(body: &[u8], version: u8) {
 
 /// Actions read from a message, written in each of the `versions` its
 /// reader speaks (1.0; 1.3 and 1.5: Nicira's actions, moves as REG_MOVE
-/// or COPY_FIELD, loads as REG_LOAD or set_field, clones nesting their
-/// version's forms): each writing reads back, and writes again to the
-/// same bytes.
+/// or COPY_FIELD, loads as REG_LOAD or set_field, clones and cts nesting
+/// their version's forms): each writing reads back, and writes again to
+/// the same bytes.
 fn openflow_actions_rewrite(actions: &[openflow::Action<'_>], versions: &[u8]) {
     for &v in versions {
         let mut b = Vec::new();

@@ -260,8 +260,8 @@ pub struct Oxm<'a> {
 }
 
 /// An action of an apply-actions instruction (1.3 § 7.2.5), of a
-/// PACKET_OUT, or nested in a clone. The readers take every version's
-/// encodings (1.0's through [`actions10`]); [`Action::emit_in`] writes
+/// PACKET_OUT, or nested in a clone or a ct. The readers take every
+/// version's encodings (1.0's through [`actions10`]); [`Action::emit_in`] writes
 /// each as Open vSwitch 3.1 does in the version asked for (see
 /// [`nxast`](self#nicira-actions) for which form that is).
 ///
@@ -385,11 +385,45 @@ pub enum Action<'a> {
         userdata: &'a [u8],
         pause: bool,
     },
+    /// NXAST_CT (`ct(commit,force,table=T,zone=Z,alg=A,nat(..),exec(..))`):
+    /// send the packet through connection tracking in `zone`.
+    /// `flags` are [`NX_CT_F_COMMIT`] and [`NX_CT_F_FORCE`] (force only
+    /// with commit; other bits are refused). `recirc_table`: the table a
+    /// copy of the packet goes on in, with its conntrack fields set
+    /// ([`NX_CT_RECIRC_NONE`], 0xff: none). `alg`: the helper by its
+    /// well-known port ([`IPPORT_FTP`], [`IPPORT_TFTP`]; 0 none).
+    /// `actions`: what is done to the connection as it is committed, in
+    /// the list's version (a `nat(..)` given in the text is the first of
+    /// them). The reader refuses them without commit unless each is a
+    /// plain `nat` (`decode_NXAST_RAW_CT`); which actions may nest here
+    /// at all is the caller's check ([`ct_only`]).
+    Ct {
+        flags: u16,
+        zone: CtZone,
+        recirc_table: u8,
+        alg: u16,
+        actions: Vec<Action<'a>>,
+    },
+    /// NXAST_NAT (`nat`, `nat(src|dst[=ADDR[-ADDR][:PORT[-PORT]]],..)`):
+    /// `flags` are NX_NAT_F_* ([`NX_NAT_F_SRC`] or [`NX_NAT_F_DST`],
+    /// [`NX_NAT_F_PERSISTENT`], [`NX_NAT_F_PROTO_HASH`] or
+    /// [`NX_NAT_F_PROTO_RANDOM`]); `addrs` the address range, `ports`
+    /// the port range (only with addresses). A range's last member is
+    /// `None` when the action has none (NX_NAT_RANGE_*_MAX absent: the
+    /// range is its first alone); Open vSwitch writes a last equal to
+    /// the first when it was given so (`10.0.0.1-10.0.0.1`), so the two
+    /// are kept apart. Open vSwitch takes it only inside [`Action::Ct`]
+    /// (`ofpacts_verify_nested`); read anywhere here, refused elsewhere
+    /// by the caller ([`ct_only`]).
+    Nat {
+        flags: u16,
+        addrs: Option<NatAddrs>,
+        ports: Option<(u16, Option<u16>)>,
+    },
     /// A Nicira action (experimenter 0xffff, vendor 0x00002320) not
-    /// read into any of the above (ct, learn, output_reg,
-    /// check_pkt_larger, ...): the caller refuses it by `subtype`
-    /// ([`nxast_name`] names it). Written as a bare 16-byte Nicira
-    /// header.
+    /// read into any of the above (learn, output_reg, check_pkt_larger,
+    /// ...): the caller refuses it by `subtype` ([`nxast_name`] names
+    /// it). Written as a bare 16-byte Nicira header.
     NxOther { subtype: u16 },
     /// Any other action type (another vendor's experimenter action:
     /// 0xffff): the caller refuses it by type.

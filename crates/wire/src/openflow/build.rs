@@ -161,6 +161,22 @@ impl Action<'_> {
                 userdata,
                 pause,
             } => nx::put_controller(out, max_len, id, reason, userdata, pause),
+            Action::Ct {
+                flags,
+                ref zone,
+                recirc_table,
+                alg,
+                ref actions,
+            } => nx::put_ct(out, flags, zone, recirc_table, alg, |out| {
+                for a in actions {
+                    a.emit_in(version, out);
+                }
+            }),
+            Action::Nat {
+                flags,
+                ref addrs,
+                ports,
+            } => nx::put_nat(out, flags, addrs.as_ref(), ports),
             Action::NxOther { subtype } => nx::put_nx_empty(out, subtype),
         }
     }

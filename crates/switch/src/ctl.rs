@@ -260,7 +260,7 @@ pub fn add_flows(text: &str, sw: &mut Switch) -> Result<String, String> {
 }
 
 /// What the requests are, for a request that is none of them.
-const REQUESTS: &str = "show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | [--strict] MATCH], mod-flows [--strict] MATCH actions=..., trace FLOW, stats [--json | --cycles], cycles on|off, flow-restore-wait [off]";
+const REQUESTS: &str = "show, add-port NAME KEY=VALUE..., del-port NAME, dump-flows [--datapath], add-flow RULE, add-flows LEN + rules, del-flows [--datapath | [--strict] MATCH], mod-flows [--strict] MATCH actions=..., trace FLOW [--ct-next STATES]..., stats [--json | --cycles], cycles on|off, flow-restore-wait [off]";
 
 /// `trace FLOW`: the packet FLOW describes (ovs-ofctl's match syntax,
 /// `in_port=1,icmp,nw_ttl=64`; fields it leaves out are 0) through the
@@ -273,16 +273,33 @@ fn trace(arg: &str, sw: &mut Switch) -> Result<String, String> {
                 .into(),
         );
     }
-    if arg.split_whitespace().any(|w| w.starts_with("--ct-next")) {
-        return Err("trace: --ct-next is not built (conntrack comes with issue 45)".into());
+    // `--ct-next FLAGS` (or `--ct-next=FLAGS`), any number of times: the
+    // conntrack state of each recirculation in turn.
+    let mut flow = Vec::new();
+    let mut ct_next = Vec::new();
+    let mut words = arg.split_whitespace();
+    while let Some(w) = words.next() {
+        let flags = if w == "--ct-next" {
+            words
+                .next()
+                .ok_or("trace: --ct-next needs the states, e.g. --ct-next trk,new")?
+        } else if let Some(v) = w.strip_prefix("--ct-next=") {
+            v
+        } else if w.starts_with("--") {
+            return Err(format!("trace: unknown option {w} (--ct-next FLAGS)"));
+        } else {
+            flow.push(w);
+            continue;
+        };
+        ct_next.push(tunlab_dp::pipeline::parse_ct_state(flags)?);
     }
     let names = sw.port_map().map_err(|e| e.to_string())?;
-    let key = parse_flow(&format!("{arg} actions=drop"), &names)
+    let key = parse_flow(&format!("{} actions=drop", flow.join(" ")), &names)
         .map_err(|e| e.to_string())?
         .m
         .value;
     let name = sw.name.clone();
-    sw.on(0, move |n| n.ofproto.trace(&key, &name))
+    sw.on(0, move |n| n.ofproto.trace(&key, &name, &ct_next))
         .map_err(|e| e.to_string())
 }
 

@@ -20,8 +20,8 @@ mod switch;
 /// lab (`bench`, `report`, `compare`, `soak`) with the kernel's VXLAN,
 /// Open vSwitch and tunlab side by side, the generator (`gen`: build,
 /// show, write, send and count, zero-loss search; `reflect`), and
-/// `decode`. Not built yet: OVN's conntrack, groups and learn actions in
-/// the switch's pipeline.
+/// `decode`. Not built yet: connection tracking in the datapaths (the
+/// switch traces `ct`, and drops what reaches it), OVN's groups and learn.
 #[derive(Debug, Parser)]
 #[command(name = "tunlab", version)]
 struct Cli {
@@ -300,7 +300,8 @@ enum Command {
     /// add-port NAME KEY=VALUE..., del-port NAME, dump-flows, add-flow RULE,
     /// add-flows FILE (one rule per line, - for stdin), del-flows [--strict] [MATCH],
     /// mod-flows [--strict] MATCH actions=ACTIONS (MATCH may pick by
-    /// cookie=VALUE/MASK), trace FLOW (as ovs-appctl ofproto/trace),
+    /// cookie=VALUE/MASK), trace FLOW [--ct-next STATES]... (as ovs-appctl
+    /// ofproto/trace, recirculations after ct(table=N) included),
     /// stats [--json | --cycles], cycles on|off,
     /// dump-flows --datapath and del-flows --datapath (the datapath's cached
     /// flows, as ovs-dpctl: the kernel's megaflows, or the userspace

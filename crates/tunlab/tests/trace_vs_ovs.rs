@@ -139,12 +139,23 @@ fn essence(trace: &str) -> Essence {
     }
 }
 
-#[test]
-fn traces_agree_with_ovs_3_1_on_every_packet() {
+/// tunlab (node n1 of a pair) and Open vSwitch 3.1 (a netdev bridge with
+/// ports 1 to 4), both given `flows` through `ovs-ofctl -O OpenFlow15
+/// --bundle add-flows`, and shown to dump them back alike.
+/// (Fields drop in order: the daemons before the namespaces.)
+struct Both {
+    ovs: Ovs,
+    ctl_path: std::path::PathBuf,
+    _s1: Switch,
+    _s2: Switch,
+    _l: Lab,
+}
+
+fn load_both(flows: &[&str]) -> Both {
     let l = lab();
     let (c1, c2) = pair_configs(&l, "geneve");
     let ctl_path = l.dir.join("n1.ctl");
-    let (s1, _s2) = start_pair(&l, &with_ctl(&c1, &ctl_path), &c2);
+    let (s1, s2) = start_pair(&l, &with_ctl(&c1, &ctl_path), &c2);
     let ovs = Ovs::start(l.hv2.name(), &l.dir).unwrap();
     ovs.vsctl(&[
         "add-br",
@@ -172,7 +183,7 @@ fn traces_agree_with_ovs_3_1_on_every_packet() {
         .unwrap();
     }
     let file = l.dir.join("trace-flows.txt");
-    std::fs::write(&file, FLOWS.join("\n")).unwrap();
+    std::fs::write(&file, flows.join("\n")).unwrap();
     let file = file.display().to_string();
     let ours = format!(
         "unix:{}",
@@ -218,24 +229,41 @@ fn traces_agree_with_ovs_3_1_on_every_packet() {
             .collect()
     };
     let (a, b) = (dump(&ours), dump(&theirs));
-    assert_eq!(a.len(), FLOWS.len(), "{a:#?}");
+    assert_eq!(a.len(), flows.len(), "{a:#?}");
     assert_eq!(a, b, "dump-flows of tunlab and of Open vSwitch 3.1");
+    Both {
+        ovs,
+        ctl_path,
+        _s1: s1,
+        _s2: s2,
+        _l: l,
+    }
+}
+
+#[test]
+fn traces_agree_with_ovs_3_1_on_every_packet() {
+    let both = load_both(FLOWS);
+    let (ctl_path, ovs) = (&both.ctl_path, &both.ovs);
     // What a user gets wrong is named.
     for (args, says) in [
         (&["trace"][..], "give the packet"),
         (&["trace", "in_port=1,nw_src=10.0.0.1"], "needs an IP match"),
         (
-            &["trace", "in_port=1,icmp", "--ct-next", "trk,new"],
-            "not built",
+            &["trace", "in_port=1,icmp", "--ct-next", "new"],
+            "lacks trk",
+        ),
+        (
+            &["trace", "in_port=1,icmp", "--ct-next", "trk,bogus"],
+            "not a conntrack state",
         ),
     ] {
-        let (ok, _, err) = ctl(&ctl_path, args);
+        let (ok, _, err) = ctl(ctl_path, args);
         assert!(!ok && err.contains(says), "{args:?}: {err}");
     }
     let pkts = packets();
     let (mut agreed, mut outputs, mut sent, mut cloned, mut conj) = (0, 0, 0, 0, 0);
     for p in &pkts {
-        let (ok, mine, err) = ctl(&ctl_path, &["trace", p]);
+        let (ok, mine, err) = ctl(ctl_path, &["trace", p]);
         assert!(ok, "tunlab ctl trace {p}: {err}");
         let theirs = ovs
             .run("ovs-appctl", &["ofproto/trace", "br0", p])
@@ -268,5 +296,155 @@ fn traces_agree_with_ovs_3_1_on_every_packet() {
     eprintln!(
         "{agreed} packets traced alike by tunlab and Open vSwitch 3.1 ({} flows; {sent} sent, {cloned} of them twice, {outputs} outputs; {conj} through the conjunctive ACL)",
         FLOWS.len()
+    );
+}
+
+/// A stateful pipeline in OVN's manner: table 8 sends IP through
+/// conntrack in the port's zone (a field) with NAT undone and recirculates
+/// to the ACL (9), which lets established and related traffic through,
+/// drops invalid, commits new connections it allows (with SNAT undone and
+/// a mark, or a label moved from a register, in an immediate zone), and
+/// sends new connections to a VIP through a committing DNAT that
+/// recirculates again (to 11, which routes to the backend).
+const CT_FLOWS: &[&str] = &[
+    "table=0,priority=100,in_port=1 actions=set_field:0x1->reg14,set_field:0x5->reg13,set_field:0x1->metadata,resubmit(,8)",
+    "table=0,priority=100,in_port=2 actions=set_field:0x2->reg14,set_field:0x5->reg13,set_field:0x1->metadata,resubmit(,8)",
+    "table=8,priority=100,ip,metadata=0x1 actions=ct(table=9,zone=NXM_NX_REG13[0..15],nat)",
+    "table=8,priority=0 actions=resubmit(,10)",
+    "table=9,priority=200,ct_state=+est+trk,ip actions=resubmit(,10)",
+    "table=9,priority=200,ct_state=+rel+trk,ip actions=resubmit(,10)",
+    "table=9,priority=150,ct_state=+inv+trk,ip actions=drop",
+    "table=9,priority=100,ct_state=+new+trk,tcp,tp_dst=80 actions=ct(commit,zone=NXM_NX_REG13[0..15],nat(src),exec(set_field:0x1/0x1->ct_mark)),resubmit(,10)",
+    "table=9,priority=110,ct_state=+new+trk,tcp,nw_dst=10.0.1.100,tp_dst=80 actions=ct(commit,table=11,zone=NXM_NX_REG13[0..15],nat(dst=10.0.1.12:8080),exec(set_field:0x2/0x2->ct_mark))",
+    "table=9,priority=90,ct_state=+new+trk,icmp actions=ct(commit,zone=5,exec(move:NXM_NX_REG14[]->NXM_NX_CT_LABEL[0..31])),resubmit(,10)",
+    "table=9,priority=0 actions=drop",
+    "table=10,priority=100,metadata=0x1,dl_dst=0a:00:00:00:01:11 actions=output:1",
+    "table=10,priority=100,metadata=0x1,dl_dst=0a:00:00:00:01:12 actions=output:2",
+    "table=10,priority=0 actions=drop",
+    "table=11,priority=100,ip,nw_dst=10.0.1.12 actions=set_field:0a:00:00:00:01:12->eth_dst,resubmit(,10)",
+    "table=11,priority=0 actions=drop",
+];
+
+/// The stateful pipeline traced in both with every conntrack state a
+/// recirculation can be given (`--ct-next`, none for OVS's default
+/// `trk|new`, and two in a row for the VIP's second recirculation): the
+/// tables of every pass, the outputs and the final flow agree, and so do
+/// the datapath actions (the `ct(...)` calls with their zone, commit,
+/// mark, label and NAT, and the recirculations) in order.
+#[test]
+fn conntrack_traces_agree_with_ovs_3_1() {
+    let both = load_both(CT_FLOWS);
+    let (ctl_path, ovs) = (&both.ctl_path, &both.ovs);
+    let mut pkts = Vec::new();
+    for (port, src, dst) in [
+        (1, "0a:00:00:00:01:11", "0a:00:00:00:01:12"),
+        (2, "0a:00:00:00:01:12", "0a:00:00:00:01:11"),
+        (3, "0a:00:00:00:01:13", "0a:00:00:00:01:11"),
+    ] {
+        let eth = format!("in_port={port},dl_src={src},dl_dst={dst}");
+        for nw_dst in ["10.0.1.12", "10.0.1.100", "10.0.1.11"] {
+            let ip = format!("nw_src=10.0.1.11,nw_dst={nw_dst},nw_ttl=64");
+            pkts.push(format!("{eth},tcp,{ip},tp_src=40000,tp_dst=80"));
+            pkts.push(format!("{eth},tcp,{ip},tp_src=40000,tp_dst=443"));
+            pkts.push(format!("{eth},udp,{ip},udp_src=5353,udp_dst=53"));
+            pkts.push(format!("{eth},icmp,{ip},icmp_type=8,icmp_code=0"));
+        }
+        pkts.push(format!(
+            "{eth},arp,arp_spa=10.0.1.11,arp_tpa=10.0.1.12,arp_op=1"
+        ));
+    }
+    let states: [&[&str]; 7] = [
+        &[],
+        &["trk,new"],
+        &["trk,est"],
+        &["trk,rel"],
+        &["trk,inv"],
+        &["trk,est,rpl"],
+        &["trk,new", "trk,new,dnat"],
+    ];
+    // Each pass's conntrack calls and recirculations (the ports are the
+    // datapath's own numbers in OVS, and its recirculation ids count on
+    // across traces).
+    let dp_actions = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter_map(|l| l.strip_prefix("Datapath actions: "))
+            .map(|l| {
+                let mut keep = Vec::new();
+                let (mut depth, mut start) = (0, 0);
+                for (i, c) in l.char_indices().chain([(l.len(), ',')]) {
+                    match c {
+                        '(' => depth += 1,
+                        ')' => depth -= 1,
+                        ',' if depth == 0 => {
+                            let a = &l[start..i];
+                            if a.starts_with("ct") {
+                                keep.push(a.to_string());
+                            } else if a.starts_with("recirc(") {
+                                keep.push("recirc".to_string());
+                            }
+                            start = i + 1;
+                        }
+                        _ => {}
+                    }
+                }
+                keep.join(",")
+            })
+            .collect()
+    };
+    let (mut agreed, mut recircs, mut sent, mut cts) = (0, 0, 0, 0);
+    for p in &pkts {
+        for st in states {
+            let mut args = vec!["trace", p.as_str()];
+            for s in st {
+                args.extend(["--ct-next", s]);
+            }
+            let (ok, mine, err) = ctl(ctl_path, &args);
+            assert!(ok, "tunlab ctl {args:?}: {err}");
+            let mut oargs = vec!["ofproto/trace", "br0", p.as_str()];
+            for s in st {
+                oargs.extend(["--ct-next", s]);
+            }
+            let theirs = ovs
+                .run("ovs-appctl", &oargs)
+                .unwrap_or_else(|e| panic!("ofproto/trace {oargs:?}: {e}"));
+            // OVS's recirculation ids count on across traces.
+            let ids = |mut e: Essence| {
+                e.final_flow = e
+                    .final_flow
+                    .into_iter()
+                    .map(|f| {
+                        if f.starts_with("recirc_id=") {
+                            "recirc_id=N".into()
+                        } else {
+                            f
+                        }
+                    })
+                    .collect();
+                e
+            };
+            let (a, b) = (ids(essence(&mine)), ids(essence(&theirs)));
+            assert_eq!(
+                a, b,
+                "the traces of {p} with {st:?} disagree\n--- tunlab\n{mine}\n--- Open vSwitch 3.1\n{theirs}"
+            );
+            let (da, db) = (dp_actions(&mine), dp_actions(&theirs));
+            assert_eq!(
+                da, db,
+                "datapath actions of {p} with {st:?}\n--- tunlab\n{mine}\n--- Open vSwitch 3.1\n{theirs}"
+            );
+            agreed += 1;
+            recircs += da.len() - 1;
+            sent += usize::from(!a.outputs.is_empty());
+            cts += da.iter().filter(|d| d.contains("ct(")).count();
+        }
+    }
+    assert!(
+        recircs > 50 && sent > 20 && cts > 50,
+        "{recircs} recirculations, {sent} sent, {cts} ct calls"
+    );
+    eprintln!(
+        "{agreed} conntrack traces alike in tunlab and Open vSwitch 3.1 ({} packets x {} --ct-next sets; {recircs} recirculations, {cts} datapath ct calls, {sent} sent)",
+        pkts.len(),
+        states.len()
     );
 }

@@ -155,6 +155,23 @@ fn parse_action(
             needs(p, t, "dec_ttl", &field::NW_TTL, m)?;
             Action::DecTtl
         }
+        "dec_ttl" => {
+            needs(p, t, "dec_ttl", &field::NW_TTL, m)?;
+            let inner = v
+                .strip_prefix('(')
+                .and_then(|r| r.strip_suffix(')'))
+                .ok_or_else(|| p.err(t, "dec_ttl: expected dec_ttl or dec_ttl(ID,...)"))?;
+            let ids = inner
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|id| {
+                    p.num(t, "dec_ttl controller id", id, u16::MAX as u64)
+                        .map(|n| n as u16)
+                })
+                .collect::<Result<Vec<u16>, _>>()?;
+            Action::DecTtlIds(ids)
+        }
         "clone" => {
             let inner = v
                 .strip_prefix('(')
@@ -168,6 +185,7 @@ fn parse_action(
             }
         }
         "conjunction" => conjunction(p, t, v)?,
+        "ct" => super::conntrack::ct(p, t, v, m)?,
         "ct_clear" if v.is_empty() => Action::CtClear,
         _ if k.starts_with("resubmit") => parse_resubmit(p, t)?,
         _ if v.is_empty() && parse_u64(k).is_some() => Action::Output(p.port(t, "output", k)?),
@@ -191,7 +209,11 @@ fn set_field(p: &Parser, t: Tok, v: &str, m: Option<&Match>) -> Result<Action, F
     Ok(match name {
         "tun_dst" | "tun_ipv6_dst" => Action::SetTunDst(p.ip_any(t, name, val)?),
         "tun_src" | "tun_ipv6_src" => Action::SetTunSrc(p.ip_any(t, name, val)?),
-        "tun_id" | "tunnel_id" => Action::SetTunId(p.num(t, name, val, u64::MAX)?),
+        // A masked one (OVN's set_field:0x2/0xffffff->tun_id) is the
+        // general set_field below.
+        "tun_id" | "tunnel_id" if !val.contains('/') => {
+            Action::SetTunId(p.num(t, name, val, u64::MAX)?)
+        }
         _ if name.starts_with("tun_metadata") => {
             let n = tun_metadata_index(p, t, name)?;
             Action::SetTunMetadata(n as u8, p.num(t, name, val, u32::MAX as u64)? as u32)
@@ -238,7 +260,7 @@ fn load(p: &Parser, t: Tok, v: &str, m: Option<&Match>) -> Result<Action, FlowEr
     })
 }
 
-fn subfield(p: &Parser, t: Tok, s: &str) -> Result<SubField, FlowError> {
+pub(super) fn subfield(p: &Parser, t: Tok, s: &str) -> Result<SubField, FlowError> {
     SubField::parse(s).map_err(|e| p.err(t, e.to_string()))
 }
 
@@ -247,6 +269,19 @@ fn subfield(p: &Parser, t: Tok, s: &str) -> Result<SubField, FlowError> {
 /// output. The tunnel's are their own actions; conntrack's are written
 /// by `ct`; VLAN fields by the VLAN actions.
 fn writable(p: &Parser, t: Tok, what: &str, fl: &Field) -> Result<(), FlowError> {
+    if p.ct_exec.get() {
+        return if matches!(fl.name, "ct_mark" | "ct_label") {
+            Ok(())
+        } else {
+            Err(p.err(
+                t,
+                format!(
+                    "ct: exec(...) writes ct_mark and ct_label only, not {}",
+                    fl.name
+                ),
+            ))
+        };
+    }
     // The tunnel's id and options are written for the next tunnel
     // output; its addresses only through set_field.
     let tunnel_ok = fl.name == "tun_id" || fl.name.starts_with("tun_metadata");
@@ -270,7 +305,13 @@ fn writable(p: &Parser, t: Tok, what: &str, fl: &Field) -> Result<(), FlowError>
 
 /// A field an action reads or writes needs its prerequisites in the
 /// rule's match (OVS's `MATCH_INCONSISTENT`).
-fn needs(p: &Parser, t: Tok, what: &str, fl: &Field, m: Option<&Match>) -> Result<(), FlowError> {
+pub(super) fn needs(
+    p: &Parser,
+    t: Tok,
+    what: &str,
+    fl: &Field,
+    m: Option<&Match>,
+) -> Result<(), FlowError> {
     match m {
         Some(m) if fl.prereq != Prereq::None && !fl.prereq.met(&m.value, &m.mask) => Err(p.err(
             t,
@@ -400,14 +441,11 @@ fn parse_resubmit(p: &Parser, t: Tok) -> Result<Action, FlowError> {
     Ok(Action::Resubmit { port, table })
 }
 
-/// Write `a` as `ovs-ofctl dump-flows` writes it.
-pub(super) fn format_action(s: &mut String, a: &Action, ports: &dyn PortNames) {
-    let port = |n: PortNo| port_text(n, ports);
+/// The controller action as OVS's `format_CONTROLLER` writes it: the
+/// plain one as OpenFlow's output to CONTROLLER, the rest with only what
+/// differs from the defaults, in OVS's order.
+fn format_controller(s: &mut String, a: &Action) {
     let _ = match a {
-        Action::Output(n) => write!(s, "output:{}", port(*n)),
-        Action::InPort => write!(s, "in_port"),
-        Action::Normal => write!(s, "normal"),
-        Action::Flood => write!(s, "flood"),
         Action::Controller {
             max_len,
             reason: PacketInReason::Action,
@@ -441,6 +479,22 @@ pub(super) fn format_action(s: &mut String, a: &Action, ports: &dyn PortNames) {
                 parts.push("pause".into());
             }
             write!(s, "controller({})", parts.join(","))
+        }
+        _ => Ok(()),
+    };
+}
+
+/// Write `a` as `ovs-ofctl dump-flows` writes it.
+pub(super) fn format_action(s: &mut String, a: &Action, ports: &dyn PortNames) {
+    let port = |n: PortNo| port_text(n, ports);
+    let _ = match a {
+        Action::Output(n) => write!(s, "output:{}", port(*n)),
+        Action::InPort => write!(s, "in_port"),
+        Action::Normal => write!(s, "normal"),
+        Action::Flood => write!(s, "flood"),
+        Action::Controller { .. } => {
+            format_controller(s, a);
+            Ok(())
         }
         Action::SetTunDst(ip) => write!(
             s,
@@ -497,6 +551,14 @@ pub(super) fn format_action(s: &mut String, a: &Action, ports: &dyn PortNames) {
             write!(s, "note:{}", hex.join("."))
         }
         Action::DecTtl => write!(s, "dec_ttl"),
+        Action::DecTtlIds(ids) => {
+            let ids: Vec<String> = ids.iter().map(u16::to_string).collect();
+            write!(s, "dec_ttl({})", ids.join(","))
+        }
+        Action::Ct(ct) => {
+            super::conntrack::format_ct(s, ct, ports);
+            Ok(())
+        }
         Action::CtClear => write!(s, "ct_clear"),
         Action::Conjunction {
             id,

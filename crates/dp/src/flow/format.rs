@@ -93,6 +93,7 @@ pub fn format_packet(key: &FlowKey, ports: &dyn PortNames) -> String {
         m.mask.set(f::TP_DST, f::TP_DST.max());
     }
     let pipeline = [
+        &field::RECIRC_ID,
         &field::METADATA,
         &field::PKT_MARK,
         &field::CT_STATE,
@@ -253,6 +254,8 @@ impl MatchDisplay<'_> {
             write!(out, "conj_id={v},")?;
         }
         let (v, m) = self.raw(f::CT_STATE);
+        // A packet's whole ct_state (the field's 32 bits) is its 8 flags.
+        let m = if m == 0xffff_ffff { 0xff } else { m };
         if m != 0 {
             write!(
                 out,
@@ -277,6 +280,11 @@ impl MatchDisplay<'_> {
             write!(out, "ct_nw_proto={v},")?;
             self.be16(out, "ct_tp_src", f::CT_TP_SRC)?;
             self.be16(out, "ct_tp_dst", f::CT_TP_DST)?;
+        }
+        // OVS's match_format: a match on recirc_id is a megaflow's, whose
+        // packet type it names.
+        if self.raw(f::RECIRC_ID).1 != 0 {
+            write!(out, "eth,")?;
         }
         let (mut skip_type, mut skip_proto) = (false, false);
         let (et, et_m) = self.raw(f::DL_TYPE);

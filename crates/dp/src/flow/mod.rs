@@ -119,11 +119,18 @@ pub enum Action {
     /// `dec_ttl`: the IPv4 TTL or IPv6 hop limit less one; a packet whose
     /// TTL is 1 or 0 goes no further (dropped: `ttl_expired`).
     DecTtl,
+    /// `dec_ttl(ID,...)`: dec_ttl whose spent-TTL packet_in would go to
+    /// the controllers with these ids (`dec_ttl()`: to none, as OVN
+    /// writes it). tunlab sends no invalid-TTL packet_in either way.
+    DecTtlIds(Vec<u16>),
     /// `clone(ACTIONS)`: the actions on a copy of the packet; what they
     /// change does not reach the actions after.
     Clone(Vec<Action>),
     /// `ct_clear`: the packet untracked, its conntrack fields zero.
     CtClear,
+    /// `ct(...)`: the packet through connection tracking (OVS's
+    /// `ovs-actions(7)` "The ct action"); boxed, as it is large and rare.
+    Ct(Box<Ct>),
     /// `conjunction(ID,K/N)`: this rule is clause K (0-based here, 1-based
     /// in the text) of N of conjunctive match ID (see the classifier); a
     /// rule with it has no other actions.
@@ -132,6 +139,59 @@ pub enum Action {
         clause: u8,
         n_clauses: u8,
     },
+}
+
+/// The `ct` action's settings.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Ct {
+    /// Commit the connection (create the entry).
+    pub commit: bool,
+    /// `force`: a committed connection of the other direction is ended
+    /// and this one committed anew (needs `commit`).
+    pub force: bool,
+    /// Where the packet goes on after conntrack (`table=`): a copy
+    /// recirculates there with its conntrack state; none: the translation
+    /// only sends it through conntrack and goes on untracked.
+    pub table: Option<u8>,
+    pub zone: CtZone,
+    /// The application-layer helper: 21 (ftp), 69 (tftp), 0 none.
+    pub alg: u16,
+    pub nat: Option<Nat>,
+    /// `exec(...)`: set_field/load/move of ct_mark and ct_label, done to
+    /// the connection's entry as it is committed.
+    pub exec: Vec<Action>,
+}
+
+/// A `ct` action's zone: a number, or a field's bits (OVN's
+/// `zone=NXM_NX_REG13[0..15]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CtZone {
+    #[default]
+    Zero,
+    Imm(u16),
+    Field(crate::field::SubField),
+}
+
+/// `nat`, `nat(src|dst[=ADDR[-ADDR][:PORT[-PORT]]][,persistent][,hash][,random])`:
+/// plain `nat` undoes what the connection's NAT did (replies, and
+/// OVN's zero SNAT); with `src` or `dst` a committed connection is
+/// translated to the range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Nat {
+    pub kind: Option<NatKind>,
+    /// First and last address of the range (equal for one address).
+    pub addrs: Option<(IpAddr, IpAddr)>,
+    /// First and last port (equal for one port).
+    pub ports: Option<(u16, u16)>,
+    pub persistent: bool,
+    pub hash: bool,
+    pub random: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NatKind {
+    Src,
+    Dst,
 }
 
 /// Why a packet goes to the controllers: OpenFlow's ofp_packet_in_reason
@@ -264,10 +324,12 @@ impl PortNames for NumericPorts {
 }
 
 mod actions;
+mod conntrack;
 mod format;
 mod parse;
 mod text;
 
+pub use conntrack::format_nat;
 pub use format::{format_actions, format_flow, format_match, format_packet};
 pub use parse::parse_flow;
 pub use text::format_value;

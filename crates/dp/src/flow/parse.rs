@@ -9,7 +9,11 @@ const MATCH_FIELDS: &str = "in_port, dl_src, dl_dst, dl_type, dl_vlan, dl_vlan_p
 
 /// Parse one rule in ovs-ofctl syntax.
 pub fn parse_flow(text: &str, ports: &dyn PortNames) -> Result<FlowRule, FlowError> {
-    let p = Parser { text, ports };
+    let p = Parser {
+        text,
+        ports,
+        ct_exec: std::cell::Cell::new(false),
+    };
     let (match_part, actions_part, actions_at) = match find_actions(text) {
         Some((i, kw_len)) => (&text[..i], &text[i + kw_len..], i + kw_len),
         None => {

@@ -68,6 +68,9 @@ pub(super) fn parse_u64(s: &str) -> Option<u64> {
 pub(super) struct Parser<'a, 'p> {
     pub(super) text: &'a str,
     pub(super) ports: &'p dyn PortNames,
+    /// Inside a `ct`'s `exec(...)`: the actions write the connection's
+    /// ct_mark and ct_label, and nothing else.
+    pub(super) ct_exec: std::cell::Cell<bool>,
 }
 
 impl<'a> Parser<'a, '_> {
@@ -345,7 +348,9 @@ pub(super) fn value_text(fl: &Field, v: u128, m: u128) -> String {
         Fmt::Ethernet => format!("{}/{}", mac(v as u64), mac(m as u64)),
         Fmt::Ipv4 => v4(v as u64, m as u64),
         Fmt::Ipv6 => v6(v, m),
-        Fmt::Decimal | Fmt::Port if exact => v.to_string(),
+        // OVS names the reserved ports (`set_field:ANY->in_port`).
+        Fmt::Port if exact => port_text(v as PortNo, &NumericPorts),
+        Fmt::Decimal if exact => v.to_string(),
         _ if exact => c_hex(v),
         _ => format!("{}/{}", c_hex(v), c_hex(m)),
     }

@@ -149,7 +149,7 @@ impl Pipeline {
                     fl.set(&mut fr.key, 0);
                 }
             }
-            Action::DecTtl => {
+            Action::DecTtl | Action::DecTtlIds(_) => {
                 let ttl = &field::NW_TTL;
                 if self.prereq_ok(ttl, &fr.key) {
                     self.depends_on(f::NW_TTL);

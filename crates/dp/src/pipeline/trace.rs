@@ -7,9 +7,13 @@
 
 use super::{DropReason, Op, Pipeline};
 use crate::classifier::Classifier;
-use crate::flow::{format_match, format_packet, Action, FlowRule, Match, NumericPorts};
+use crate::flow::{
+    format_match, format_packet, Action, FlowRule, Match, Nat, NatKind, NumericPorts,
+};
+use crate::key::f;
 use crate::key::FlowKey;
 use std::fmt::Write as _;
+use std::net::IpAddr;
 
 /// What a trace collects while the translation runs.
 #[derive(Debug, Clone, Default)]
@@ -29,13 +33,140 @@ pub struct Trace {
     pub megaflow: FlowKey,
     pub ops: Vec<Op>,
     pub result: Result<(), DropReason>,
+    /// The recirculation this pass is (0: the packet as it came in), and
+    /// what OVS prints between the rulers before it.
+    pub recirc_id: u32,
+    pub banner: Vec<String>,
+    /// The passes the `ct(table=T)` actions forked, in the order OVS
+    /// takes them (first forked, first traced; theirs after).
+    pub recircs: Vec<Trace>,
+}
+
+/// How many recirculations a trace follows (OVS stops at 4096).
+const MAX_RECIRCS: usize = 64;
+
+/// conntrack state bits (`ovs-fields(7)` ct_state), in OVS's order.
+const CT_STATE_BITS: [(&str, u64); 8] = [
+    ("new", 0x01),
+    ("est", 0x02),
+    ("rel", 0x04),
+    ("rpl", 0x08),
+    ("inv", 0x10),
+    ("trk", 0x20),
+    ("snat", 0x40),
+    ("dnat", 0x80),
+];
+
+/// `--ct-next`'s states: flag names joined by `,` or `|` (`trk,new`).
+pub fn parse_ct_state(s: &str) -> Result<u64, String> {
+    let mut v = 0;
+    for w in s.split([',', '|']).map(str::trim).filter(|w| !w.is_empty()) {
+        let w = w.trim_start_matches('+');
+        let (_, bit) = CT_STATE_BITS.iter().find(|(n, _)| *n == w).ok_or_else(|| {
+            format!("--ct-next: '{w}' is not a conntrack state (new, est, rel, rpl, inv, trk, snat, dnat)")
+        })?;
+        v |= bit;
+    }
+    if v != 0 && v & 0x20 == 0 {
+        return Err(format!(
+            "--ct-next: '{s}' lacks trk (every state but none is tracked)"
+        ));
+    }
+    Ok(v)
+}
+
+fn ct_state_text(v: u64) -> String {
+    let names: Vec<&str> = CT_STATE_BITS
+        .iter()
+        .filter(|(_, b)| v & b != 0)
+        .map(|(n, _)| *n)
+        .collect();
+    names.join("|")
 }
 
 impl Pipeline {
     /// Trace `key` through the tables of `c`, counting nothing against
-    /// any rule.
+    /// any rule; recirculations get `trk|new`.
     pub fn trace(&mut self, c: &mut Classifier, key: &FlowKey, now: u64) -> Trace {
-        self.tracing = Some(Lines::default());
+        self.trace_ct(c, key, now, &[])
+    }
+
+    /// [`Pipeline::trace`], then every recirculation a `ct(table=T)`
+    /// forked, each with the next of `ct_next` as its conntrack state
+    /// (`trk|new` when they run out), as `ofproto/trace --ct-next` does.
+    pub fn trace_ct(
+        &mut self,
+        c: &mut Classifier,
+        key: &FlowKey,
+        now: u64,
+        ct_next: &[u64],
+    ) -> Trace {
+        self.recircs.clear();
+        self.next_recirc = 1;
+        let mut first = self.trace_pass(c, key, now, 0, Vec::new());
+        let mut states = ct_next.iter();
+        let mut queue: std::collections::VecDeque<super::Recirc> =
+            std::mem::take(&mut self.recircs).into();
+        while let Some(r) = queue.pop_front() {
+            if first.recircs.len() >= MAX_RECIRCS {
+                break;
+            }
+            let mut banner = Vec::new();
+            let state = match states.next() {
+                Some(s) => {
+                    banner.push(format!(
+                        "recirc({:#x}) - resume conntrack with ct_state={}",
+                        r.id,
+                        ct_state_text(*s)
+                    ));
+                    *s
+                }
+                None => {
+                    banner.push(format!("recirc({:#x}) - resume conntrack with default ct_state=trk|new (use --ct-next to customize)", r.id));
+                    0x21
+                }
+            };
+            let mut k = r.key;
+            k.set(f::RECIRC_ID, u64::from(r.id));
+            k.set(f::CT_STATE, state);
+            k.set(f::CT_ZONE, u64::from(r.zone));
+            if let Some(n) = r.nat {
+                banner.push("Replacing src/dst IP/ports to simulate NAT:".into());
+                banner.push(format!(" Initial flow: {}", ip_flow(&k, &n)));
+                simulate_nat(&mut k, &n);
+                banner.push(format!(" Modified flow: {}", ip_flow(&k, &n)));
+            }
+            self.start_at = Some((r.table, r.stack.clone()));
+            let mut pass = self.trace_pass(
+                c,
+                &k,
+                now,
+                r.id,
+                vec![
+                    "    thaw".into(),
+                    format!("        Resuming from table {}", r.table),
+                ],
+            );
+            pass.banner = banner;
+            queue.extend(std::mem::take(&mut self.recircs));
+            first.recircs.push(pass);
+        }
+        first
+    }
+
+    /// One pass of a trace: `lines` first (a recirculation's thaw).
+    fn trace_pass(
+        &mut self,
+        c: &mut Classifier,
+        key: &FlowKey,
+        now: u64,
+        recirc_id: u32,
+        lines: Vec<String>,
+    ) -> Trace {
+        self.tracing = Some(Lines {
+            lines,
+            ..Lines::default()
+        });
         let mut ops = Vec::new();
         let (result, megaflow) = self.decide_megaflow(c, key, now, &mut ops);
         let t = self.tracing.take().unwrap_or_default();
@@ -46,7 +177,15 @@ impl Pipeline {
             megaflow,
             ops,
             result,
+            recirc_id,
+            banner: Vec::new(),
+            recircs: Vec::new(),
         }
+    }
+
+    /// An action's line of text (a nested action, an outcome `-> ...`).
+    pub(super) fn trace_text(&mut self, text: String) {
+        self.trace_line(true, text);
     }
 
     /// A table's line (`action`: false) or an action's, indented as OVS
@@ -110,9 +249,81 @@ impl Pipeline {
     }
 }
 
+/// The addresses and ports OVS's trace shows around a simulated NAT
+/// (`oftrace_print_ip_flow`): none for a plain `nat`.
+fn ip_flow(k: &FlowKey, n: &Nat) -> String {
+    let Some((lo, _)) = n.addrs else {
+        return String::new();
+    };
+    let (src, dst) = if lo.is_ipv4() {
+        (
+            std::net::Ipv4Addr::from(k.get(f::NW_SRC) as u32).to_string(),
+            std::net::Ipv4Addr::from(k.get(f::NW_DST) as u32).to_string(),
+        )
+    } else {
+        (
+            std::net::Ipv6Addr::from(crate::field::IPV6_SRC.get(k)).to_string(),
+            std::net::Ipv6Addr::from(crate::field::IPV6_DST.get(k)).to_string(),
+        )
+    };
+    let mut s = format!(
+        "{}={src},{}={dst}",
+        if lo.is_ipv4() { "nw_src" } else { "ipv6_src" },
+        if lo.is_ipv4() { "nw_dst" } else { "ipv6_dst" }
+    );
+    if n.ports.is_some() {
+        let _ = write!(
+            s,
+            ",tp_src={},tp_dst={}",
+            k.get(f::TP_SRC),
+            k.get(f::TP_DST)
+        );
+    }
+    s
+}
+
+/// OVS's trace takes a NAT to the first address and port of its range.
+fn simulate_nat(k: &mut FlowKey, n: &Nat) {
+    let (Some(kind), Some((lo, _))) = (n.kind, n.addrs) else {
+        return;
+    };
+    let src = kind == NatKind::Src;
+    match lo {
+        IpAddr::V4(a) => k.set(
+            if src { f::NW_SRC } else { f::NW_DST },
+            u64::from(u32::from(a)),
+        ),
+        IpAddr::V6(a) => {
+            let fl = if src {
+                &crate::field::IPV6_SRC
+            } else {
+                &crate::field::IPV6_DST
+            };
+            fl.set(k, u128::from(a));
+        }
+    }
+    if let Some((p, _)) = n.ports {
+        k.set(if src { f::TP_SRC } else { f::TP_DST }, u64::from(p));
+    }
+}
+
 impl Trace {
-    /// The trace as `ofproto/trace` prints it, for bridge `bridge`.
+    /// The trace as `ofproto/trace` prints it, for bridge `bridge`: this
+    /// pass, then the recirculations it forked.
     pub fn render(&self, bridge: &str) -> String {
+        let mut s = self.render_pass(bridge);
+        for r in &self.recircs {
+            let _ = write!(s, "\n\n{}\n", "=".repeat(79));
+            for l in &r.banner {
+                let _ = writeln!(s, "{l}");
+            }
+            let _ = write!(s, "{}\n\n", "=".repeat(79));
+            s.push_str(&r.render_pass(bridge));
+        }
+        s
+    }
+
+    fn render_pass(&self, bridge: &str) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "Flow: {}", format_packet(&self.flow, &NumericPorts));
         let _ = writeln!(s);
@@ -122,11 +333,13 @@ impl Trace {
             let _ = writeln!(s, "{l}");
         }
         let _ = writeln!(s);
-        let _ = writeln!(
-            s,
-            "Final flow: {}",
+        // OVS says so when the actions changed nothing.
+        let final_flow = if self.final_flow == self.flow {
+            "unchanged".to_string()
+        } else {
             format_packet(&self.final_flow, &NumericPorts)
-        );
+        };
+        let _ = writeln!(s, "Final flow: {final_flow}");
         let m = Match {
             value: self.flow.masked(&self.megaflow),
             mask: self.megaflow,
@@ -134,7 +347,8 @@ impl Trace {
         let mf = format_match(&m, &NumericPorts);
         let _ = writeln!(
             s,
-            "Megaflow: recirc_id=0,eth{}{mf}",
+            "Megaflow: recirc_id={:#x},eth{}{mf}",
+            self.recirc_id,
             if mf.is_empty() { "" } else { "," }
         );
         let _ = write!(s, "Datapath actions: {}", datapath_actions(&self.ops));
@@ -200,6 +414,8 @@ pub fn datapath_actions(ops: &[Op]) -> String {
             }
             Op::Flood { except } => format!("flood(except {except})"),
             Op::Controller { .. } => "userspace(controller)".into(),
+            Op::Ct(ct) => ct_text(ct),
+            Op::Recirc(id) => format!("recirc({id:#x})"),
             Op::SetField { .. } => String::new(),
         });
     }
@@ -208,6 +424,49 @@ pub fn datapath_actions(ops: &[Op]) -> String {
         "drop".into()
     } else {
         out.join(",")
+    }
+}
+
+/// The datapath's `ct(...)` as OVS's `format_odp_conntrack_action`
+/// writes it.
+fn ct_text(ct: &super::CtOp) -> String {
+    let mut p: Vec<String> = Vec::new();
+    if ct.commit {
+        p.push("commit".into());
+    }
+    if ct.force {
+        p.push("force_commit".into());
+    }
+    if ct.zone != 0 {
+        p.push(format!("zone={}", ct.zone));
+    }
+    // C's %#x: 0 is "0".
+    let hex = |v: u128| {
+        if v == 0 {
+            "0".to_string()
+        } else {
+            format!("{v:#x}")
+        }
+    };
+    if let Some((v, m)) = ct.mark {
+        p.push(format!("mark={}/{}", hex(v.into()), hex(m.into())));
+    }
+    if let Some((v, m)) = ct.label {
+        p.push(format!("label={}/{}", hex(v), hex(m)));
+    }
+    match ct.alg {
+        0 => {}
+        21 => p.push("helper=ftp".into()),
+        69 => p.push("helper=tftp".into()),
+        n => p.push(format!("helper={n}")),
+    }
+    if let Some(n) = &ct.nat {
+        p.push(crate::flow::format_nat(n));
+    }
+    if p.is_empty() {
+        "ct".into()
+    } else {
+        format!("ct({})", p.join(","))
     }
 }
 

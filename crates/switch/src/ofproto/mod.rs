@@ -367,10 +367,10 @@ impl Ofproto {
     /// `ofproto/trace` of the packet `key` describes, through this
     /// worker's tables, with a pipeline of its own (nothing counted, no
     /// MAC learnt).
-    pub fn trace(&mut self, key: &FlowKey, bridge: &str) -> String {
+    pub fn trace(&mut self, key: &FlowKey, bridge: &str, ct_next: &[u64]) -> String {
         let now = self.now();
         tunlab_dp::Pipeline::new()
-            .trace(&mut self.classifier, key, now)
+            .trace_ct(&mut self.classifier, key, now, ct_next)
             .render(bridge)
     }
 }

@@ -571,6 +571,12 @@ impl Netdev {
                         self.output(p, in_port, frame, &TunnelSet::default(), gso);
                     }
                 }
+                // Only a trace makes these (the datapaths do not track
+                // connections yet): never here.
+                Op::Ct(_) | Op::Recirc(_) => {
+                    self.drop("conntrack_not_built");
+                    break;
+                }
                 Op::Controller(ref pin) => {
                     if let Err(why) = of.controller(in_port, tunnelled, pin, frame.data()) {
                         self.drop(why);

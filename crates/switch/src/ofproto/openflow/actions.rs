@@ -8,6 +8,8 @@
 
 use super::{PORT_ALL, PORT_CONTROLLER, PORT_FLOOD, PORT_IN_PORT, PORT_NORMAL, PORT_TABLE};
 use tunlab_dp::field::{self, Field as Mf, Prereq, SubField};
+use tunlab_dp::flow::{Ct, CtZone, Nat, NatKind};
+use tunlab_dp::key::f;
 use tunlab_dp::{Action as Act, Match, PacketInReason};
 use tunlab_wire::openflow::{self as of, Action, Oxm, OxmHeader};
 
@@ -106,6 +108,7 @@ fn from_wire_at(
             }
             Action::Note(b) => Act::Note(b.to_vec()),
             Action::DecTtl => Act::DecTtl,
+            Action::DecTtlCntIds { ids } => Act::DecTtlIds(of::cnt_ids(ids).collect()),
             Action::CtClear => Act::CtClear,
             Action::Conjunction {
                 id,
@@ -129,6 +132,15 @@ fn from_wire_at(
                 userdata: userdata.to_vec(),
                 pause: *pause,
             },
+            Action::Ct {
+                flags,
+                zone,
+                recirc_table,
+                alg,
+                actions,
+            } => ct(*flags, zone, *recirc_table, *alg, actions, m)?,
+            // Only inside a ct (OVS's rule and code).
+            Action::Nat { .. } => return Err(bad(BAC_BAD_SET_ARGUMENT)),
             Action::Clone(inner) if depth < MAX_NESTING => {
                 Act::Clone(from_wire_at(inner, m, packet_out, depth + 1)?)
             }
@@ -147,6 +159,135 @@ fn from_wire_at(
         return Err(bad(BAC_BAD_ARGUMENT));
     }
     Ok(out)
+}
+
+/// NXAST_CT: its zone's field checked, its nested actions a `nat` and
+/// writes of ct_mark and ct_label (anything else: OVS's BAD_ARGUMENT), and
+/// the rule's match an IP one (OVS's `check_CT`: MATCH_INCONSISTENT).
+fn ct(
+    flags: u16,
+    zone: &of::CtZone,
+    recirc_table: u8,
+    alg: u16,
+    actions: &[Action<'_>],
+    m: Option<&Match>,
+) -> Result<Act, (u16, u16)> {
+    if let Some(m) = m {
+        let ip = m.mask.get(f::DL_TYPE) != 0 && matches!(m.value.get(f::DL_TYPE), 0x0800 | 0x86dd);
+        if !ip {
+            return Err(bad(BAC_MATCH_INCONSISTENT));
+        }
+    }
+    let zone = match *zone {
+        of::CtZone::Imm(z) => CtZone::Imm(z),
+        of::CtZone::Field { src, ofs, n_bits } => {
+            let sf = subfield(&src, u32::from(ofs), u32::from(n_bits))?;
+            reads(sf.field, m)?;
+            CtZone::Field(sf)
+        }
+    };
+    let mut out = Ct {
+        commit: flags & of::NX_CT_F_COMMIT != 0,
+        force: flags & of::NX_CT_F_FORCE != 0,
+        table: (recirc_table != of::NX_CT_RECIRC_NONE).then_some(recirc_table),
+        zone,
+        alg,
+        nat: None,
+        exec: Vec::new(),
+    };
+    for a in actions {
+        match a {
+            Action::Nat {
+                flags,
+                addrs,
+                ports,
+            } if out.nat.is_none() => {
+                out.nat = Some(Nat {
+                    kind: if flags & of::NX_NAT_F_SRC != 0 {
+                        Some(NatKind::Src)
+                    } else if flags & of::NX_NAT_F_DST != 0 {
+                        Some(NatKind::Dst)
+                    } else {
+                        None
+                    },
+                    addrs: addrs.as_ref().map(|a| a.range()),
+                    ports: ports.map(|(lo, hi)| (lo, hi.unwrap_or(lo))),
+                    persistent: flags & of::NX_NAT_F_PERSISTENT != 0,
+                    hash: flags & of::NX_NAT_F_PROTO_HASH != 0,
+                    random: flags & of::NX_NAT_F_PROTO_RANDOM != 0,
+                })
+            }
+            a if of::ct_only(a) => out.exec.push(ct_exec(a, m)?),
+            _ => return Err(bad(BAC_BAD_ARGUMENT)),
+        }
+    }
+    Ok(Act::Ct(Box::new(out)))
+}
+
+/// A write of ct_mark or ct_label inside a ct's `exec`.
+fn ct_exec(a: &Action<'_>, m: Option<&Match>) -> Result<Act, (u16, u16)> {
+    let ct_field = |fl: &Mf| matches!(fl.name, "ct_mark" | "ct_label");
+    Ok(match a {
+        Action::SetField(o) | Action::RegLoad2(o) => {
+            let fl = field::by_code(o.class, o.field)
+                .filter(|fl| ct_field(fl))
+                .ok_or(bad(BAC_BAD_SET_TYPE))?;
+            if o.value.len() != usize::from(fl.bytes)
+                || o.mask.is_some_and(|mk| mk.len() != o.value.len())
+            {
+                return Err(bad(BAC_BAD_SET_LEN));
+            }
+            let v = be(o.value).ok_or(bad(BAC_BAD_SET_LEN))?;
+            let mask = match o.mask {
+                Some(mk) => be(mk).ok_or(bad(BAC_BAD_SET_LEN))?,
+                None => fl.all_ones(),
+            };
+            Act::SetField {
+                field: fl,
+                value: v & mask,
+                mask,
+                load: false,
+            }
+        }
+        Action::RegLoad {
+            ofs,
+            n_bits,
+            dst,
+            value,
+        } => {
+            let sf = subfield(dst, u32::from(*ofs), u32::from(*n_bits))?;
+            if !ct_field(sf.field) {
+                return Err(bad(BAC_BAD_SET_TYPE));
+            }
+            let v = u128::from(*value);
+            if sf.n_bits < 128 && v >> sf.n_bits != 0 {
+                return Err(bad(BAC_BAD_SET_ARGUMENT));
+            }
+            Act::SetField {
+                field: sf.field,
+                value: v << sf.ofs,
+                mask: sf.mask(),
+                load: true,
+            }
+        }
+        Action::Move {
+            n_bits,
+            src_ofs,
+            dst_ofs,
+            src,
+            dst,
+        } => {
+            let n = u32::from(*n_bits);
+            let src = subfield(src, u32::from(*src_ofs), n)?;
+            let dst = subfield(dst, u32::from(*dst_ofs), n)?;
+            if !ct_field(dst.field) {
+                return Err(bad(BAC_BAD_SET_TYPE));
+            }
+            reads(src.field, m)?;
+            Act::Move { src, dst }
+        }
+        _ => return Err(bad(BAC_BAD_ARGUMENT)),
+    })
 }
 
 /// A Nicira action subtype tunlab does not carry (OpenFlow's
@@ -218,6 +359,19 @@ fn be(b: &[u8]) -> Option<u128> {
 /// actions, every other writable field a typed set_field.
 fn set_field(o: &Oxm<'_>, m: Option<&Match>) -> Result<Act, (u16, u16)> {
     let fl = field::by_code(o.class, o.field).ok_or(bad(BAC_BAD_SET_TYPE))?;
+    // NXM_OF_IN_PORT: 16 bits in 1.0's numbering (OVS's `in_port`).
+    if (o.class, o.field) == (of::NXM_0, 0) {
+        let p = <[u8; 2]>::try_from(o.value).map_err(|_| bad(BAC_BAD_SET_LEN))?;
+        if o.mask.is_some() {
+            return Err(bad(BAC_BAD_SET_LEN));
+        }
+        return Ok(Act::SetField {
+            field: fl,
+            value: u128::from(of::port_from10(u16::from_be_bytes(p))),
+            mask: fl.all_ones(),
+            load: false,
+        });
+    }
     let v = be(o.value).ok_or(bad(BAC_BAD_SET_LEN))?;
     let tun_md = field::TUN_METADATA
         .iter()

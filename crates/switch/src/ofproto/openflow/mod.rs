@@ -131,8 +131,23 @@ pub enum OfAction {
     },
     Note(Vec<u8>),
     DecTtl,
+    /// `dec_ttl(ids)`: the ids as the wire holds them (2 bytes each).
+    DecTtlIds(Vec<u8>),
     Clone(Vec<OfAction>),
     CtClear,
+    /// NXAST_CT with its nested actions (a nat first, then exec's).
+    Ct {
+        flags: u16,
+        zone: of::CtZone,
+        recirc_table: u8,
+        alg: u16,
+        actions: Vec<OfAction>,
+    },
+    Nat {
+        flags: u16,
+        addrs: Option<of::NatAddrs>,
+        ports: Option<(u16, Option<u16>)>,
+    },
     Conjunction {
         id: u32,
         clause: u8,
@@ -215,8 +230,31 @@ impl OfAction {
             },
             OfAction::Note(b) => Action::Note(b),
             OfAction::DecTtl => Action::DecTtl,
+            OfAction::DecTtlIds(ids) => Action::DecTtlCntIds { ids },
             OfAction::Clone(inner) => Action::Clone(inner.iter().map(OfAction::view).collect()),
             OfAction::CtClear => Action::CtClear,
+            OfAction::Ct {
+                flags,
+                zone,
+                recirc_table,
+                alg,
+                actions,
+            } => Action::Ct {
+                flags: *flags,
+                zone: *zone,
+                recirc_table: *recirc_table,
+                alg: *alg,
+                actions: actions.iter().map(OfAction::view).collect(),
+            },
+            OfAction::Nat {
+                flags,
+                addrs,
+                ports,
+            } => Action::Nat {
+                flags: *flags,
+                addrs: *addrs,
+                ports: *ports,
+            },
             OfAction::Conjunction {
                 id,
                 clause,
@@ -279,6 +317,16 @@ fn set_field_of(
             value: (value >> sf.ofs) as u64,
         };
     }
+    // OVS's in_port is NXM_OF_IN_PORT, 16 bits in 1.0's numbering, in
+    // every version (its 32-bit OXM form is another field, in_port_oxm).
+    if std::ptr::eq(fl, &field::IN_PORT) && mask == fl.all_ones() {
+        return OfAction::SetField(Field {
+            class: of::NXM_0,
+            field: 0,
+            value: of::port_to10(value as u32).to_be_bytes().to_vec(),
+            mask: None,
+        });
+    }
     let h = header(fl, v);
     let exact = mask == fl.all_ones();
     OfAction::SetField(Field {
@@ -290,6 +338,14 @@ fn set_field_of(
 }
 
 fn sub(sf: &tunlab_dp::field::SubField, v: u8) -> (OxmHeader, u16, u16) {
+    // OVS's in_port is the 16-bit NXM_OF_IN_PORT in every version.
+    if std::ptr::eq(sf.field, &field::IN_PORT) && sf.ofs + sf.n_bits <= 16 {
+        return (
+            OxmHeader::new(of::NXM_0, 0, 2),
+            sf.ofs as u16,
+            sf.n_bits as u16,
+        );
+    }
     (header(sf.field, v), sf.ofs as u16, sf.n_bits as u16)
 }
 
@@ -408,8 +464,12 @@ pub fn of_actions_in(actions: &[Act], v: u8) -> Vec<OfAction> {
             }
             Act::Note(b) => OfAction::Note(b.clone()),
             Act::DecTtl => OfAction::DecTtl,
+            Act::DecTtlIds(ids) => {
+                OfAction::DecTtlIds(ids.iter().flat_map(|i| i.to_be_bytes()).collect())
+            }
             Act::Clone(inner) => OfAction::Clone(of_actions_in(inner, v)),
             Act::CtClear => OfAction::CtClear,
+            Act::Ct(ct) => ct_of(ct, v),
             Act::Conjunction {
                 id,
                 clause,
@@ -421,6 +481,72 @@ pub fn of_actions_in(actions: &[Act], v: u8) -> Vec<OfAction> {
             },
         })
         .collect()
+}
+
+/// A `ct` as OVS writes it: the zone's field by its NXM header in every
+/// version, the nat first among the nested actions.
+fn ct_of(ct: &tunlab_dp::flow::Ct, v: u8) -> OfAction {
+    use tunlab_dp::flow::{CtZone, NatKind};
+    let zone = match ct.zone {
+        CtZone::Zero => of::CtZone::Imm(0),
+        CtZone::Imm(z) => of::CtZone::Imm(z),
+        CtZone::Field(sf) => {
+            let c = sf.field.nxm.or(sf.field.oxm);
+            of::CtZone::Field {
+                src: c.map_or(OxmHeader::new(0xffff, 0, sf.field.bytes), |c| {
+                    OxmHeader::new(c.class, c.field, sf.field.bytes)
+                }),
+                ofs: sf.ofs as u16,
+                n_bits: sf.n_bits as u16,
+            }
+        }
+    };
+    let mut actions = Vec::new();
+    if let Some(n) = &ct.nat {
+        let mut flags = 0;
+        for (on, bit) in [
+            (n.kind == Some(NatKind::Src), of::NX_NAT_F_SRC),
+            (n.kind == Some(NatKind::Dst), of::NX_NAT_F_DST),
+            (n.persistent, of::NX_NAT_F_PERSISTENT),
+            (n.hash, of::NX_NAT_F_PROTO_HASH),
+            (n.random, of::NX_NAT_F_PROTO_RANDOM),
+        ] {
+            if on {
+                flags |= bit;
+            }
+        }
+        let addrs = n.addrs.and_then(|(lo, hi)| match (lo, hi) {
+            (IpAddr::V4(lo), IpAddr::V4(hi)) => Some(of::NatAddrs::V4 {
+                min: lo,
+                max: (hi != lo).then_some(hi),
+            }),
+            (IpAddr::V6(lo), IpAddr::V6(hi)) => Some(of::NatAddrs::V6 {
+                min: lo,
+                max: (hi != lo).then_some(hi),
+            }),
+            _ => None,
+        });
+        actions.push(OfAction::Nat {
+            flags,
+            addrs,
+            ports: n.ports.map(|(lo, hi)| (lo, (hi != lo).then_some(hi))),
+        });
+    }
+    actions.extend(of_actions_in(&ct.exec, v));
+    let mut flags = 0;
+    if ct.commit {
+        flags |= of::NX_CT_F_COMMIT;
+    }
+    if ct.force {
+        flags |= of::NX_CT_F_FORCE;
+    }
+    OfAction::Ct {
+        flags,
+        zone,
+        recirc_table: ct.table.unwrap_or(of::NX_CT_RECIRC_NONE),
+        alg: ct.alg,
+        actions,
+    }
 }
 
 /// [`of_actions_in`] for OpenFlow 1.3.

@@ -548,6 +548,33 @@ fn ovs_ofctl_bundles_in_openflow_15() {
     assert!(!ok, "{out}");
     assert!(out.contains("OFPBAC_BAD"), "{out}");
     assert_eq!(dump(), want, "a failed bundle changes nothing");
+    // Conntrack flushes, as ovn-controller sends one per zone it
+    // assigns: taken (there is no connection state to flush until the
+    // datapaths track connections), a malformed one refused by name.
+    for args in [
+        vec!["-O", "OpenFlow15", "ct-flush-zone", ours.as_str(), "5"],
+        vec!["-O", "OpenFlow15", "ct-flush", ours.as_str()],
+        vec!["-O", "OpenFlow15", "ct-flush", ours.as_str(), "zone=7"],
+        vec!["ct-flush-zone", ours.as_str(), "65535"],
+    ] {
+        let (ok, out) = ofctl(&args);
+        assert!(ok, "{args:?}: {out}");
+    }
+    let mut raw = UnixStream::connect(ours.trim_start_matches("unix:")).unwrap();
+    raw.write_all(&of::hello(of::OF15, 1 << of::OF15, 1))
+        .unwrap();
+    let _ = read_msg(&mut raw);
+    raw.write_all(&of::nx_message(
+        of::OF15,
+        9,
+        of::NXT_CT_FLUSH_ZONE,
+        &[0, 1, 0, 0, 0, 0, 0, 5],
+    ))
+    .unwrap();
+    let reply = read_msg(&mut raw).expect("an error");
+    let hex: String = reply.iter().map(|b| format!("{b:02x}")).collect();
+    let (ok, text) = ofctl(&["ofp-print", &hex]);
+    assert!(ok && text.contains("NXBRC_MUST_BE_ZERO"), "{text}");
     // Meters: none, said as such; deleting them all (what ovn-controller
     // does at start) works, adding one is refused by name.
     let (ok, out) = ofctl(&["-O", "OpenFlow15", "meter-features", &ours]);

@@ -174,6 +174,27 @@ fn experimenter(
             }
             Next::Keep
         }
+        // Conntrack flushes (ovn-controller flushes each zone it assigns):
+        // the datapaths hold no connections yet (issue 45), so there is
+        // nothing to flush; the request is read and checked as OVS checks
+        // it.
+        Some(nx) if nx.subtype == of::NXT_CT_FLUSH_ZONE || nx.subtype == of::NXT_CT_FLUSH => {
+            let r = if nx.subtype == of::NXT_CT_FLUSH_ZONE {
+                of::parse_ct_flush_zone(nx.body).map(|_| ())
+            } else {
+                of::parse_ct_flush(nx.body).map(|_| ())
+            };
+            match r {
+                Ok(()) => Next::Keep,
+                Err(of::CtFlushError::BadLen) => error(c, of::ET_BAD_REQUEST, of::BRC_BAD_LEN),
+                Err(of::CtFlushError::MustBeZero) => {
+                    match send(c, &of::nxbrc_must_be_zero(v, m.xid(), m.bytes())) {
+                        Ok(()) => Next::Keep,
+                        Err(_) => Next::Close,
+                    }
+                }
+            }
+        }
         Some(nx) if nx.subtype == of::NXT_RESUME => match resume(v, nx.body, bridge, sw) {
             Ok(()) => Next::Keep,
             Err(Resume::Stale) => match send(c, &of::nxr_stale(v, m.xid(), m.bytes())) {

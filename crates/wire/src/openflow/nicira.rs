@@ -24,6 +24,10 @@ pub const NXT_FLOW_MOD_TABLE_ID: u32 = 15;
 pub const NXT_TLV_TABLE_MOD: u32 = 24;
 pub const NXT_TLV_TABLE_REQUEST: u32 = 25;
 pub const NXT_TLV_TABLE_REPLY: u32 = 26;
+/// Flush a conntrack zone (body: zeros (6) | zone (2)), and flush by
+/// tuple (body: ip_proto (1) | zeros (7) | TLVs).
+pub const NXT_CT_FLUSH_ZONE: u32 = 29;
+pub const NXT_CT_FLUSH: u32 = 32;
 /// Flow formats a 1.0 client can ask for.
 pub const NXFF_OPENFLOW10: u32 = 0;
 pub const NXFF_NXM: u32 = 2;
@@ -154,6 +158,55 @@ impl TlvModError {
     }
 }
 
+/// Why a conntrack flush is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CtFlushError {
+    /// Shorter than its fixed part.
+    BadLen,
+    /// A must-be-zero byte is not (OVS's NXBRC_MUST_BE_ZERO).
+    MustBeZero,
+}
+
+/// NXT_CT_FLUSH_ZONE's body: the zone.
+pub fn parse_ct_flush_zone(body: &[u8]) -> std::result::Result<u16, CtFlushError> {
+    let b: &[u8; 8] = body.try_into().map_err(|_| CtFlushError::BadLen)?;
+    if b[..6] != [0; 6] {
+        return Err(CtFlushError::MustBeZero);
+    }
+    Ok(be16(b, 6))
+}
+
+/// NXT_CT_FLUSH's body: its IP protocol (0: any) and the TLVs that follow
+/// (the zone and the tuples), whose whole lengths are checked (each TLV:
+/// type (2) | length (2, the header's 4 included) | value, padded to 8).
+pub fn parse_ct_flush(body: &[u8]) -> std::result::Result<(u8, &[u8]), CtFlushError> {
+    if body.len() < 8 {
+        return Err(CtFlushError::BadLen);
+    }
+    if body[1..8] != [0; 7] {
+        return Err(CtFlushError::MustBeZero);
+    }
+    let tlvs = &body[8..];
+    let mut at = 0;
+    while at < tlvs.len() {
+        if tlvs.len() - at < 4 {
+            return Err(CtFlushError::BadLen);
+        }
+        let len = usize::from(be16(tlvs, at + 2));
+        let padded = len.div_ceil(8) * 8;
+        if len < 4 || at + padded > tlvs.len() {
+            return Err(CtFlushError::BadLen);
+        }
+        at += padded;
+    }
+    Ok((body[0], tlvs))
+}
+
+/// OVS's NXBRC_MUST_BE_ZERO about `cause`.
+pub fn nxbrc_must_be_zero(version: u8, xid: u32, cause: &[u8]) -> Vec<u8> {
+    nx_error_codes(version, 515, 4, xid, cause)
+}
+
 /// The error message for `e` about `cause`, in the form each version has
 /// for an experimenter's errors: 1.0 and 1.1's NXET_VENDOR (0xb0c2) wrapping
 /// type and code, 1.2+'s EXPERIMENTER (0xffff) with a code.
@@ -197,6 +250,32 @@ pub(super) fn nx_error_codes(
 
 #[cfg(test)]
 mod tests {
+
+    /// The conntrack flushes: a zone after six zero bytes; a protocol,
+    /// seven zero bytes and whole TLVs; anything else refused as OVS
+    /// refuses it (any bytes, never a panic).
+    #[test]
+    fn ct_flushes_read_or_are_refused() {
+        assert_eq!(parse_ct_flush_zone(&[0, 0, 0, 0, 0, 0, 0, 5]), Ok(5));
+        assert_eq!(
+            parse_ct_flush_zone(&[0, 0, 1, 0, 0, 0, 0, 5]),
+            Err(CtFlushError::MustBeZero)
+        );
+        assert_eq!(parse_ct_flush_zone(&[0; 6]), Err(CtFlushError::BadLen));
+        assert_eq!(parse_ct_flush(&[6, 0, 0, 0, 0, 0, 0, 0]), Ok((6, &[][..])));
+        // One TLV of 6 bytes (zone 5), padded to 8.
+        let body = [0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 6, 0, 5, 0, 0];
+        assert_eq!(parse_ct_flush(&body).map(|(p, t)| (p, t.len())), Ok((0, 8)));
+        assert_eq!(parse_ct_flush(&body[..12]), Err(CtFlushError::BadLen));
+        assert_eq!(
+            parse_ct_flush(&[0, 1, 0, 0, 0, 0, 0, 0]),
+            Err(CtFlushError::MustBeZero)
+        );
+        for n in 0..40 {
+            let b: Vec<u8> = (0..n).map(|i| (i * 37 % 251) as u8).collect();
+            let _ = (parse_ct_flush_zone(&b), parse_ct_flush(&b));
+        }
+    }
     use super::*;
     use crate::openflow::{OF10, OF13};
 

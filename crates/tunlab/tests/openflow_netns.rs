@@ -12,7 +12,6 @@ use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::process::Command;
 use std::time::Duration;
-use tunlab_lab::ovs::Ovs;
 use tunlab_wire::openflow::{self as of, Message};
 
 fn ofctl(args: &[&str]) -> (bool, String) {
@@ -393,18 +392,7 @@ fn ovns_whole_pipeline_goes_through_a_bundle_but_learn_and_group() {
     let (c1, c2) = pair_configs(&l, "geneve");
     let (s1, _s2) = start_pair(&l, &c1, &c2);
     let ours = ofctl_target(&s1);
-    let ovs = Ovs::start(l.hv2.name(), &l.dir).unwrap();
-    ovs.vsctl(&[
-        "add-br",
-        "br0",
-        "--",
-        "set",
-        "bridge",
-        "br0",
-        "datapath_type=netdev",
-    ])
-    .unwrap();
-    let theirs = format!("unix:{}", l.dir.join("ovs").join("br0.mgmt").display());
+    let (_ovs, theirs) = ovs_bridge(&l, 0);
     for target in [&ours, &theirs] {
         let (ok, out) = ofctl(&[
             "-O",
@@ -623,18 +611,7 @@ fn dump_flows_lists_what_ovs_3_1_lists_for_the_same_flows() {
     let (c1, c2) = pair_configs(&l, "geneve");
     let (s1, s2) = start_pair(&l, &c1, &c2);
     let ours = ofctl_target(&s1);
-    let ovs = Ovs::start(l.hv2.name(), &l.dir).unwrap();
-    ovs.vsctl(&[
-        "add-br",
-        "br0",
-        "--",
-        "set",
-        "bridge",
-        "br0",
-        "datapath_type=netdev",
-    ])
-    .unwrap();
-    let theirs = format!("unix:{}", l.dir.join("ovs").join("br0.mgmt").display());
+    let (ovs, theirs) = ovs_bridge(&l, 0);
     // OVS takes tun_metadata0 only once a TLV is mapped to it; tunlab
     // takes the field either way (the map matters when the option goes on
     // the wire).
@@ -1162,18 +1139,7 @@ fn paused_packet_ins_read_as_open_vswitchs_do() {
     let (c1, c2) = pair_configs(&l, "vxlan");
     let (s1, s2) = start_pair(&l, &c1, &c2);
     let ours = ofctl_target(&s1);
-    let ovs = Ovs::start(l.hv2.name(), &l.dir).unwrap();
-    ovs.vsctl(&[
-        "add-br",
-        "br0",
-        "--",
-        "set",
-        "bridge",
-        "br0",
-        "datapath_type=netdev",
-    ])
-    .unwrap();
-    let theirs = format!("unix:{}", l.dir.join("ovs").join("br0.mgmt").display());
+    let (_ovs, theirs) = ovs_bridge(&l, 0);
     let rules = [
         "cookie=0x31,priority=10,icmp,in_port=1 actions=set_field:0x5->reg0,set_field:0x7->reg3,push:NXM_NX_REG0[],push:NXM_NX_REG3[],resubmit(,1),output:7",
         "cookie=0x32,table=1,icmp actions=controller(userdata=01.02.03,pause),set_field:0x9->reg1,resubmit(,2)",

@@ -156,32 +156,7 @@ fn load_both(flows: &[&str]) -> Both {
     let (c1, c2) = pair_configs(&l, "geneve");
     let ctl_path = l.dir.join("n1.ctl");
     let (s1, s2) = start_pair(&l, &with_ctl(&c1, &ctl_path), &c2);
-    let ovs = Ovs::start(l.hv2.name(), &l.dir).unwrap();
-    ovs.vsctl(&[
-        "add-br",
-        "br0",
-        "--",
-        "set",
-        "bridge",
-        "br0",
-        "datapath_type=netdev",
-    ])
-    .unwrap();
-    for n in 1..=4 {
-        let p = format!("p{n}");
-        ovs.vsctl(&[
-            "add-port",
-            "br0",
-            &p,
-            "--",
-            "set",
-            "interface",
-            &p,
-            "type=internal",
-            &format!("ofport_request={n}"),
-        ])
-        .unwrap();
-    }
+    let (ovs, theirs) = ovs_bridge(&l, 4);
     let file = l.dir.join("trace-flows.txt");
     std::fs::write(&file, flows.join("\n")).unwrap();
     let file = file.display().to_string();
@@ -189,7 +164,6 @@ fn load_both(flows: &[&str]) -> Both {
         "unix:{}",
         tunlab_switch::mgmt::path_beside(s1.ctl_path()).display()
     );
-    let theirs = format!("unix:{}", l.dir.join("ovs").join("br0.mgmt").display());
     for target in [&ours, &theirs] {
         for args in [
             vec!["-O", "OpenFlow15", "del-flows", target.as_str()],

@@ -1247,3 +1247,38 @@ pub fn crafted_frames(dp: Datapath) {
     assert!(dropped(&e1, "malformed_tunnel_header") >= N as u64, "{e1}");
     assert!(dropped(&e1, "unknown_remote") >= N as u64, "{e1}");
 }
+
+/// Open vSwitch 3.1 beside a lab, in `l`'s hv2: a userspace (netdev)
+/// bridge br0 with internal ports p1 to p`ports` at those OpenFlow
+/// numbers, and the `ovs-ofctl` target of its management socket.
+pub fn ovs_bridge(l: &Lab, ports: u32) -> (tunlab_lab::ovs::Ovs, String) {
+    let ovs = tunlab_lab::ovs::Ovs::start(l.hv2.name(), &l.dir).unwrap();
+    ovs.vsctl(&[
+        "add-br",
+        "br0",
+        "--",
+        "set",
+        "bridge",
+        "br0",
+        "datapath_type=netdev",
+    ])
+    .unwrap();
+    for n in 1..=ports {
+        let p = format!("p{n}");
+        let req = format!("ofport_request={n}");
+        ovs.vsctl(&[
+            "add-port",
+            "br0",
+            &p,
+            "--",
+            "set",
+            "interface",
+            &p,
+            "type=internal",
+            &req,
+        ])
+        .unwrap();
+    }
+    let target = format!("unix:{}", l.dir.join("ovs").join("br0.mgmt").display());
+    (ovs, target)
+}

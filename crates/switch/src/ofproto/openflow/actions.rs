@@ -63,39 +63,7 @@ fn from_wire_at(
                 table: (*table != 0xff).then_some(*table),
             },
             Action::SetField(o) | Action::RegLoad2(o) => set_field(o, m)?,
-            Action::RegLoad {
-                ofs,
-                n_bits,
-                dst,
-                value,
-            } => {
-                let sf = subfield(dst, u32::from(*ofs), u32::from(*n_bits))?;
-                writes(sf.field, m)?;
-                let v = u128::from(*value);
-                if sf.n_bits < 128 && v >> sf.n_bits != 0 {
-                    return Err(bad(BAC_BAD_SET_ARGUMENT));
-                }
-                Act::SetField {
-                    field: sf.field,
-                    value: v << sf.ofs,
-                    mask: sf.mask(),
-                    load: true,
-                }
-            }
-            Action::Move {
-                n_bits,
-                src_ofs,
-                dst_ofs,
-                src,
-                dst,
-            } => {
-                let n = u32::from(*n_bits);
-                let src = subfield(src, u32::from(*src_ofs), n)?;
-                let dst = subfield(dst, u32::from(*dst_ofs), n)?;
-                reads(src.field, m)?;
-                writes(dst.field, m)?;
-                Act::Move { src, dst }
-            }
+            Action::RegLoad { .. } | Action::Move { .. } => load_or_move(a, m, Dst::Rule)?,
             Action::StackPush { field, ofs, n_bits } => {
                 let sf = subfield(field, u32::from(*ofs), u32::from(*n_bits))?;
                 reads(sf.field, m)?;
@@ -224,9 +192,69 @@ fn ct(
     Ok(Act::Ct(Box::new(out)))
 }
 
+/// What an action may write: a rule's actions the pipeline's and the
+/// packet's fields, a ct's `exec` the connection's ct_mark and ct_label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dst {
+    Rule,
+    CtExec,
+}
+
+fn ct_field(fl: &Mf) -> bool {
+    matches!(fl.name, "ct_mark" | "ct_label")
+}
+
+fn may_write(fl: &Mf, m: Option<&Match>, to: Dst) -> Result<(), (u16, u16)> {
+    match to {
+        Dst::Rule => writes(fl, m),
+        Dst::CtExec if ct_field(fl) => Ok(()),
+        Dst::CtExec => Err(bad(BAC_BAD_SET_TYPE)),
+    }
+}
+
+/// NXAST_REG_LOAD (a masked set_field, printed as `load:`) or a move
+/// (NXAST_REG_MOVE, OFPAT_COPY_FIELD), their fields and widths checked.
+fn load_or_move(a: &Action<'_>, m: Option<&Match>, to: Dst) -> Result<Act, (u16, u16)> {
+    Ok(match a {
+        Action::RegLoad {
+            ofs,
+            n_bits,
+            dst,
+            value,
+        } => {
+            let sf = subfield(dst, u32::from(*ofs), u32::from(*n_bits))?;
+            may_write(sf.field, m, to)?;
+            let v = u128::from(*value);
+            if sf.n_bits < 128 && v >> sf.n_bits != 0 {
+                return Err(bad(BAC_BAD_SET_ARGUMENT));
+            }
+            Act::SetField {
+                field: sf.field,
+                value: v << sf.ofs,
+                mask: sf.mask(),
+                load: true,
+            }
+        }
+        Action::Move {
+            n_bits,
+            src_ofs,
+            dst_ofs,
+            src,
+            dst,
+        } => {
+            let n = u32::from(*n_bits);
+            let src = subfield(src, u32::from(*src_ofs), n)?;
+            let dst = subfield(dst, u32::from(*dst_ofs), n)?;
+            reads(src.field, m)?;
+            may_write(dst.field, m, to)?;
+            Act::Move { src, dst }
+        }
+        _ => return Err(bad(BAC_BAD_ARGUMENT)),
+    })
+}
+
 /// A write of ct_mark or ct_label inside a ct's `exec`.
 fn ct_exec(a: &Action<'_>, m: Option<&Match>) -> Result<Act, (u16, u16)> {
-    let ct_field = |fl: &Mf| matches!(fl.name, "ct_mark" | "ct_label");
     Ok(match a {
         Action::SetField(o) | Action::RegLoad2(o) => {
             let fl = field::by_code(o.class, o.field)
@@ -249,43 +277,7 @@ fn ct_exec(a: &Action<'_>, m: Option<&Match>) -> Result<Act, (u16, u16)> {
                 load: false,
             }
         }
-        Action::RegLoad {
-            ofs,
-            n_bits,
-            dst,
-            value,
-        } => {
-            let sf = subfield(dst, u32::from(*ofs), u32::from(*n_bits))?;
-            if !ct_field(sf.field) {
-                return Err(bad(BAC_BAD_SET_TYPE));
-            }
-            let v = u128::from(*value);
-            if sf.n_bits < 128 && v >> sf.n_bits != 0 {
-                return Err(bad(BAC_BAD_SET_ARGUMENT));
-            }
-            Act::SetField {
-                field: sf.field,
-                value: v << sf.ofs,
-                mask: sf.mask(),
-                load: true,
-            }
-        }
-        Action::Move {
-            n_bits,
-            src_ofs,
-            dst_ofs,
-            src,
-            dst,
-        } => {
-            let n = u32::from(*n_bits);
-            let src = subfield(src, u32::from(*src_ofs), n)?;
-            let dst = subfield(dst, u32::from(*dst_ofs), n)?;
-            if !ct_field(dst.field) {
-                return Err(bad(BAC_BAD_SET_TYPE));
-            }
-            reads(src.field, m)?;
-            Act::Move { src, dst }
-        }
+        Action::RegLoad { .. } | Action::Move { .. } => load_or_move(a, m, Dst::CtExec)?,
         _ => return Err(bad(BAC_BAD_ARGUMENT)),
     })
 }

@@ -71,7 +71,31 @@ struct Subtable {
     /// a stage depends only on the fields up to it: a megaflow need not
     /// hold the rest of the subtable's (a rule on another port does not
     /// make every flow depend on its UDP port).
-    stages: Vec<(FlowKey, HashMap<FlowKey, u32, FxBuildHasher>)>,
+    stages: Vec<Stage>,
+}
+
+/// One stage of a subtable: its mask, the words the mask touches, and
+/// how many rules have each masked value there, by a hash of those words
+/// alone (a probe reads a few words, not the key's 44). Two values of one
+/// hash share a count: a probe may then pass a stage that no rule's value
+/// agrees with, which costs the full probe and a megaflow holding more
+/// bits than it needed, never a wrong answer.
+#[derive(Debug, Clone)]
+struct Stage {
+    mask: FlowKey,
+    words: Vec<u8>,
+    counts: HashMap<u64, u32, FxBuildHasher>,
+}
+
+impl Stage {
+    fn hash(&self, key: &FlowKey) -> u64 {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = FxBuildHasher.build_hasher();
+        for &i in &self.words {
+            h.write_u64(key.w[i as usize] & self.mask.w[i as usize]);
+        }
+        h.finish()
+    }
 }
 
 /// The stages' fields, each with those of the stages before it: the
@@ -121,14 +145,18 @@ fn stage_fields() -> [FlowKey; 3] {
 
 impl Subtable {
     fn new(mask: FlowKey) -> Subtable {
-        let mut stages: Vec<(FlowKey, HashMap<FlowKey, u32, FxBuildHasher>)> = Vec::new();
+        let mut stages: Vec<Stage> = Vec::new();
         for fields in stage_fields() {
             let m = mask.masked(&fields);
             let new_bits = stages
                 .last()
-                .map_or(m != FlowKey::default(), |(p, _)| *p != m);
+                .map_or(m != FlowKey::default(), |p| p.mask != m);
             if new_bits && m != mask {
-                stages.push((m, HashMap::default()));
+                stages.push(Stage {
+                    mask: m,
+                    words: (0..WORDS as u8).filter(|&i| m.w[i as usize] != 0).collect(),
+                    counts: HashMap::default(),
+                });
             }
         }
         Subtable {
@@ -144,14 +172,14 @@ impl Subtable {
 
     /// A rule of match value `value` joins (+1) or leaves (-1) the stages.
     fn stage_count(&mut self, value: &FlowKey, joins: bool) {
-        for (m, counts) in &mut self.stages {
-            let v = value.masked(m);
+        for st in &mut self.stages {
+            let v = st.hash(value);
             if joins {
-                *counts.entry(v).or_default() += 1;
-            } else if let Some(n) = counts.get_mut(&v) {
+                *st.counts.entry(v).or_default() += 1;
+            } else if let Some(n) = st.counts.get_mut(&v) {
                 *n -= 1;
                 if *n == 0 {
-                    counts.remove(&v);
+                    st.counts.remove(&v);
                 }
             }
         }
@@ -161,10 +189,10 @@ impl Subtable {
     /// the fields up to the stage that none agreed at go into `wc`; if so,
     /// the whole mask does.
     fn passes_stages(&self, key: &FlowKey, wc: &mut FlowKey) -> bool {
-        for (m, counts) in &self.stages {
-            if !counts.contains_key(&key.masked(m)) {
-                for i in 0..WORDS {
-                    wc.w[i] |= m.w[i];
+        for st in &self.stages {
+            if !st.counts.contains_key(&st.hash(key)) {
+                for &i in &st.words {
+                    wc.w[i as usize] |= st.mask.w[i as usize];
                 }
                 return false;
             }

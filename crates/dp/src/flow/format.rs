@@ -101,7 +101,17 @@ pub fn format_packet(key: &FlowKey, ports: &dyn PortNames) -> String {
         &field::CT_MARK,
         &field::CT_LABEL,
     ];
-    for fl in pipeline.into_iter().chain(REGS).chain(TUN_METADATA) {
+    // Options only of a tunnel the packet has (OVS's rule again).
+    let options: &[&Field] = if key.get(f::TUN_FAMILY) != 0 {
+        &TUN_METADATA
+    } else {
+        &[]
+    };
+    for fl in pipeline
+        .into_iter()
+        .chain(REGS)
+        .chain(options.iter().copied())
+    {
         if fl.get(key) != 0 {
             fl.set(&mut m.mask, fl.all_ones());
         }
@@ -122,6 +132,9 @@ fn packet_fields(key: &FlowKey) -> Vec<&'static Field> {
     match key.get(f::TUN_FAMILY) {
         4 => out.extend([&field::TUN_ID, &field::TUN_SRC, &field::TUN_DST]),
         6 => out.extend([&field::TUN_ID, &field::TUN_IPV6_SRC, &field::TUN_IPV6_DST]),
+        // A tunnel id set with no tunnel yet (OVS's
+        // flow_wildcards_init_for_packet).
+        _ if key.get(f::TUN_ID) != 0 => out.push(&field::TUN_ID),
         _ => {}
     }
     let (et, proto) = (key.get(f::DL_TYPE), key.get(f::NW_PROTO));
@@ -153,11 +166,14 @@ fn packet_fields(key: &FlowKey) -> Vec<&'static Field> {
     match proto {
         6 => out.extend([&field::TCP_SRC, &field::TCP_DST, &field::TCP_FLAGS]),
         17 | 132 => out.extend([&field::TCP_SRC, &field::TCP_DST]),
-        58 if et == 0x86dd && key.get(f::TP_DST) == 0 => match key.get(f::TP_SRC) {
-            135 => out.extend([&field::ND_TARGET, &field::ND_SLL]),
-            136 => out.extend([&field::ND_TARGET, &field::ND_TLL]),
-            _ => {}
-        },
+        // Neighbour discovery: both link-layer addresses, whichever
+        // message it is (OVS's `flow_wildcards_init_for_packet`).
+        58 if et == 0x86dd
+            && key.get(f::TP_DST) == 0
+            && matches!(key.get(f::TP_SRC), 135 | 136) =>
+        {
+            out.extend([&field::ND_TARGET, &field::ND_SLL, &field::ND_TLL])
+        }
         _ => {}
     }
     out

@@ -25,8 +25,13 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 pub use trace::{datapath_actions, parse_ct_state, Trace};
 
-/// OVS's limit on resubmit depth.
+/// ct_state's "tracked" bit.
+const CS_TRACKED: u64 = 0x20;
+
+/// OVS's limits: on resubmit depth (a resubmit to the same or an earlier
+/// table nests), and on table lookups in one translation.
 pub const MAX_RESUBMIT_DEPTH: usize = 64;
+pub const MAX_RESUBMITS: usize = MAX_RESUBMIT_DEPTH * MAX_RESUBMIT_DEPTH;
 
 /// Tunnel fields set by actions for the next output to a tunnel port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -70,6 +75,9 @@ pub enum Op {
     /// A copy of the packet goes through the tables again, from where
     /// recirculation `id` was frozen.
     Recirc(u32),
+    /// The datapath forgets the packet's conntrack state (`ct_clear` on a
+    /// tracked packet).
+    CtClear,
 }
 
 /// Why a packet was dropped, for counters.
@@ -192,6 +200,11 @@ pub struct Pipeline {
     /// The table and field stack the next [`Pipeline::process`] starts
     /// with (a traced recirculation's), instead of table 0 and none.
     start_at: Option<(u8, Vec<u128>)>,
+    /// Table lookups in this translation (OVS's `resubmits`).
+    resubmits: usize,
+    /// The translation began with a lookup (a packet's), not with actions
+    /// (a packet_out's, a resumed continuation's).
+    first_lookup_is_packets: bool,
 }
 
 impl Pipeline {
@@ -208,6 +221,8 @@ impl Pipeline {
             recircs: Vec::new(),
             next_recirc: 1,
             start_at: None,
+            resubmits: 0,
+            first_lookup_is_packets: false,
         }
     }
 
@@ -309,6 +324,8 @@ impl Pipeline {
         fr.set_stack(stack);
         self.stopped = false;
         self.freezing = None;
+        self.resubmits = 0;
+        self.first_lookup_is_packets = true;
         let r = self.run_table(c, &mut fr, table, bytes, now, ops, 0);
         self.finish_freezing(&fr, ops);
         if let Some(t) = self.tracing.as_mut() {
@@ -334,6 +351,8 @@ impl Pipeline {
         let mut fr = Frame::new(key);
         self.stopped = false;
         self.freezing = None;
+        self.resubmits = 0;
+        self.first_lookup_is_packets = false;
         let from = Origin {
             table: 0,
             cookie: u64::MAX,
@@ -358,7 +377,8 @@ impl Pipeline {
         ops: &mut Vec<Op>,
         depth: usize,
     ) -> Result<(), DropReason> {
-        if depth > MAX_RESUBMIT_DEPTH {
+        self.resubmits += 1;
+        if depth > MAX_RESUBMIT_DEPTH || self.resubmits > MAX_RESUBMITS {
             return Err(DropReason::ResubmitLoop);
         }
         // The exact-match cache knows no wildcards: a megaflow's lookups
@@ -367,9 +387,12 @@ impl Pipeline {
             Some(wc) => c.lookup_wc(table, &fr.key, wc),
             None => self.emc.lookup(c, table, &fr.key),
         };
+        // Only the packet's first lookup missing is "no rule" (a miss
+        // after a resubmit just ends that resubmit).
+        let first = self.resubmits == 1 && self.first_lookup_is_packets;
         let Some(r) = found else {
             self.traced_miss(table);
-            return if depth == 0 {
+            return if first {
                 Err(DropReason::NoRule)
             } else {
                 Ok(())
@@ -462,7 +485,11 @@ impl Pipeline {
                     // not nested.
                     let nested = !last;
                     self.trace_indent(nested, 1);
-                    let r = self.run_table(c, fr, t, bytes, now, ops, depth + 1);
+                    // As OVS counts depth: only a resubmit to this table or
+                    // an earlier one nests (OVN's pipeline walks 80 tables
+                    // forward).
+                    let deeper = usize::from(t <= from.table);
+                    let r = self.run_table(c, fr, t, bytes, now, ops, depth + deeper);
                     self.trace_indent(nested, -1);
                     r?;
                     fr.key.set(f::IN_PORT, saved);
@@ -482,6 +509,14 @@ impl Pipeline {
                     fr.restore(saved)?;
                 }
                 Action::Ct(ct) => self.conntrack(fr, &ct, ops)?,
+                // The datapath is told only of a packet conntrack has seen
+                // (OVS's `ctx->conntracked`: after a recirculation from ct).
+                Action::CtClear => {
+                    if fr.key.get(f::CT_STATE) & CS_TRACKED != 0 {
+                        ops.push(Op::CtClear);
+                    }
+                    self.field_action(fr, &Action::CtClear)?;
+                }
                 a => self.act(fr, from, &a, now, ops)?,
             }
         }
@@ -575,8 +610,19 @@ impl Pipeline {
             }
             Action::SetTunDst(ip) => fr.tun.dst = Some(ip),
             Action::SetTunSrc(ip) => fr.tun.src = Some(ip),
-            Action::SetTunId(id) => fr.tun.id = Some(id),
-            Action::SetTunMetadata(i, v) => fr.tun.metadata[i as usize] = Some(v),
+            // The flow holds them too: a later move or match reads them
+            // (OVN sets tun_metadata0 and moves a register into its upper
+            // bits).
+            Action::SetTunId(id) => {
+                fr.tun.id = Some(id);
+                fr.key.set(f::TUN_ID, id);
+            }
+            Action::SetTunMetadata(i, v) => {
+                fr.tun.metadata[i as usize] = Some(v);
+                if let Some(fl) = crate::field::TUN_METADATA.get(usize::from(i)) {
+                    fl.set(&mut fr.key, u128::from(v));
+                }
+            }
             Action::PushVlan(_)
             | Action::PopVlan
             | Action::ModVlanVid(_)

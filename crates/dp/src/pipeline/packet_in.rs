@@ -78,6 +78,8 @@ impl Pipeline {
         fr.set_stack(cont.stack.clone());
         self.stopped = false;
         self.freezing = None;
+        self.resubmits = 0;
+        self.first_lookup_is_packets = false;
         for (n, g) in cont.groups.iter().enumerate() {
             let from = Origin {
                 table: g.table,

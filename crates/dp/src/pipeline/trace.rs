@@ -416,6 +416,7 @@ pub fn datapath_actions(ops: &[Op]) -> String {
             Op::Controller { .. } => "userspace(controller)".into(),
             Op::Ct(ct) => ct_text(ct),
             Op::Recirc(id) => format!("recirc({id:#x})"),
+            Op::CtClear => "ct_clear".into(),
             Op::SetField { .. } => String::new(),
         });
     }

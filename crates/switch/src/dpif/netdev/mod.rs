@@ -573,6 +573,8 @@ impl Netdev {
                 }
                 // Only a trace makes these (the datapaths do not track
                 // connections yet): never here.
+                // No connection state to clear: nothing tracked it.
+                Op::CtClear => {}
                 Op::Ct(_) | Op::Recirc(_) => {
                     self.drop("conntrack_not_built");
                     break;

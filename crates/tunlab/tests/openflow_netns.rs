@@ -1083,8 +1083,22 @@ fn a_paused_packet_in_goes_to_the_monitor_and_resumes() {
     );
     std::thread::sleep(Duration::from_millis(700));
     let through = pings(&l.ta, "192.168.7.2", "3");
-    std::thread::sleep(Duration::from_millis(300));
+    // A port that comes and goes: PORT_STATUS in each one's version.
+    let x = "x-n1 ofport=12 type=vxlan local_ip=172.31.0.1 remote_ip=172.31.0.9 key=6";
+    let (ok, _, err) = ctl(s1.ctl_path(), &["add-port", x]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = ctl(s1.ctl_path(), &["del-port", "x-n1"]);
+    assert!(ok, "{err}");
+    std::thread::sleep(Duration::from_millis(600));
     let (r, st, sl) = (resumer.text(), standard.text(), silent.text());
+    for (log, version) in [(&r, "OF1.5"), (&st, "OF1.3")] {
+        for what in ["ADD: 12(x-n1)", "DEL: 12(x-n1)"] {
+            assert!(
+                log.contains(&format!("OFPT_PORT_STATUS ({version}) (xid=0x0): {what}")),
+                "{what} in {version}: {log}"
+            );
+        }
+    }
     assert!(
         through,
         "the resumed ping gets through
@@ -1106,6 +1120,10 @@ fn a_paused_packet_in_goes_to_the_monitor_and_resumes() {
     assert!(
         !sl.contains("PACKET_IN"),
         "no miss_send_len, no packet_in: {sl}"
+    );
+    assert!(
+        !sl.contains("PORT_STATUS"),
+        "no miss_send_len, no port status: {sl}"
     );
     drop((silent, standard, resumer));
     // A ct rule is taken (and traced), but the datapaths track no

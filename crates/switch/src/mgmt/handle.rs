@@ -7,7 +7,7 @@ use super::stats::{
     bad_len, gone, multipart, port_state, ports, stats10, table_reply, table_request, to_ms,
     BRC_BAD_EXPERIMENTER, BRC_EPERM,
 };
-use super::{bundle, ours, refuse, reply, send, Conn, Next};
+use super::{bundle, ours, refuse, reply, send, Async, Conn, Next};
 use crate::ofproto::openflow::flow_mod::{self as openflow, FlowChange};
 use crate::ofproto::openflow::{nx_match, PacketInFormat};
 use crate::workers::{Expired, RemovedReason, Switch};
@@ -40,7 +40,7 @@ pub(super) fn handle(
     m: &Message<'_>,
     (dpid, bridge): (u64, [u8; 16]),
     sw: &mut Switch,
-    outbox: &mut Vec<Vec<u8>>,
+    outbox: &mut Vec<Async>,
 ) -> Next {
     let Some(v) = c.version else {
         return hello(c, m);
@@ -110,7 +110,7 @@ fn experimenter(
     m: &Message<'_>,
     bridge: [u8; 16],
     sw: &mut Switch,
-    outbox: &mut Vec<Vec<u8>>,
+    outbox: &mut Vec<Async>,
 ) -> Next {
     let error = |c: &mut Conn, typ, code| refuse(c, v, m, (typ, code));
     let answer = |c: &mut Conn, r| answer(c, v, m, r);
@@ -294,7 +294,7 @@ fn features(v: u8, xid: u32, dpid: u64, sw: &mut Switch) -> Vec<u8> {
 fn flow_mod(
     change: FlowChange,
     sw: &mut Switch,
-    outbox: &mut Vec<Vec<u8>>,
+    outbox: &mut Vec<Async>,
 ) -> Result<(), (u16, u16)> {
     let failed = |_| (of::ET_FLOW_MOD_FAILED, of::FMFC_UNKNOWN);
     match change {
@@ -303,7 +303,7 @@ fn flow_mod(
         FlowChange::Delete(sel) => {
             let reported = doomed(&sel, sw);
             sw.del_flows(sel).map_err(failed)?;
-            outbox.extend(reported.iter().map(flow_removed));
+            outbox.extend(reported.iter().map(|e| Async::Of13(flow_removed(e))));
             Ok(())
         }
     }

@@ -8,11 +8,12 @@
 //!
 //! What each message gets is in [`handle`]. Controller connections (the
 //! `openflow` list) also get the asynchronous messages: PACKET_IN from the
-//! workers' `controller` actions (through a datagram socket, so that a
-//! worker never waits for a controller), and ECHO requests when idle for
+//! workers' `controller` actions (through a bounded queue, so that a
+//! worker never waits for a controller; each connection's form written
+//! here), FLOW_REMOVED and PORT_STATUS, and ECHO requests when idle for
 //! 5 s (closed after 5 s more without a word, as OVS's inactivity probe).
-//! The management socket is a service connection: no asynchronous
-//! messages.
+//! The management socket is a service connection: asynchronous messages
+//! only once it sets a non-zero miss_send_len (OVS's rule).
 //!
 //! Connections are non-blocking and served by the node's main thread
 //! beside the control socket: a slow or hostile client delays other
@@ -134,6 +135,29 @@ fn random_uuid() -> std::io::Result<[u8; 16]> {
     Ok(u)
 }
 
+/// An asynchronous message for the connections that take them, written
+/// in each one's version when it is sent.
+pub(super) enum Async {
+    /// Already written, for 1.3 connections only (FLOW_REMOVED).
+    Of13(Vec<u8>),
+    /// A port came or went.
+    PortStatus { reason: u8, name: String, no: u32 },
+}
+
+impl Async {
+    /// The message in version `v`, if it has a form there.
+    fn message(&self, v: u8) -> Option<Vec<u8>> {
+        match self {
+            Async::Of13(m) => (v == of::OF13).then(|| m.clone()),
+            Async::PortStatus { reason, name, no } => match v {
+                of::OF13 => Some(of::port_status(*reason, &stats::port_desc(v, name, *no))),
+                of::OF15 => Some(of::port_status15(*reason, &stats::port_desc(v, name, *no))),
+                _ => None,
+            },
+        }
+    }
+}
+
 /// What to do with a connection after a message.
 enum Next {
     Keep,
@@ -179,9 +203,9 @@ pub struct MgmtServer {
     /// take them.
     pub packet_ins_sent: u64,
     pub packet_ins_unsent: u64,
-    /// Asynchronous messages for every controller (FLOW_REMOVED,
-    /// PORT_STATUS), sent after each round.
-    outbox: Vec<Vec<u8>>,
+    /// Asynchronous messages for the connections that take them
+    /// (FLOW_REMOVED, PORT_STATUS), sent after each round.
+    outbox: Vec<Async>,
     /// When rules' timeouts were last checked.
     expired_at: Instant,
     /// The ports as controllers were last told of them.
@@ -359,7 +383,7 @@ impl MgmtServer {
             self.outbox.extend(
                 gone.iter()
                     .filter(|e| e.flow.send_flow_rem)
-                    .map(handle::flow_removed),
+                    .map(|e| Async::Of13(handle::flow_removed(e))),
             );
         }
         self.broadcast();
@@ -479,14 +503,20 @@ impl MgmtServer {
         if let Some(before) = &self.ports {
             for (name, no) in &now {
                 if !before.contains(&(name.clone(), *no)) {
-                    let desc = stats::port_desc(of::OF13, name, *no);
-                    self.outbox.push(of::port_status(of::PPR_ADD, &desc));
+                    self.outbox.push(Async::PortStatus {
+                        reason: of::PPR_ADD,
+                        name: name.clone(),
+                        no: *no,
+                    });
                 }
             }
             for (name, no) in before {
                 if !now.contains(&(name.clone(), *no)) {
-                    let desc = stats::port_desc(of::OF13, name, *no);
-                    self.outbox.push(of::port_status(of::PPR_DELETE, &desc));
+                    self.outbox.push(Async::PortStatus {
+                        reason: of::PPR_DELETE,
+                        name: name.clone(),
+                        no: *no,
+                    });
                 }
             }
         }
@@ -494,8 +524,9 @@ impl MgmtServer {
         self.broadcast();
     }
 
-    /// Send what is in the outbox to every 1.3 connection that takes
-    /// asynchronous messages.
+    /// Send what is in the outbox to every connection that takes
+    /// asynchronous messages, in its version: PORT_STATUS in 1.3's and
+    /// 1.5's layouts, FLOW_REMOVED in 1.3's (not built for 1.0 and 1.5).
     fn broadcast(&mut self) {
         if self.outbox.is_empty() {
             return;
@@ -503,10 +534,14 @@ impl MgmtServer {
         let msgs = std::mem::take(&mut self.outbox);
         for i in (0..self.conns.len()).rev() {
             let c = &mut self.conns[i];
-            if !c.receives_async() || c.version != Some(of::OF13) {
+            let Some(v) = c.version.filter(|_| c.receives_async()) else {
                 continue;
-            }
-            if msgs.iter().any(|m| send(c, m).is_err()) {
+            };
+            let sent = msgs.iter().all(|a| match a.message(v) {
+                Some(m) => send(c, &m).is_ok(),
+                None => true,
+            });
+            if !sent {
                 self.close(i);
             }
         }

@@ -2,10 +2,11 @@
 //! printed as `ovs-ofctl dump-flows` prints them (`ovs-actions(7)`).
 
 use super::text::{
-    c_hex, parse_u64, port_text, split, tun_metadata_index, value_text, Parser, Tok,
+    c_hex, needs, parse_u64, port_text, split, subfield, tun_metadata_index, value_text, Parser,
+    Tok,
 };
 use super::*;
-use crate::field::{self, Field, Prereq, SubField};
+use crate::field::{self, Field, SubField};
 
 const ACTIONS: &str = "output:N, in_port, normal, flood, all, controller[:MAX_LEN], controller(reason=R,max_len=N,id=N,userdata=HEX,pause), drop, set_field:V[/M]->FIELD, load:V->FIELD[BITS], move:SRC[BITS]->DST[BITS], push:FIELD[BITS], pop:FIELD[BITS], note:HEX, dec_ttl, clone(ACTIONS), conjunction(ID,K/N), ct_clear, set_tunnel:N, set_tunnel64:N, push_vlan:TPID, pop_vlan, strip_vlan, mod_vlan_vid:N, mod_vlan_pcp:N, resubmit(P,T), resubmit:P";
 
@@ -185,7 +186,7 @@ fn parse_action(
             }
         }
         "conjunction" => conjunction(p, t, v)?,
-        "ct" => super::conntrack::ct(p, t, v, m)?,
+        "ct" => super::conntrack::ct(p, t, v, m, &|body, at| parse_actions(p, body, at, m))?,
         "ct_clear" if v.is_empty() => Action::CtClear,
         _ if k.starts_with("resubmit") => parse_resubmit(p, t)?,
         _ if v.is_empty() && parse_u64(k).is_some() => Action::Output(p.port(t, "output", k)?),
@@ -260,10 +261,6 @@ fn load(p: &Parser, t: Tok, v: &str, m: Option<&Match>) -> Result<Action, FlowEr
     })
 }
 
-pub(super) fn subfield(p: &Parser, t: Tok, s: &str) -> Result<SubField, FlowError> {
-    SubField::parse(s).map_err(|e| p.err(t, e.to_string()))
-}
-
 /// The fields tunlab's pipeline writes: its own (metadata, registers,
 /// in_port) and the packet's headers, which a datapath rewrites before
 /// output. The tunnel's are their own actions; conntrack's are written
@@ -300,24 +297,6 @@ fn writable(p: &Parser, t: Tok, what: &str, fl: &Field) -> Result<(), FlowError>
                 fl.name
             ),
         ))
-    }
-}
-
-/// A field an action reads or writes needs its prerequisites in the
-/// rule's match (OVS's `MATCH_INCONSISTENT`).
-pub(super) fn needs(
-    p: &Parser,
-    t: Tok,
-    what: &str,
-    fl: &Field,
-    m: Option<&Match>,
-) -> Result<(), FlowError> {
-    match m {
-        Some(m) if fl.prereq != Prereq::None && !fl.prereq.met(&m.value, &m.mask) => Err(p.err(
-            t,
-            format!("{what} on {}: the rule {}", fl.name, fl.prereq.hint()),
-        )),
-        _ => Ok(()),
     }
 }
 
@@ -556,7 +535,7 @@ pub(super) fn format_action(s: &mut String, a: &Action, ports: &dyn PortNames) {
             write!(s, "dec_ttl({})", ids.join(","))
         }
         Action::Ct(ct) => {
-            super::conntrack::format_ct(s, ct, ports);
+            super::conntrack::format_ct(s, ct, ports, &format_action);
             Ok(())
         }
         Action::CtClear => write!(s, "ct_clear"),

@@ -2,13 +2,23 @@
 //! and `exec(...)`, read as `ovs-actions(7)` writes them and printed as
 //! OVS's `format_CT` and `format_NAT` print them.
 
-use super::actions::{format_action, needs, parse_actions, subfield};
-use super::text::{parse_u64, split, Parser, Tok};
+use super::text::{needs, parse_u64, split, subfield, Parser, Tok};
 use super::*;
 
 /// `ct(commit,force,table=T,zone=Z|SUBFIELD,alg=ftp|tftp,nat[(...)],exec(...))`
 /// as `ovs-actions(7)` has it.
-pub(super) fn ct(p: &Parser, t: Tok, v: &str, m: Option<&Match>) -> Result<Action, FlowError> {
+/// The action parser, as `ct` is given it: text at a byte offset.
+pub(super) type ParseActions<'a> = dyn Fn(&str, usize) -> Result<Vec<Action>, FlowError> + 'a;
+
+/// `exec` reads the actions of an `exec(...)` (the action parser, passed
+/// in: the grammar is recursive, the modules are not).
+pub(super) fn ct(
+    p: &Parser,
+    t: Tok,
+    v: &str,
+    m: Option<&Match>,
+    exec: &ParseActions<'_>,
+) -> Result<Action, FlowError> {
     let inner = v
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
@@ -63,7 +73,7 @@ pub(super) fn ct(p: &Parser, t: Tok, v: &str, m: Option<&Match>) -> Result<Actio
                 if !body.trim().is_empty() {
                     let at = kv.at + kv.s.find('(').map_or(0, |i| i + 1);
                     p.ct_exec.set(true);
-                    let acts = parse_actions(p, body, at, m);
+                    let acts = exec(body, at);
                     p.ct_exec.set(false);
                     for a in acts? {
                         match a {
@@ -191,7 +201,14 @@ fn nat_range(s: &str) -> Option<(Option<(IpAddr, IpAddr)>, Option<(u16, u16)>)> 
 
 /// `ct(...)` as OVS's `format_CT` writes it: only what is set, nat
 /// before exec, the helper last.
-pub(super) fn format_ct(s: &mut String, ct: &Ct, ports: &dyn PortNames) {
+/// `action` writes one of `exec`'s actions (the action printer, passed
+/// in).
+pub(super) fn format_ct(
+    s: &mut String,
+    ct: &Ct,
+    ports: &dyn PortNames,
+    action: &dyn Fn(&mut String, &Action, &dyn PortNames),
+) {
     let mut parts: Vec<String> = Vec::new();
     if ct.commit {
         parts.push("commit".into());
@@ -216,7 +233,7 @@ pub(super) fn format_ct(s: &mut String, ct: &Ct, ports: &dyn PortNames) {
             if i > 0 {
                 e.push(',');
             }
-            format_action(&mut e, a, ports);
+            action(&mut e, a, ports);
         }
         parts.push(format!("exec({e})"));
     }

@@ -4,7 +4,7 @@
 //! parser, the printer and the actions' text all stand on this.
 
 use super::*;
-use crate::field::{self, Field, Fmt};
+use crate::field::{self, Field, Fmt, Prereq, SubField};
 
 /// A token with its byte offset in the rule text.
 #[derive(Debug, Clone, Copy)]
@@ -388,5 +388,28 @@ pub(super) fn v6(v: u128, m: u128) -> String {
         format!("{a}/{}", m.leading_ones())
     } else {
         format!("{a}/{}", Ipv6Addr::from(m))
+    }
+}
+
+/// A subfield's text (`NXM_NX_REG13[0..15]`, `reg0[]`).
+pub(super) fn subfield(p: &Parser, t: Tok, s: &str) -> Result<SubField, FlowError> {
+    SubField::parse(s).map_err(|e| p.err(t, e.to_string()))
+}
+
+/// A field an action reads or writes needs its prerequisites in the
+/// rule's match (OVS's `MATCH_INCONSISTENT`).
+pub(super) fn needs(
+    p: &Parser,
+    t: Tok,
+    what: &str,
+    fl: &Field,
+    m: Option<&Match>,
+) -> Result<(), FlowError> {
+    match m {
+        Some(m) if fl.prereq != Prereq::None && !fl.prereq.met(&m.value, &m.mask) => Err(p.err(
+            t,
+            format!("{what} on {}: the rule {}", fl.name, fl.prereq.hint()),
+        )),
+        _ => Ok(()),
     }
 }

@@ -446,7 +446,9 @@ impl Pipeline {
             }
             i += 1;
             self.traced_action(&a);
-            let last = action(c, i).is_none();
+            // Whether a resubmit ends the actions (its trace is then not
+            // nested); asked only of a resubmit, as it clones the next.
+            let last = matches!(a, Action::Resubmit { .. }) && action(c, i).is_none();
             self.run_action(c, fr, from, bytes, now, ops, depth, a, last)?;
             if self.freezing.is_some() {
                 // The rest of these actions run when the controller
